@@ -1,0 +1,27 @@
+"""psgrpo: process-supervised GRPO (outcome, PS-GRPO, GRPO-VPS) on Hugging Face TRL.
+
+Data flow of one training step (DESIGN.md §1)::
+
+    rollout -> rewards -> segments -> process signal -> advantages -> loss
+
+The public entry points are :class:`ProcessGRPOConfig` and :class:`ProcessGRPOTrainer`;
+``psgrpo`` on the command line wraps them.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["ProcessGRPOConfig", "ProcessGRPOTrainer", "__version__"]
+
+
+def __getattr__(name: str):  # lazy: importing psgrpo must not import torch/TRL
+    if name == "ProcessGRPOConfig":
+        from psgrpo.config import ProcessGRPOConfig
+
+        return ProcessGRPOConfig
+    if name == "ProcessGRPOTrainer":
+        from psgrpo.trainer import ProcessGRPOTrainer
+
+        return ProcessGRPOTrainer
+    raise AttributeError(f"module 'psgrpo' has no attribute {name!r}")

@@ -1,0 +1,215 @@
+"""The ``psgrpo`` command line: ``train``, ``eval``, ``warmstart``.
+
+Every subcommand parses its dataclasses with TRL's ``TrlParser``: ``--config FILE.yaml``
+sets defaults, flags override them. ``psgrpo train`` with no ``--config`` uses the embedded
+demo recipe (``psgrpo/recipes/demo.yaml``); with no model it uses the embedded checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("psgrpo")
+
+RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
+DEFAULT_RECIPE = RECIPES_DIR / "demo.yaml"
+
+SUBCOMMANDS = {
+    "train": "train a policy with grpo / ps / vps (default: the embedded demo)",
+    "eval": "held-out accuracy of a checkpoint",
+    "warmstart": "reproduce the embedded warm-start checkpoint (SFT of the tiny model)",
+}
+
+
+@dataclass
+class EvalConfig:
+    """Options of ``psgrpo eval`` besides the task fields."""
+
+    model_name_or_path: str | None = field(
+        default=None,
+        metadata={"help": "Checkpoint dir or hub id. Default: the embedded warm-start checkpoint."},
+    )
+    do_sample: bool = field(
+        default=False, metadata={"help": "Sample instead of greedy decoding (default greedy)."}
+    )
+    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (with --do_sample)."})
+    top_k: int | None = field(default=None, metadata={"help": "Top-k sampling (with --do_sample)."})
+    top_p: float | None = field(default=None, metadata={"help": "Top-p sampling (with --do_sample)."})
+    seed: int = field(default=0, metadata={"help": "Random seed (default 0)."})
+    output_file: str | None = field(
+        default=None, metadata={"help": "Write the metrics as JSON here (default: print only)."}
+    )
+
+
+def _with_default_recipe(argv: list[str]) -> list[str]:
+    return argv if "--config" in argv else ["--config", str(DEFAULT_RECIPE), *argv]
+
+
+def load_model_and_tokenizer(model_name_or_path: str | None, dtype: str | None = None, **kwargs: Any):
+    """Load a causal LM and its tokenizer; ``None`` means the embedded checkpoint.
+
+    Raises:
+        FileNotFoundError / ValueError with the path when the checkpoint lacks a tokenizer.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from psgrpo.tiny import CHECKPOINT_DIR
+
+    path = str(CHECKPOINT_DIR) if model_name_or_path is None else model_name_or_path
+    local = Path(path)
+    if local.exists() and not any(
+        (local / name).exists() for name in ("tokenizer.json", "tokenizer_config.json")
+    ):
+        raise ValueError(
+            f"checkpoint {path} has no tokenizer (no tokenizer.json / tokenizer_config.json): save it with "
+            "tokenizer.save_pretrained(path) next to the model"
+        )
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    torch_dtype = getattr(torch, dtype) if dtype not in (None, "auto") else dtype
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, **kwargs)
+    return model, tokenizer
+
+
+def _print_table(title: str, rows: dict[str, dict[str, float]]) -> None:
+    keys = ["accuracy", "format_rate", "answer_rate", "mean_tokens"]
+    print(f"\n{title}")
+    print("| " + " | ".join(["", *keys]) + " |")
+    print("|" + "---|" * (len(keys) + 1))
+    for name, metrics in rows.items():
+        print("| " + " | ".join([name, *(f"{metrics[k]:.3f}" for k in keys)]) + " |")
+
+
+def train(argv: Sequence[str]) -> dict[str, Any]:
+    """``psgrpo train``: build config, data, model; evaluate, train, evaluate; return the report."""
+    import torch
+    from trl import ModelConfig, TrlParser, get_peft_config
+
+    from psgrpo.config import ProcessGRPOConfig, TaskConfig
+    from psgrpo.data.tasks import load_task_split
+    from psgrpo.evaluate import evaluate_model
+    from psgrpo.trainer import ProcessGRPOTrainer
+
+    parser = TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig))
+    task, args, model_args = parser.parse_args_and_config(_with_default_recipe(list(argv)))
+    torch.manual_seed(args.seed)
+    model, tokenizer = load_model_and_tokenizer(
+        model_args.model_name_or_path,
+        dtype=model_args.dtype,
+        attn_implementation=model_args.attn_implementation,
+        revision=model_args.model_revision,
+        trust_remote_code=args.trust_remote_code,
+    )
+    train_dataset = load_task_split(task, task.train_split, limit=task.max_train_examples)
+    eval_dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)
+    eval_kwargs = {
+        "max_new_tokens": task.eval_max_new_tokens or args.max_completion_length,
+        "batch_size": task.eval_batch_size,
+    }
+    report: dict[str, Any] = {"method": args.method, "dataset": task.dataset, "output_dir": args.output_dir}
+    if task.eval_before_after:
+        report["before"] = evaluate_model(model, tokenizer, eval_dataset, **eval_kwargs)
+        logger.info("held-out before training: %s", report["before"])
+    trainer = ProcessGRPOTrainer(
+        model=model,
+        args=args,
+        train_dataset=train_dataset,
+        processing_class=tokenizer,
+        peft_config=get_peft_config(model_args),
+    )
+    start = time.perf_counter()
+    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
+    report["train_seconds"] = time.perf_counter() - start
+    trainer.save_model(args.output_dir)
+    tokenizer.save_pretrained(args.output_dir)
+    if task.eval_before_after:
+        report["after"] = evaluate_model(trainer.model, tokenizer, eval_dataset, **eval_kwargs)
+        _print_table(
+            f"held-out accuracy on {task.dataset}/{task.eval_split} (n={len(eval_dataset)}, greedy), "
+            f"method={args.method}, {report['train_seconds']:.0f} s of training",
+            {"before": report["before"], "after": report["after"]},
+        )
+    if trainer.is_world_process_zero():
+        Path(args.output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(args.output_dir) / "report.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
+def evaluate(argv: Sequence[str]) -> dict[str, float]:
+    """``psgrpo eval``: held-out accuracy, format rate and length of one checkpoint."""
+    import torch
+    from trl import TrlParser
+
+    from psgrpo.config import TaskConfig
+    from psgrpo.data.tasks import load_task_split
+    from psgrpo.evaluate import evaluate_model
+
+    task, cfg = TrlParser((TaskConfig, EvalConfig)).parse_args_and_config(list(argv))
+    torch.manual_seed(cfg.seed)
+    model, tokenizer = load_model_and_tokenizer(cfg.model_name_or_path)
+    dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)
+    metrics = evaluate_model(
+        model,
+        tokenizer,
+        dataset,
+        max_new_tokens=task.eval_max_new_tokens or 256,
+        batch_size=task.eval_batch_size,
+        do_sample=cfg.do_sample,
+        temperature=cfg.temperature,
+        top_k=cfg.top_k,
+        top_p=cfg.top_p,
+    )
+    _print_table(
+        f"{cfg.model_name_or_path or 'embedded checkpoint'} on {task.dataset}/{task.eval_split}",
+        {"": metrics},
+    )
+    if cfg.output_file:
+        Path(cfg.output_file).parent.mkdir(parents=True, exist_ok=True)
+        Path(cfg.output_file).write_text(json.dumps(metrics, indent=2))
+    return metrics
+
+
+def warmstart(argv: Sequence[str]) -> dict[str, float]:
+    """``psgrpo warmstart``: SFT the tiny model on arith and save the checkpoint."""
+    from trl import TrlParser
+
+    from psgrpo.tiny.warmstart import WarmstartConfig
+    from psgrpo.tiny.warmstart import warmstart as run_warmstart
+
+    (cfg,) = TrlParser((WarmstartConfig,)).parse_args_and_config(list(argv))
+    result = run_warmstart(cfg)
+    print(json.dumps(result, indent=2))
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``psgrpo`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in SUBCOMMANDS:
+        top = argparse.ArgumentParser(
+            prog="psgrpo",
+            description="Process-supervised GRPO on TRL. `psgrpo SUBCOMMAND --help` lists a subcommand's options.",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            epilog="subcommands:\n" + "\n".join(f"  {k:10s} {v}" for k, v in SUBCOMMANDS.items()),
+        )
+        top.add_argument("subcommand", choices=list(SUBCOMMANDS))
+        top.parse_args(argv[:1])  # prints usage / error and exits
+        return 2
+    command, rest = argv[0], argv[1:]
+    {"train": train, "eval": evaluate, "warmstart": warmstart}[command](rest)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

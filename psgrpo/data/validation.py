@@ -1,0 +1,248 @@
+"""Dataset checks whose errors say what is wrong, where, and how to fix it.
+
+They are generic: the synthetic ``arith`` task, GSM8K and user datasets all go through them before
+training or evaluation, so that a misnamed column or an unparsable gold answer fails at load time
+with a readable message instead of deep inside the trainer::
+
+    from psgrpo.data.validation import validate_columns, validate_gold_answers
+
+    validate_columns(dataset, ["prompt", "answer"], name="train dataset", source="my.jsonl")
+    validate_gold_answers(dataset, column="answer", name="train dataset")
+
+A "dataset" here is any of:
+
+* a :class:`datasets.Dataset` (columns are read column-wise, which is fast);
+* a :class:`datasets.IterableDataset` or other iterable of row mappings;
+* a mapping of column name to list of values (``{"question": [...], "answer": [...]}``);
+* a sequence of row mappings (``[{"question": ..., "answer": ...}, ...]``).
+
+Every failure raises :class:`DatasetValidationError` (a :class:`ValueError`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from psgrpo.numbers import parse_number
+
+__all__ = [
+    "DatasetValidationError",
+    "describe_dataset",
+    "iter_column",
+    "more_rows_note",
+    "short_repr",
+    "validate_columns",
+    "validate_gold_answers",
+]
+
+REPR_LIMIT = 80
+"""Longest ``repr`` of an offending value quoted in an error message."""
+
+MAX_LISTED_ROWS = 5
+"""How many further bad rows an error message lists after the first one."""
+
+GOLD_EXPECTATION = "a non-empty string holding one number, e.g. '72', '1,000', '-3.5' or '3/4'"
+
+
+class DatasetValidationError(ValueError):
+    """A dataset lacks something training needs (rows, a column, a parsable gold answer).
+
+    Attributes:
+        row: 0-based index of the first offending row, when the problem is in a row.
+        field: the column or field involved, when there is one.
+    """
+
+    def __init__(self, message: str, *, row: int | None = None, field: str | None = None) -> None:
+        super().__init__(message)
+        self.row = row
+        self.field = field
+
+
+def short_repr(value: Any, limit: int = REPR_LIMIT) -> str:
+    """``repr(value)``, cut to ``limit`` characters (with a note of the full length) when longer."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
+def describe_dataset(name: str, source: str | None = None) -> str:
+    """How error messages refer to a dataset: ``dataset 'train' (from data/train.jsonl)``."""
+    where = f"dataset {name!r}"
+    return f"{where} (from {source})" if source else where
+
+
+def _split_names(dataset: Any) -> list[str] | None:
+    """The split names when ``dataset`` is a ``DatasetDict``-like mapping of datasets, else ``None``."""
+    if isinstance(dataset, Mapping) and dataset and all(hasattr(v, "column_names") for v in dataset.values()):
+        return list(dataset)
+    return None
+
+
+def _first_row(dataset: Iterable[Any]) -> Any | None:
+    """The first row of an iterable dataset, or ``None`` when it has none."""
+    return next(iter(dataset), None)
+
+
+def _is_columnar(dataset: Any) -> bool:
+    """True for a ``datasets.Dataset``-like object that can hand out whole columns by name."""
+    return isinstance(getattr(dataset, "column_names", None), list) and hasattr(dataset, "__len__")
+
+
+def _column_names(dataset: Any) -> list[str]:
+    """Column names of a dataset, in order (union of row keys for a list of rows)."""
+    names = getattr(dataset, "column_names", None)
+    if isinstance(names, list):
+        return list(names)
+    if isinstance(dataset, Mapping):
+        return [str(key) for key in dataset]
+    rows: Iterable[Any] = dataset if isinstance(dataset, Sequence) else itertools.islice(dataset, 1)
+    seen: dict[str, None] = {}
+    for row in rows:
+        if isinstance(row, Mapping):
+            seen.update(dict.fromkeys(str(key) for key in row))
+    return list(seen)
+
+
+def _num_rows(dataset: Any) -> int | None:
+    """Number of rows, or ``None`` when it cannot be known without iterating (iterable datasets)."""
+    if _is_columnar(dataset):
+        return len(dataset)
+    if isinstance(dataset, Mapping):
+        return max((len(values) for values in dataset.values()), default=0)
+    if isinstance(dataset, Sequence):
+        return len(dataset)
+    return None
+
+
+def _is_empty(dataset: Any) -> bool:
+    """True when the dataset has no rows."""
+    count = _num_rows(dataset)
+    if count is not None:
+        return count == 0
+    return _first_row(dataset) is None
+
+
+def iter_column(dataset: Any, column: str) -> Iterator[Any]:
+    """Yield the values of one column, row by row (``None`` where a row lacks it).
+
+    A ``datasets.Dataset`` or a mapping of columns is read column-wise; other datasets row-wise.
+    """
+    if _is_columnar(dataset) or isinstance(dataset, Mapping):
+        yield from dataset[column]
+        return
+    for row in dataset:
+        yield row.get(column) if isinstance(row, Mapping) else None
+
+
+def _suggestion(missing: str, present: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest present column name, or ``""`` when none is close."""
+    lowered = {name.lower(): name for name in present}
+    exact = lowered.get(missing.lower())
+    if exact is not None:
+        return f" (did you mean {exact!r}?)"
+    close = difflib.get_close_matches(missing.lower(), list(lowered), n=1, cutoff=0.6)
+    return f" (did you mean {lowered[close[0]]!r}?)" if close else ""
+
+
+def validate_columns(
+    dataset: Any, required: Sequence[str], name: str = "dataset", *, source: str | None = None
+) -> None:
+    """Check that ``dataset`` has rows and every column in ``required``.
+
+    Args:
+        dataset: a ``datasets.Dataset``, iterable dataset, mapping of columns or list of rows.
+        required: the column names that must be present.
+        name: what the dataset is called in error messages (``"train dataset"``, ``"GSM8K"``).
+        source: where it came from (a path or hub id), quoted in error messages when given.
+
+    Raises:
+        DatasetValidationError: the dataset is a ``DatasetDict`` (no split chosen), is empty, or
+            lacks a required column; the message lists the columns present and suggests the
+            closest name for a misnamed one (``answers`` → ``did you mean 'answer'?``).
+    """
+    if isinstance(required, str):
+        required = [required]
+    where = describe_dataset(name, source)
+    splits = _split_names(dataset)
+    if splits is not None:
+        raise DatasetValidationError(
+            f"{where} is a dataset dictionary with splits {splits}, not one split; "
+            f"pass one of them, e.g. dataset[{splits[0]!r}]"
+        )
+    if _is_empty(dataset):
+        raise DatasetValidationError(
+            f"{where} is empty: it has no rows (each row needs columns {list(required)})"
+        )
+    present = _column_names(dataset)
+    missing = [column for column in required if column not in present]
+    if missing:
+        described = ", ".join(f"{column!r}{_suggestion(column, present)}" for column in missing)
+        noun = "column" if len(missing) == 1 else "columns"
+        raise DatasetValidationError(
+            f"{where} is missing required {noun} {described}; it has columns {present}, "
+            f"and needs {list(required)}",
+            field=missing[0],
+        )
+
+
+def _gold_problem(value: Any) -> str | None:
+    """Why ``value`` is not a usable gold answer, or ``None`` when it is one."""
+    if not isinstance(value, str):
+        hint = " (convert the column to strings)" if isinstance(value, int | float) else ""
+        return f"is of type {type(value).__name__}, not a string{hint}"
+    if not value.strip():
+        return "is empty"
+    if parse_number(value) is None:
+        return "is not a number"
+    return None
+
+
+def more_rows_note(labels: Sequence[str]) -> str:
+    """``" (3 more bad rows: row 4, row 9, row 12)"`` for the rows after the first bad one.
+
+    Lists at most :data:`MAX_LISTED_ROWS` labels; returns ``""`` when there are none.
+    """
+    if not labels:
+        return ""
+    listed = ", ".join(labels[:MAX_LISTED_ROWS])
+    if len(labels) > MAX_LISTED_ROWS:
+        listed += ", ..."
+    return f" ({len(labels)} more bad {'row' if len(labels) == 1 else 'rows'}: {listed})"
+
+
+def validate_gold_answers(
+    dataset: Any, column: str = "answer", name: str = "dataset", *, source: str | None = None
+) -> None:
+    """Check that every row's gold answer is a non-empty string that :func:`parse_number` parses.
+
+    Args:
+        dataset: as for :func:`validate_columns`; the column is read column-wise when possible.
+        column: the gold-answer column.
+        name: what the dataset is called in error messages.
+        source: where it came from, quoted in error messages when given.
+
+    Raises:
+        DatasetValidationError: the column is missing (see :func:`validate_columns`), or a value is
+            not a number; the message names the first bad row (0-based index), the field, the
+            offending value and what was expected, and counts the other bad rows.
+    """
+    validate_columns(dataset, [column], name, source=source)
+    bad: list[tuple[int, Any, str]] = []
+    for index, value in enumerate(iter_column(dataset, column)):
+        problem = _gold_problem(value)
+        if problem is not None:
+            bad.append((index, value, problem))
+    if not bad:
+        return
+    index, value, problem = bad[0]
+    raise DatasetValidationError(
+        f"{describe_dataset(name, source)}: row {index}, field {column!r}: gold answer "
+        f"{short_repr(value)} {problem}; expected {GOLD_EXPECTATION}"
+        f"{more_rows_note([f'row {other}' for other, _, _ in bad[1:]])}",
+        row=index,
+        field=column,
+    )

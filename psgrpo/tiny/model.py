@@ -1,0 +1,54 @@
+"""The tiny Qwen2 model of the embedded default.
+
+It is the same ``Qwen2ForCausalLM`` class as Qwen2.5, only small, so every code path the
+trainer takes on it is the one it takes on the real model.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import PreTrainedTokenizerBase, Qwen2Config, Qwen2ForCausalLM
+
+
+def tiny_qwen2_config(
+    vocab_size: int,
+    hidden_size: int = 128,
+    num_layers: int = 4,
+    num_heads: int = 4,
+    num_kv_heads: int = 2,
+    intermediate_size: int = 384,
+    max_position_embeddings: int = 512,
+    pad_token_id: int | None = None,
+    eos_token_id: int | None = None,
+) -> Qwen2Config:
+    """A small ``Qwen2Config`` (defaults: 4 layers × 128 wide, grouped-query attention, ~0.8M params)."""
+    return Qwen2Config(
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_kv_heads,
+        max_position_embeddings=max_position_embeddings,
+        tie_word_embeddings=True,
+        use_sliding_window=False,
+        pad_token_id=pad_token_id,
+        eos_token_id=eos_token_id,
+        bos_token_id=None,
+    )
+
+
+def build_tiny_model(tokenizer: PreTrainedTokenizerBase, seed: int = 0, **config_kwargs) -> Qwen2ForCausalLM:
+    """A randomly initialised tiny Qwen2 sized for ``tokenizer`` (fp32, eval mode off)."""
+    torch.manual_seed(seed)
+    config = tiny_qwen2_config(
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        **config_kwargs,
+    )
+    model = Qwen2ForCausalLM(config)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.bos_token_id = None
+    return model

@@ -1,0 +1,114 @@
+"""The CLI: recipes parse into configs, and the GSM8K recipe's code path runs end to end on tiny models."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from trl import ModelConfig, TrlParser
+
+from psgrpo.cli import DEFAULT_RECIPE, RECIPES_DIR, load_model_and_tokenizer, main
+from psgrpo.config import ProcessGRPOConfig, TaskConfig
+from psgrpo.tiny.model import build_tiny_model
+from psgrpo.tiny.tokenizer import train_bpe_tokenizer
+
+GSM8K_ROWS = [
+    {
+        "question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+        "How many clips did Natalia sell altogether in April and May?",
+        "answer": "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = <<48+24=72>>72 clips.\n#### 72",
+    },
+    {
+        "question": "Weng earns $12 an hour for babysitting. Yesterday, she just did 50 minutes of babysitting. "
+        "How much did she earn?",
+        "answer": "Weng earns 12/60 = $<<12/60=0.2>>0.2 per minute.\nShe earned 0.2 x 50 = $<<0.2*50=10>>10.\n#### 10",
+    },
+]
+
+
+def _parse(argv):
+    return TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig)).parse_args_and_config(argv)
+
+
+def test_demo_recipe_parses_with_cli_override():
+    task, args, model_args = _parse(
+        ["--config", str(DEFAULT_RECIPE), "--learning_rate", "1e-5", "--method", "grpo"]
+    )
+    assert task.dataset == "arith"
+    assert args.learning_rate == 1e-5  # the flag overrides the YAML
+    assert args.num_generations == 8 and args.use_cpu
+    assert model_args.model_name_or_path is None  # → embedded checkpoint
+
+
+def test_gsm8k_recipe_builds_seed_hyperparameters():
+    task, args, model_args = _parse(
+        ["--config", str(RECIPES_DIR / "gsm8k_qwen2.5_0.5b.yaml"), "--use_cpu", "true"]
+    )
+    assert model_args.model_name_or_path == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert (task.dataset, task.chat, task.prompt_template) == ("gsm8k", True, "seed")
+    assert args.per_device_train_batch_size // args.num_generations == 8 and args.num_generations == 4
+    assert (args.learning_rate, args.epsilon, args.beta, args.max_completion_length) == (5e-6, 0.2, 0.05, 512)
+    assert (args.top_k, args.top_p, args.temperature) == (40, 0.9, 0.7)
+    assert args.bf16 and args.gradient_checkpointing
+
+
+def test_unknown_flag_is_an_error():
+    with pytest.raises(ValueError, match="no_such_flag"):
+        _parse(["--config", str(DEFAULT_RECIPE), "--no_such_flag", "1"])
+
+
+def test_missing_tokenizer_is_a_clear_error(tmp_path, char_tokenizer):
+    build_tiny_model(char_tokenizer, hidden_size=32, num_layers=1, intermediate_size=64).save_pretrained(
+        tmp_path
+    )
+    with pytest.raises(ValueError, match="has no tokenizer"):
+        load_model_and_tokenizer(str(tmp_path))
+
+
+@pytest.mark.slow
+def test_gsm8k_recipe_runs_end_to_end_on_tiny_qwen2(tmp_path):
+    """Same code path as the real recipe (chat template, bf16, gradient checkpointing, β>0), tiny model."""
+    data_dir = tmp_path / "gsm8k"
+    data_dir.mkdir()
+    for split in ("train", "test"):
+        (data_dir / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in GSM8K_ROWS * 4))
+    tokenizer = train_bpe_tokenizer([r["question"] + r["answer"] for r in GSM8K_ROWS] * 20, vocab_size=300)
+    model_dir = tmp_path / "tiny-qwen2"
+    build_tiny_model(tokenizer, hidden_size=32, num_layers=2, intermediate_size=64).save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    out = tmp_path / "out"
+    main(
+        [
+            "train",
+            "--config",
+            str(RECIPES_DIR / "gsm8k_qwen2.5_0.5b.yaml"),
+            "--model_name_or_path",
+            str(model_dir),
+            "--dataset",
+            str(data_dir),
+            "--use_cpu",
+            "true",
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "2",
+            "--per_device_train_batch_size",
+            "8",
+            "--max_completion_length",
+            "12",
+            "--max_eval_examples",
+            "4",
+            "--report_to",
+            "none",
+            "--save_strategy",
+            "no",
+            "--logging_steps",
+            "1",
+        ]
+    )
+    report = json.loads((out / "report.json").read_text())
+    assert set(report["before"]) >= {"accuracy", "format_rate", "mean_tokens"}
+    assert 0.0 <= report["after"]["accuracy"] <= 1.0
+    assert (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()
+    logs = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert any("kl" in r for r in logs)  # β = 0.05 from the recipe: the reference model ran

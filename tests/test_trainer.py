@@ -1,0 +1,143 @@
+"""ProcessGRPOTrainer: with method='grpo' it trains exactly like trl.GRPOTrainer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+from trl import GRPOConfig, GRPOTrainer
+
+from psgrpo.config import ProcessGRPOConfig
+from psgrpo.data.arith import make_arith_dataset
+from psgrpo.rewards import correctness_reward, format_reward
+from psgrpo.tiny.model import build_tiny_model
+from psgrpo.trainer import ProcessGRPOTrainer
+
+
+def length_reward(completions, **kwargs):
+    """Guarantees reward variance inside every group, so advantages are non-zero."""
+    return [len(c) / 10.0 for c in completions]
+
+
+REWARDS = [correctness_reward, format_reward, length_reward]
+
+
+def _common_args(tmp_path, name, beta=0.0):
+    return dict(
+        output_dir=str(tmp_path / name),
+        max_steps=2,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=16,
+        learning_rate=1e-2,
+        beta=beta,
+        report_to=[],
+        use_cpu=True,
+        logging_steps=1,
+        save_strategy="no",
+        seed=0,
+        disable_tqdm=True,
+    )
+
+
+def _record_batches(trainer):
+    """Wrap _generate_and_score_completions to keep every output dict."""
+    outputs = []
+    original = trainer._generate_and_score_completions
+
+    def recorder(inputs):
+        out = original(inputs)
+        outputs.append({k: v.detach().clone() if isinstance(v, torch.Tensor) else v for k, v in out.items()})
+        return out
+
+    trainer._generate_and_score_completions = recorder
+    return outputs
+
+
+def _run(trainer_cls, args, tokenizer, dataset, model_dir):
+    torch.manual_seed(0)
+    # Loaded from disk: with beta > 0 TRL builds the reference model from the policy's path.
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    trainer = trainer_cls(
+        model=model, reward_funcs=REWARDS, args=args, train_dataset=dataset, processing_class=tokenizer
+    )
+    batches = _record_batches(trainer)
+    trainer.train()
+    losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
+    params = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    return batches, losses, params, trainer
+
+
+def test_grpo_method_matches_trl(tmp_path, char_tokenizer):
+    dataset = make_arith_dataset("train", n=16)
+    model_dir = tmp_path / "init"
+    build_tiny_model(
+        char_tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64
+    ).save_pretrained(model_dir)
+    ref_batches, ref_losses, ref_params, _ = _run(
+        GRPOTrainer,
+        GRPOConfig(**_common_args(tmp_path, "trl", beta=0.04)),
+        char_tokenizer,
+        dataset,
+        model_dir,
+    )
+    our_batches, our_losses, our_params, ours = _run(
+        ProcessGRPOTrainer,
+        ProcessGRPOConfig(method="grpo", **_common_args(tmp_path, "psgrpo", beta=0.04)),
+        char_tokenizer,
+        dataset,
+        model_dir,
+    )
+    assert len(ref_batches) == len(our_batches) == 2
+    for ref, our in zip(ref_batches, our_batches, strict=True):
+        torch.testing.assert_close(our["completion_ids"], ref["completion_ids"], rtol=0, atol=0)
+        assert our["advantages"].shape == our["completion_ids"].shape  # token-level (B, T)
+        assert ref["advantages"].abs().sum() > 0, "test needs non-zero advantages to mean anything"
+        expected = ref["advantages"].unsqueeze(1) * ref["completion_mask"]
+        torch.testing.assert_close(our["advantages"], expected, rtol=0, atol=0)
+    assert our_losses == ref_losses
+    for name, value in ref_params.items():
+        torch.testing.assert_close(our_params[name], value, rtol=0, atol=0, msg=name)
+    records = [json.loads(line) for line in (tmp_path / "psgrpo" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if "loss" in r] == [1, 2]
+    assert "psgrpo/advantage_seconds" in records[0]
+
+
+@pytest.mark.parametrize("method", ["ps", "vps"])
+def test_unimplemented_methods_raise_clearly(tmp_path, char_tokenizer, tiny_model, method):
+    args = ProcessGRPOConfig(method=method, **_common_args(tmp_path, method))
+    with pytest.raises(NotImplementedError, match=method):
+        ProcessGRPOTrainer(
+            model=tiny_model,
+            args=args,
+            train_dataset=make_arith_dataset("train", n=8),
+            processing_class=char_tokenizer,
+        )
+
+
+def test_rejects_plain_grpo_config(tmp_path, char_tokenizer, tiny_model):
+    with pytest.raises(TypeError, match="ProcessGRPOConfig"):
+        ProcessGRPOTrainer(
+            model=tiny_model, args=GRPOConfig(**_common_args(tmp_path, "x")), processing_class=char_tokenizer
+        )
+
+
+def test_unknown_method_and_estimator(tmp_path, char_tokenizer, tiny_model):
+    with pytest.raises(ValueError, match="method must be one of"):
+        ProcessGRPOConfig(method="ppo", **_common_args(tmp_path, "bad"))
+    args = ProcessGRPOConfig(advantage_estimator="nope", **_common_args(tmp_path, "bad2"))
+    with pytest.raises(ValueError, match="unknown advantage estimator 'nope'"):
+        ProcessGRPOTrainer(model=tiny_model, args=args, processing_class=char_tokenizer)
+
+
+def test_default_reward_funcs_from_config(tmp_path, char_tokenizer, tiny_model):
+    args = ProcessGRPOConfig(reward_funcs="correctness,strict_format", **_common_args(tmp_path, "r"))
+    trainer = ProcessGRPOTrainer(
+        model=tiny_model,
+        args=args,
+        train_dataset=make_arith_dataset("train", n=8),
+        processing_class=char_tokenizer,
+    )
+    assert trainer.reward_func_names == ["correctness_reward", "strict_format_reward"]
