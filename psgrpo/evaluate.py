@@ -108,10 +108,16 @@ def evaluate_model(
         show_progress=show_progress,
         **generation_kwargs,
     )
-    golds = list(dataset["answer"])
+    return score_completions(texts, lengths, list(dataset["answer"]))
+
+
+def score_completions(texts: Sequence[str], lengths: Sequence[int], golds: Sequence[str]) -> dict[str, float]:
+    """Metrics of completions against gold answers (see :func:`evaluate_model` for the keys)."""
+    if not texts:
+        raise ValueError("no completions to score: the evaluation split is empty")
     answers = [extract_answer(t) for t in texts]
     correct = [grade_answer(a, g, rel_tol=0.0) == "exact" for a, g in zip(answers, golds, strict=True)]
-    formats = format_reward(texts)
+    formats = format_reward(list(texts))
     n = len(texts)
     return {
         "accuracy": sum(correct) / n,

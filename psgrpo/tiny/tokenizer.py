@@ -1,44 +1,60 @@
-"""A character-level tokenizer, built with ``tokenizers`` and wrapped for ``transformers``.
+"""A character-level tokenizer for the embedded default: Qwen2's tokenizer class with no merges.
 
-Every printable ASCII character and the newline is one token, and so is each of the four
-format tags (``<reasoning>`` …), which keeps completions short. Because it is a real
-``PreTrainedTokenizerFast``, offsets, padding, ``save_pretrained`` and TRL all work unchanged.
+It is a real ``transformers`` ``Qwen2Tokenizer`` (byte-level BPE, Qwen's pre-tokenizer), given
+a vocabulary of the 256 byte symbols and **no merges**: every byte, so every ASCII character,
+is one token. The four format tags (``<reasoning>`` …) are single added tokens, which keeps
+completions short. Because it is the same class Qwen2.5 uses, ``AutoTokenizer`` reloads it
+exactly from a checkpoint next to a ``qwen2`` model config, and offsets, padding, chat
+templates and TRL behave as they do for Qwen2.5.
 """
 
 from __future__ import annotations
 
-import string
-
 from tokenizers import AddedToken, Tokenizer, decoders, models
 from transformers import PreTrainedTokenizerFast
+from transformers.models.qwen2.tokenization_qwen2 import Qwen2Tokenizer
 
-PAD, EOS, UNK = "<|pad|>", "<|endoftext|>", "<|unk|>"
+PAD, EOS = "<|pad|>", "<|endoftext|>"
 TAGS = ("<reasoning>", "</reasoning>", "<answer>", "</answer>")
-CHARS = "\n" + "".join(c for c in string.printable if c.isprintable())
 
 
-def build_char_tokenizer(model_max_length: int = 512) -> PreTrainedTokenizerFast:
-    """Build the character-level tokenizer (deterministic: same vocabulary ids every time).
+def byte_symbols() -> list[str]:
+    """The 256 printable stand-ins that byte-level BPE uses for bytes 0..255, in byte order.
 
-    Ids: 0 pad, 1 eos, 2 unk, then the characters, then the four tags. Padding side is left,
-    as generation with decoder-only models needs. No BOS token is added.
+    Printable Latin-1 bytes stand for themselves; the others (control bytes, space …) are
+    shifted to code points from 256 up, so space is ``Ġ`` and newline is ``Ċ`` as in GPT-2/Qwen.
     """
-    specials = [PAD, EOS, UNK]
-    vocab = {tok: i for i, tok in enumerate(specials + list(CHARS))}
-    # BPE with no merges is exactly character-level, and keeps character offsets.
-    core = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=UNK))
-    core.decoder = decoders.Fuse()
-    core.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
-    core.add_tokens([AddedToken(t, special=False, normalized=False, single_word=False) for t in TAGS])
-    return PreTrainedTokenizerFast(
-        tokenizer_object=core,
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    symbols, shifted = {}, 0
+    for byte in range(256):
+        if byte in keep:
+            symbols[byte] = chr(byte)
+        else:
+            symbols[byte] = chr(256 + shifted)
+            shifted += 1
+    return [symbols[b] for b in range(256)]
+
+
+def build_char_tokenizer(model_max_length: int = 512) -> Qwen2Tokenizer:
+    """Build the character-level tokenizer (deterministic: same ids every time).
+
+    Ids: 0 ``<|pad|>``, 1 ``<|endoftext|>`` (EOS), 2..257 the bytes, 258..261 the four tags.
+    Padding side is left, as generation with decoder-only models needs. No BOS is added.
+    """
+    vocab = {PAD: 0, EOS: 1}
+    vocab.update({symbol: 2 + i for i, symbol in enumerate(byte_symbols())})
+    tokenizer = Qwen2Tokenizer(
+        vocab=vocab,
+        merges=[],
         pad_token=PAD,
         eos_token=EOS,
-        unk_token=UNK,
+        unk_token=None,
         padding_side="left",
         model_max_length=model_max_length,
         clean_up_tokenization_spaces=False,
     )
+    tokenizer.add_tokens([AddedToken(tag, special=False, normalized=False) for tag in TAGS])
+    return tokenizer
 
 
 CHATML_TEMPLATE = (

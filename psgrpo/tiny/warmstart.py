@@ -20,6 +20,7 @@ import torch
 from trl import SFTConfig, SFTTrainer
 
 from psgrpo.data.arith import make_arith_dataset
+from psgrpo.evaluate import evaluate_model
 from psgrpo.tiny import CHECKPOINT_DIR
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.tiny.tokenizer import build_char_tokenizer
@@ -37,8 +38,9 @@ class WarmstartConfig:
             "help": "Where to write the model and tokenizer. Default: the package's embedded checkpoint."
         },
     )
-    num_train_examples: int = field(
-        default=6000, metadata={"help": "Arith training problems to draw (default 6000)."}
+    num_train_examples: int | None = field(
+        default=None,
+        metadata={"help": "Arith training problems to draw. Default: max_steps × batch size (one pass, no repeats)."},
     )
     max_steps: int = field(
         default=500,
@@ -69,7 +71,8 @@ def warmstart(cfg: WarmstartConfig) -> dict[str, float]:
     start = time.perf_counter()
     tokenizer = build_char_tokenizer()
     model = build_tiny_model(tokenizer, seed=cfg.seed, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers)
-    train = make_arith_dataset("train", n=cfg.num_train_examples).select_columns(["prompt", "completion"])
+    n_train = cfg.num_train_examples or cfg.max_steps * cfg.per_device_train_batch_size
+    train = make_arith_dataset("train", n=n_train).select_columns(["prompt", "completion"])
     with tempfile.TemporaryDirectory() as run_dir:
         args = SFTConfig(
             output_dir=run_dir,
@@ -93,10 +96,8 @@ def warmstart(cfg: WarmstartConfig) -> dict[str, float]:
         trainer.train()
     train_seconds = time.perf_counter() - start
 
-    from psgrpo.evaluate import evaluate_model  # local import: evaluate imports generation utils
-
     test = make_arith_dataset("test", n=cfg.eval_examples)
-    metrics = evaluate_model(model, tokenizer, test, max_new_tokens=160, batch_size=64)
+    metrics = evaluate_model(model, tokenizer, test, max_new_tokens=128, batch_size=100)
     save_checkpoint(model, tokenizer, Path(cfg.output_dir))
     result = {"train_seconds": train_seconds, **{f"heldout_{k}": v for k, v in metrics.items()}}
     logger.info("warm start done: %s", result)
