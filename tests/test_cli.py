@@ -112,3 +112,37 @@ def test_gsm8k_recipe_runs_end_to_end_on_tiny_qwen2(tmp_path):
     assert (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()
     logs = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert any("kl" in r for r in logs)  # β = 0.05 from the recipe: the reference model ran
+
+
+@pytest.mark.slow
+def test_default_train_runs_on_the_embedded_checkpoint(tmp_path, capsys):
+    """`psgrpo train` with no config: the embedded demo, shortened."""
+    out = tmp_path / "demo"
+    main(
+        [
+            "train",
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "2",
+            "--max_eval_examples",
+            "8",
+            "--per_device_train_batch_size",
+            "16",
+            "--report_to",
+            "none",
+            "--save_steps",
+            "1",
+        ]
+    )
+    report = json.loads((out / "report.json").read_text())
+    assert report["method"] == "grpo" and report["dataset"] == "arith"
+    assert report["before"]["format_rate"] > 0.9  # the warm start already follows the format
+    assert "held-out accuracy" in capsys.readouterr().out
+    assert (out / "checkpoint-2" / "model.safetensors").exists()  # checkpoints are written
+
+
+def test_embedded_checkpoint_is_committed_and_loads():
+    model, tokenizer = load_model_and_tokenizer(None)
+    assert model.config.model_type == "qwen2"
+    assert tokenizer.convert_ids_to_tokens(tokenizer("<answer>")["input_ids"]) == ["<answer>"]

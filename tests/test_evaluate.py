@@ -34,7 +34,11 @@ def test_empty_split_is_an_error():
 
 def test_generate_stops_at_eos_and_respects_limit(tiny_model, char_tokenizer):
     texts, lengths = generate_completions(
-        tiny_model, char_tokenizer, ["Question: a\n", "Question: longer prompt\n"], max_new_tokens=7, show_progress=False
+        tiny_model,
+        char_tokenizer,
+        ["Question: a\n", "Question: longer prompt\n"],
+        max_new_tokens=7,
+        show_progress=False,
     )
     assert len(texts) == 2 and all(1 <= n <= 7 for n in lengths)
 

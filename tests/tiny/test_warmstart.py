@@ -14,7 +14,11 @@ def test_warmstart_writes_a_reloadable_checkpoint(tmp_path):
     out = tmp_path / "ckpt"
     result = warmstart(
         WarmstartConfig(
-            output_dir=str(out), max_steps=3, per_device_train_batch_size=4, hidden_size=32, num_layers=1,
+            output_dir=str(out),
+            max_steps=3,
+            per_device_train_batch_size=4,
+            hidden_size=32,
+            num_layers=1,
             eval_examples=4,
         )
     )
@@ -35,7 +39,22 @@ def test_save_checkpoint_replaces_existing_dir(tmp_path, tiny_model, char_tokeni
 
 
 def test_cli_warmstart_prints_json(tmp_path, capsys):
-    main(["warmstart", "--output_dir", str(tmp_path / "c"), "--max_steps", "1", "--per_device_train_batch_size",
-          "2", "--hidden_size", "16", "--num_layers", "1", "--eval_examples", "2"])
+    main(
+        [
+            "warmstart",
+            "--output_dir",
+            str(tmp_path / "c"),
+            "--max_steps",
+            "1",
+            "--per_device_train_batch_size",
+            "2",
+            "--hidden_size",
+            "16",
+            "--num_layers",
+            "1",
+            "--eval_examples",
+            "2",
+        ]
+    )
     printed = capsys.readouterr().out
-    assert json.loads(printed[printed.index("{"):])["heldout_n"] == 2.0
+    assert json.loads(printed[printed.rindex("{\n") :])["heldout_n"] == 2.0
