@@ -117,3 +117,145 @@ def outcome_token_advantages(
         (B, T) A_i broadcast over the completion, 0 on padding.
     """
     return outcome_advantages.unsqueeze(1) * completion_mask.to(outcome_advantages.dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# Process supervision (PS-GRPO, DeepSeekMath §4.1.3)
+
+
+def normalize_step_scores(
+    scores: list[list[float] | None], num_generations: int, eps: float = 1e-4
+) -> list[list[float] | None]:
+    """Normalise step scores over *all* steps of each group: r̃ = (r − mean(R)) / (std(R) + eps).
+
+    Args:
+        scores: one list of step scores per completion, for the whole generation batch
+            (gathered across processes), groups of ``num_generations`` consecutive rows.
+            ``None`` marks a completion whose scorer failed (fallback): it is left out of its
+            group's statistics and stays ``None``.
+        num_generations: G.
+        eps: added to the std, as for outcome rewards.
+
+    Returns:
+        The normalised scores, same nesting. A group whose step scores are all equal (or that
+        has a single step score) gets zeros: there is nothing to prefer.
+    """
+    if num_generations < 1 or len(scores) % num_generations:
+        raise ValueError(f"{len(scores)} completions do not split into groups of {num_generations}")
+    out: list[list[float] | None] = []
+    for start in range(0, len(scores), num_generations):
+        group = scores[start : start + num_generations]
+        flat = torch.tensor([s for row in group if row is not None for s in row], dtype=torch.float64)
+        mean = flat.mean() if flat.numel() else torch.tensor(0.0, dtype=torch.float64)
+        std = flat.std() if flat.numel() > 1 else torch.tensor(0.0, dtype=torch.float64)
+        for row in group:
+            if row is None:
+                out.append(None)
+            elif std == 0:
+                out.append([0.0] * len(row))
+            else:
+                out.append(((torch.tensor(row, dtype=torch.float64) - mean) / (std + eps)).tolist())
+    return out
+
+
+def _step_values_per_token(step_values: torch.Tensor, step_index: torch.Tensor) -> torch.Tensor:
+    """Gather (B, S) per-step values onto (B, T) tokens through ``step_index`` (-1 → 0)."""
+    safe = step_index.clamp(min=0)
+    values = torch.gather(step_values, 1, safe)
+    return torch.where(step_index >= 0, values, torch.zeros_like(values))
+
+
+def reward_to_go(step_advantages: torch.Tensor, step_mask: torch.Tensor) -> torch.Tensor:
+    """Per step k, the sum of the normalised scores of steps k..S (DeepSeekMath process return).
+
+    Args:
+        step_advantages: (B, S) r̃, any value where ``step_mask`` is 0.
+        step_mask: (B, S) 1 for real steps.
+
+    Returns:
+        (B, S) reverse cumulative sum over real steps, 0 on padding.
+    """
+    masked = step_advantages * step_mask
+    return masked.flip(1).cumsum(1).flip(1) * step_mask
+
+
+def soft_min_to_go(
+    step_advantages: torch.Tensor, step_mask: torch.Tensor, temperature: float
+) -> torch.Tensor:
+    """Per step k, a soft minimum of r̃ over steps k..S (PURE-style min-form credit).
+
+    The soft minimum is Σ_j w_j r̃_j with w = softmax(−r̃_{k..S} / temperature): as the
+    temperature goes to 0 it becomes the minimum, so one bad future step dominates the credit
+    instead of being averaged away by good ones.
+
+    Returns:
+        (B, S), 0 on padding.
+    """
+    if temperature <= 0:
+        raise ValueError(f"soft-min temperature must be positive, got {temperature}")
+    _, S = step_advantages.shape
+    future = torch.triu(torch.ones(S, S, dtype=torch.bool, device=step_advantages.device))  # [k, j]: j >= k
+    valid = future.unsqueeze(0) & step_mask.bool().unsqueeze(1)  # (B, k, j)
+    logits = (-step_advantages / temperature).unsqueeze(1).expand(-1, S, -1)
+    logits = logits.masked_fill(~valid, float("-inf"))
+    weights = torch.softmax(logits, dim=-1).nan_to_num(0.0)  # rows with no valid j: all -inf → NaN → 0
+    values = (weights * step_advantages.unsqueeze(1).masked_fill(~valid, 0.0)).sum(-1)
+    return values * step_mask
+
+
+PROCESS_MODES = ("reward_to_go", "step", "min")
+
+
+@register_advantage_estimator("process")
+def process_token_advantages(
+    *,
+    outcome_advantages: torch.Tensor,
+    completion_mask: torch.Tensor,
+    step_advantages: torch.Tensor,
+    step_index: torch.Tensor,
+    process_valid: torch.Tensor | None = None,
+    mode: str = "reward_to_go",
+    outcome_weight: float = 1.0,
+    process_weight: float = 1.0,
+    min_temperature: float = 0.1,
+    **_: object,
+) -> torch.Tensor:
+    """PS-GRPO token advantages: A_t = w_o·A_i + λ·A^proc_t.
+
+    Args:
+        outcome_advantages: (B,) A_i.
+        completion_mask: (B, T).
+        step_advantages: (B, S) group-normalised step scores r̃ (padding: any value).
+        step_index: (B, T) step of each completion token, -1 on padding.
+        process_valid: (B,) bool; False where the scorer failed and the user opted into the
+            outcome fallback: those rows get exactly A_i.
+        mode: ``reward_to_go`` (A^proc_t = Σ_{steps j ending at or after t} r̃_j, DeepSeekMath),
+            ``step`` (every token of step j gets r̃_j, the seed's backfill) or ``min`` (soft
+            minimum of r̃ over the current and later steps).
+        outcome_weight: w_o, weight of the outcome advantage (default 1; 0 = pure process
+            supervision as in DeepSeekMath).
+        process_weight: λ.
+        min_temperature: temperature of the soft minimum (``min`` mode).
+
+    Returns:
+        (B, T) token advantages, 0 on padding.
+    """
+    n_steps = step_index.max(dim=1).values + 1  # (B,) steps are numbered 0..n-1 in token order
+    step_mask = (torch.arange(step_advantages.shape[1], device=step_index.device) < n_steps.unsqueeze(1)).to(
+        step_advantages.dtype
+    )
+    if mode == "reward_to_go":
+        per_step = reward_to_go(step_advantages, step_mask)
+    elif mode == "step":
+        per_step = step_advantages * step_mask
+    elif mode == "min":
+        per_step = soft_min_to_go(step_advantages, step_mask, min_temperature)
+    else:
+        raise ValueError(f"process advantage mode must be one of {PROCESS_MODES}, got {mode!r}")
+    mask = completion_mask.to(outcome_advantages.dtype)
+    process = _step_values_per_token(per_step.to(outcome_advantages.dtype), step_index) * mask
+    advantages = outcome_weight * outcome_advantages.unsqueeze(1) * mask + process_weight * process
+    if process_valid is not None:
+        fallback = outcome_advantages.unsqueeze(1) * mask
+        advantages = torch.where(process_valid.unsqueeze(1), advantages, fallback)
+    return advantages

@@ -11,6 +11,7 @@ so a YAML file and command-line flags set the same fields::
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from trl import GRPOConfig
@@ -61,8 +62,97 @@ class ProcessGRPOConfig(GRPOConfig):
         },
     )
 
+    # ---- PS-GRPO (method="ps") --------------------------------------------------------------
+    segmenter: str = field(
+        default="markers",
+        metadata={
+            "help": "How completions split into steps (method 'ps'): 'markers' (a regex, default 'Step N:'), "
+            "'newline', 'paragraph' or 'single'. Change it when your prompt asks for another step format."
+        },
+    )
+    segmenter_kwargs: dict | str | None = field(
+        default=None,
+        metadata={
+            "help": "Keyword arguments of the segmenter, a dict (YAML) or JSON string (CLI), e.g. "
+            '{"pattern": "(?m)^[0-9]+[.]"} to split on numbered lines. Default: none.'
+        },
+    )
+    step_scorer: str = field(
+        default="arithmetic",
+        metadata={
+            "help": "Step scorer (method 'ps'): 'arithmetic' (rule-based verifier: equation correctness and "
+            "necessity, no extra model) or 'prm' (a Hugging Face process reward model; give its path in "
+            "step_scorer_kwargs). A Python callable can be passed to the trainer as `step_scorer=` instead."
+        },
+    )
+    step_scorer_kwargs: dict | str | None = field(
+        default=None,
+        metadata={
+            "help": "Keyword arguments of the step scorer as a dict or JSON, e.g. "
+            '\'{"correct_weight": 0.6, "necessary_weight": 0.4}\' or \'{"model": "path/to/prm", "style": '
+            '"token_classification"}\'.'
+        },
+    )
+    ps_advantage_mode: str = field(
+        default="reward_to_go",
+        metadata={
+            "help": "Token advantage from normalised step scores: 'reward_to_go' (sum over the current and later "
+            "steps, DeepSeekMath; default), 'step' (each token gets its own step's score) or 'min' (soft minimum "
+            "over the current and later steps, PURE-style).",
+            "choices": ["reward_to_go", "step", "min"],
+        },
+    )
+    ps_outcome_weight: float = field(
+        default=1.0,
+        metadata={
+            "help": "Weight of the outcome advantage A_i in A_t = w·A_i + λ·A_proc_t (default 1.0; 0 gives pure "
+            "process supervision as in DeepSeekMath)."
+        },
+    )
+    ps_lambda: float = field(
+        default=1.0, metadata={"help": "λ, weight of the process advantage (default 1.0)."}
+    )
+    ps_min_temperature: float = field(
+        default=0.1,
+        metadata={
+            "help": "Temperature of the soft minimum in 'min' mode (default 0.1; smaller → closer to min)."
+        },
+    )
+    ps_on_scorer_error: str = field(
+        default="raise",
+        metadata={
+            "help": "When the step scorer fails on a completion (raises, wrong number of scores, NaN): 'raise' "
+            "(default, error names the scorer and sample) or 'outcome' (that completion falls back to the outcome "
+            "advantage; counted in the metric ps/scorer_fallbacks).",
+            "choices": ["raise", "outcome"],
+        },
+    )
+    ps_wrong_step_threshold: float = field(
+        default=0.5,
+        metadata={
+            "help": "A step whose raw score is below this counts as wrong in the logged metrics (default 0.5)."
+        },
+    )
+
     def __post_init__(self) -> None:
         super().__post_init__()
+        for name in ("segmenter_kwargs", "step_scorer_kwargs"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                try:
+                    setattr(self, name, json.loads(value))
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{name} must be a JSON object, got {value!r}: {err}") from None
+            if getattr(self, name) is None:
+                setattr(self, name, {})
+        if self.ps_advantage_mode not in ("reward_to_go", "step", "min"):
+            raise ValueError(
+                f"ps_advantage_mode must be reward_to_go, step or min, got {self.ps_advantage_mode!r}"
+            )
+        if self.ps_on_scorer_error not in ("raise", "outcome"):
+            raise ValueError(
+                f"ps_on_scorer_error must be 'raise' or 'outcome', got {self.ps_on_scorer_error!r}"
+            )
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
         if isinstance(self.reward_funcs, str):  # YAML/CLI may give "correctness,format"

@@ -10,8 +10,7 @@ templates and TRL behave as they do for Qwen2.5.
 
 from __future__ import annotations
 
-from tokenizers import AddedToken, Tokenizer, decoders, models
-from transformers import PreTrainedTokenizerFast
+from tokenizers import AddedToken, Tokenizer, models
 from transformers.models.qwen2.tokenization_qwen2 import Qwen2Tokenizer
 
 PAD, EOS = "<|pad|>", "<|endoftext|>"
@@ -64,29 +63,34 @@ CHATML_TEMPLATE = (
 """Qwen-style ChatML, so chat prompts take the same path as with Qwen2.5-Instruct."""
 
 
-def train_bpe_tokenizer(texts: list[str], vocab_size: int = 512) -> PreTrainedTokenizerFast:
-    """Train a small byte-level BPE tokenizer with a ChatML chat template (Qwen2.5's layout).
+def train_bpe_tokenizer(texts: list[str], vocab_size: int = 512) -> Qwen2Tokenizer:
+    """Train a small byte-level BPE tokenizer in Qwen2.5's layout, with a ChatML chat template.
 
-    Stands in for Qwen2.5's tokenizer in tests and benchmarks: real merges (so token and
-    character boundaries differ), ``<|endoftext|>`` as pad and ``<|im_end|>`` as EOS.
+    Stands in for Qwen2.5's tokenizer in tests and benchmarks: the same class, pre-tokenizer
+    and normaliser, real merges (so token and character boundaries differ), ``<|endoftext|>``
+    as pad and ``<|im_end|>`` as EOS. It reloads identically from a checkpoint folder.
     """
-    from tokenizers import pre_tokenizers, trainers
+    import json
+
+    from tokenizers import trainers
 
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    template = Qwen2Tokenizer(vocab={s: i for i, s in enumerate(specials)}, merges=[])
     core = Tokenizer(models.BPE())
-    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    core.decoder = decoders.ByteLevel()
+    core.normalizer = template._tokenizer.normalizer
+    core.pre_tokenizer = template._tokenizer.pre_tokenizer  # Qwen's split regex + byte level
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=specials,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
+        vocab_size=vocab_size, special_tokens=specials, initial_alphabet=byte_symbols(), show_progress=False
     )
     core.train_from_iterator(texts, trainer=trainer)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core,
+    model = json.loads(core.to_str())["model"]
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+    tokenizer = Qwen2Tokenizer(
+        vocab=model["vocab"],
+        merges=merges,
         pad_token="<|endoftext|>",
         eos_token="<|im_end|>",
+        unk_token=None,
         padding_side="left",
         clean_up_tokenization_spaces=False,
     )

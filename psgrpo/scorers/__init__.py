@@ -1,0 +1,37 @@
+"""Step scorers: callables ``(prompts, steps, **columns) -> list[list[float]]``, one score per step.
+
+Built-ins, by name (``step_scorer`` in :class:`~psgrpo.config.ProcessGRPOConfig`):
+
+- ``arithmetic``: :class:`~psgrpo.scorers.arithmetic.ArithmeticVerifier`, rule-based, no model;
+- ``prm``: :class:`~psgrpo.scorers.prm.PRMScorer`, a Hugging Face process reward model
+  (``step_scorer_kwargs={"model": "path/or/hub-id", "style": "token_classification" | "causal_lm"}``).
+
+Any other callable with the same signature is wrapped in
+:class:`~psgrpo.scorers.callable.CallableScorer`, which validates what it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+STEP_SCORERS = ("arithmetic", "prm")
+
+
+def build_step_scorer(spec: str | Callable[..., Any], **kwargs: Any) -> Callable[..., list[list[float]]]:
+    """A step scorer from a built-in name (with its keyword arguments) or a user callable."""
+    if callable(spec):
+        from psgrpo.scorers.callable import CallableScorer
+
+        return CallableScorer(spec)
+    if spec == "arithmetic":
+        from psgrpo.scorers.arithmetic import ArithmeticVerifier
+
+        return ArithmeticVerifier(**kwargs)
+    if spec == "prm":
+        from psgrpo.scorers.prm import PRMScorer
+
+        if "model" not in kwargs:
+            raise ValueError('step_scorer="prm" needs step_scorer_kwargs={"model": "<path or hub id>", ...}')
+        return PRMScorer(kwargs.pop("model"), **kwargs)
+    raise ValueError(f"unknown step scorer {spec!r}; built-ins: {list(STEP_SCORERS)}, or pass a callable")

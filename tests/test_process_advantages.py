@@ -1,0 +1,145 @@
+"""PS-GRPO advantages: group step normalisation and the reward-to-go / step / min token advantages."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from psgrpo.advantages import (
+    PROCESS_MODES,
+    get_advantage_estimator,
+    normalize_step_scores,
+    process_token_advantages,
+    reward_to_go,
+)
+from psgrpo.process_signal import step_tensors
+
+
+@st.composite
+def batches(draw):
+    """Random completions: each a list of step lengths (tokens) and normalised step values."""
+    rows = draw(st.integers(1, 4))
+    steps = [draw(st.lists(st.integers(1, 4), min_size=0, max_size=4)) for _ in range(rows)]
+    values = [[draw(st.integers(-8, 8)) / 4 for _ in row] for row in steps]
+    pad = draw(st.integers(0, 3))
+    return steps, values, pad
+
+
+def build(steps, values, pad):
+    spans = []
+    for lengths in steps:
+        ends = torch.tensor(lengths).cumsum(0).tolist() if lengths else []
+        starts = [0, *ends[:-1]] if ends else []
+        spans.append(list(zip(starts, ends, strict=True)))
+    width = max([sum(lengths) for lengths in steps] + [1]) + pad
+    tensors = step_tensors(values, spans, width, torch.device("cpu"))
+    mask = (tensors.step_index >= 0).long()
+    return tensors, mask
+
+
+def brute_force(steps, values, mode, outcome, w, lam, width, temperature=0.1):
+    out = torch.zeros(len(steps), width)
+    for i, (lengths, vals) in enumerate(zip(steps, values, strict=True)):
+        t = 0
+        for k, length in enumerate(lengths):
+            future = vals[k:]
+            if mode == "reward_to_go":
+                proc = sum(future)
+            elif mode == "step":
+                proc = vals[k]
+            else:
+                weights = torch.softmax(-torch.tensor(future) / temperature, 0)
+                proc = float((weights * torch.tensor(future)).sum())
+            out[i, t : t + length] = w * outcome[i] + lam * proc
+            t += length
+    return out
+
+
+@given(batches(), st.sampled_from(PROCESS_MODES), st.sampled_from([0.0, 1.0]), st.sampled_from([0.5, 1.0]))
+@settings(max_examples=100, deadline=None)
+def test_matches_brute_force_and_is_zero_on_padding(batch, mode, w, lam):
+    steps, values, pad = batch
+    tensors, mask = build(steps, values, pad)
+    outcome = torch.linspace(-1, 1, len(steps))
+    adv = process_token_advantages(
+        outcome_advantages=outcome,
+        completion_mask=mask,
+        step_advantages=tensors.step_advantages,
+        step_index=tensors.step_index,
+        mode=mode,
+        outcome_weight=w,
+        process_weight=lam,
+    )
+    assert adv.shape == mask.shape
+    assert torch.all(adv[mask == 0] == 0)
+    expected = brute_force(steps, values, mode, outcome.tolist(), w, lam, mask.shape[1])
+    torch.testing.assert_close(adv, expected, atol=1e-5, rtol=1e-5)
+
+
+@given(batches(), st.sampled_from(PROCESS_MODES))
+@settings(max_examples=50, deadline=None)
+def test_invariant_to_padding_length(batch, mode):
+    steps, values, _ = batch
+    short, short_mask = build(steps, values, 0)
+    long, long_mask = build(steps, values, 5)
+    outcome = torch.ones(len(steps))
+    kwargs = dict(outcome_advantages=outcome, mode=mode)
+    a = process_token_advantages(
+        completion_mask=short_mask,
+        step_advantages=short.step_advantages,
+        step_index=short.step_index,
+        **kwargs,
+    )
+    b = process_token_advantages(
+        completion_mask=long_mask, step_advantages=long.step_advantages, step_index=long.step_index, **kwargs
+    )
+    torch.testing.assert_close(b[:, : a.shape[1]], a)
+    assert torch.all(b[:, a.shape[1] :] == 0)
+
+
+def test_reward_to_go_hand_computed():
+    values = torch.tensor([[1.0, -2.0, 0.5, 9.0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
+    torch.testing.assert_close(reward_to_go(values, mask), torch.tensor([[-0.5, -1.5, 0.5, 0.0]]))
+
+
+def test_normalize_over_all_steps_of_the_group():
+    scores = [[1.0, 0.0], [1.0], [0.5], [0.5, 0.5, 0.5]]
+    out = normalize_step_scores(scores, num_generations=2)
+    flat = torch.tensor([1.0, 0.0, 1.0])
+    expected = ((flat - flat.mean()) / (flat.std() + 1e-4)).tolist()
+    assert out[0] == pytest.approx(expected[:2]) and out[1] == pytest.approx(expected[2:])
+    assert out[2:] == [[0.0], [0.0, 0.0, 0.0]]  # all steps score the same: no process advantage
+
+
+def test_failed_completion_is_left_out_and_falls_back_to_outcome():
+    out = normalize_step_scores([[1.0, 0.0], None], num_generations=2)
+    assert out[1] is None and out[0] == pytest.approx([0.7070, -0.7070], abs=1e-3)
+    tensors, mask = build([[2, 1], [3]], [out[0], None], 0)
+    adv = process_token_advantages(
+        outcome_advantages=torch.tensor([0.5, -2.0]),
+        completion_mask=mask,
+        step_advantages=tensors.step_advantages,
+        step_index=tensors.step_index,
+        process_valid=tensors.process_valid,
+        outcome_weight=0.0,
+    )
+    assert adv[1].tolist() == [-2.0, -2.0, -2.0]  # exactly A_i
+    assert adv[0, 0] == pytest.approx(0.0, abs=1e-3) and adv[0, 2] == pytest.approx(-0.7070, abs=1e-3)
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="groups of 3"):
+        normalize_step_scores([[1.0]] * 4, num_generations=3)
+    tensors, mask = build([[1]], [[1.0]], 0)
+    with pytest.raises(ValueError, match="mode"):
+        process_token_advantages(
+            outcome_advantages=torch.zeros(1),
+            completion_mask=mask,
+            step_advantages=tensors.step_advantages,
+            step_index=tensors.step_index,
+            mode="avg",
+        )
+    assert get_advantage_estimator("process") is process_token_advantages
