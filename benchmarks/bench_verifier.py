@@ -76,9 +76,9 @@ def corrupt_value(value: Fraction, rng: random.Random) -> Fraction:
 
 
 def written_like(value: Fraction, template: str) -> str:
-    """``value`` written with as many decimals as ``template`` (``12.50`` gives two)."""
+    """``value`` written with as many decimals as ``template`` (``12.50`` gives two), else canonically."""
     places = len(template.split(".")[1]) if "." in template else 0
-    return str(value.numerator) if places == 0 and value.denominator == 1 else f"{float(value):.{places}f}"
+    return f"{float(value):.{places}f}" if places else format_number(value)
 
 
 def corrupt_step(step: str, rng: random.Random) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from psgrpo.scorers.callable import StepScoreError, validate_step_scores
+from psgrpo.scorers.base import StepScoreError, validate_step_scores
 from psgrpo.segmentation import spans_to_step_index
 
 StepScorer = Callable[..., list[list[float]]]

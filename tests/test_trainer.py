@@ -105,7 +105,7 @@ def test_grpo_method_matches_trl(tmp_path, char_tokenizer):
     assert "psgrpo/advantage_seconds" in records[0]
 
 
-@pytest.mark.parametrize("method", ["ps", "vps"])
+@pytest.mark.parametrize("method", ["vps"])
 def test_unimplemented_methods_raise_clearly(tmp_path, char_tokenizer, tiny_model, method):
     args = ProcessGRPOConfig(method=method, **_common_args(tmp_path, method))
     with pytest.raises(NotImplementedError, match=method):

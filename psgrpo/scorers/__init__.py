@@ -7,7 +7,7 @@ Built-ins, by name (``step_scorer`` in :class:`~psgrpo.config.ProcessGRPOConfig`
   (``step_scorer_kwargs={"model": "path/or/hub-id", "style": "token_classification" | "causal_lm"}``).
 
 Any other callable with the same signature is wrapped in
-:class:`~psgrpo.scorers.callable.CallableScorer`, which validates what it returns.
+:class:`~psgrpo.scorers.base.CallableScorer`, which validates what it returns.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ STEP_SCORERS = ("arithmetic", "prm")
 def build_step_scorer(spec: str | Callable[..., Any], **kwargs: Any) -> Callable[..., list[list[float]]]:
     """A step scorer from a built-in name (with its keyword arguments) or a user callable."""
     if callable(spec):
-        from psgrpo.scorers.callable import CallableScorer
+        from psgrpo.scorers.base import CallableScorer
 
         return CallableScorer(spec)
     if spec == "arithmetic":

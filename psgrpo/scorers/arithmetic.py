@@ -16,9 +16,13 @@ parser, never ``eval``) and scores the step (DeepSeekMath-style process reward, 
 
 Equations are read from GSM8K calculator annotations ``<<expr=result>>`` (the visible copy of the
 result right after ``>>`` belongs to the annotation, so ``48/2 = <<48/2=24>>24`` is one equation)
-and from plain text: ``a op b = c``, chains ``a = b = c``, operators ``+ - * / × ÷ x`` (``x`` only
-between numbers), Unicode minus, parentheses, ``1,000``, ``$18``, ``2.5``, ``50%`` (read as 50).
-Text next to a variable (``2x + 3 = 9``, ``X*25% = 19.50``) is not arithmetic and is skipped.
+and from plain text: ``a op b = c``, chains ``a = b = c``, operators ``+ - * / // × ÷ x`` (``x``
+only between numbers), Unicode minus, parentheses (``3(47)`` multiplies), numbers ``1,000``,
+``$18``, ``2.5``, ``3/4``, ``3 1/2``, ``½`` and ``50%`` (an equation with ``%`` holds if it holds
+with percentages as hundredths or as written). A right side that writes decimals may round:
+``10/3 = 3.33`` holds. Text next to a variable or an operator word (``2x + 3 = 9``,
+``X*25% = 19.50``, ``15 pages x 1/3 = 5``) is only part of an expression and is skipped, and so is
+anything else that does not parse: it is not an equation. Division by zero makes an equation fail.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import pairwise
 from typing import Any
 
 from psgrpo.numbers import parse_number
@@ -108,15 +113,23 @@ def tokenize(text: str) -> list[Token]:
 
 
 def _kind(kind: str, text: str) -> str:
+    """The token kind, except that a number with a leading zero is ``other``."""
     return "other" if kind == "num" and re.match(r"\$?0\d", text) else kind
 
 
 def _times_sign(tokens: list[Token], i: int) -> Token:
-    """``tokens[i]`` as an operator when it is the letter ``x`` between a number and a number."""
+    """``tokens[i]`` as an operator when it is the letter ``x`` between two numbers (``3 x 4``, ``3x4``, ``3 x -4``)."""
     token = tokens[i]
     if token.kind != "word" or token.text not in {"x", "X"} or i == 0 or i + 1 == len(tokens):
         return token
-    if tokens[i - 1].kind in {"num", "rpar"} and tokens[i + 1].kind in {"num", "lpar"}:
+    following = tokens[i + 1 : i + 3]
+    negative = (  # 3 x -4, but not the algebra 2x-5
+        len(following) == 2
+        and following[0].text in {"-", "−"}
+        and following[1].kind == "num"
+        and following[0].start > token.end
+    )
+    if tokens[i - 1].kind in {"num", "rpar"} and (following[0].kind in {"num", "lpar"} or negative):
         return Token("op", token.text, token.start, token.end)
     return token
 
@@ -286,7 +299,7 @@ def number_value(text: str) -> Fraction | None:
 
 def rounding_tolerance(rhs_text: str, percent: Fraction = HUNDREDTHS) -> Fraction:
     """Half a unit of the last decimal written in a single-number right side (``3.33`` → 0.005), else 0."""
-    match = re.fullmatch(r"\$?[\d,]*\.(\d+)(%?)", rhs_text.strip())
+    match = re.fullmatch(r"[-−+]?\s*\$?[\d,]*\.(\d+)(%?)", rhs_text.strip())
     if match is None:
         return Fraction(0)
     unit = Fraction(1, 10 ** len(match.group(1)))
@@ -322,7 +335,7 @@ class StepEquations:
 
 
 _ANNOTATION_RE = re.compile(rf"<<(?P<body>[^<>]*)>>(?P<shown>{_NUMBER})?")
-_STEP_MARKER_RE = re.compile(r"^\s*(?:step\s*\d+\s*[:.)-]?|\d+[.)](?=\s))", re.IGNORECASE)
+_STEP_MARKER_RE = re.compile(r"\bstep\s*\d+\s*[:.)-]?|^\s*\d+[.)](?=\s)", re.IGNORECASE | re.MULTILINE)
 _PLACEHOLDER = " ¶ "  # stands for a removed annotation: not math, so it ends any expression
 
 
@@ -331,7 +344,7 @@ def _judge(
 ) -> Equation:
     """The equation ``lhs = rhs`` evaluated with ``1% = percent``."""
     lhs_value, rhs_value = evaluate(lhs.tree, percent), evaluate(rhs.tree, percent)
-    rounding = rounding_tolerance(rhs_text, percent) if len(rhs.tokens) == 1 else Fraction(0)
+    rounding = Fraction(0) if has_operator(rhs.tree) else rounding_tolerance(rhs_text, percent)
     return Equation(
         lhs_text, rhs_text, lhs_value, rhs_value, values_match(lhs_value, rhs_value, rounding, rel_tol)
     )
@@ -470,7 +483,7 @@ def _annotation_equations(body: str, rel_tol: float) -> tuple[list[Equation], li
     sides = [_whole(group) for group in _split_on_equals(tokens)]
     if len(sides) < 2 or any(side is None for side in sides):
         return [], []
-    equations = [_make_equation(body, a, b, rel_tol) for a, b in zip(sides, sides[1:])]  # type: ignore[arg-type]
+    equations = [_make_equation(body, a, b, rel_tol) for a, b in pairwise(sides)]  # type: ignore[arg-type]
     operands = [number_value(t.text) for side in sides[:-1] for t in side.tokens if t.kind == "num"]  # type: ignore[union-attr]
     return equations, [value for value in operands if value is not None]
 
@@ -480,10 +493,10 @@ def extract_step(text: str, rel_tol: float = 1e-6) -> StepEquations:
 
     Annotations ``<<expr=result>>`` are read first and replaced (with their visible result) by a
     placeholder, so the visible ``48/2 =`` before one is not a second equation; the remaining text
-    is scanned for plain equations. Operands are all numbers except each chain's final result; a
-    leading step marker (``Step 2:``, ``2.``) is not a number of the step.
+    is scanned for plain equations. Operands are all numbers except each chain's final result; step
+    markers (``Step 2:``, and ``2.`` opening a line) are labels, not numbers of the step.
     """
-    text = _STEP_MARKER_RE.sub("", text, count=1)
+    text = _STEP_MARKER_RE.sub(" ", text)
     equations: list[Equation] = []
     operands: list[Fraction] = []
     for match in _ANNOTATION_RE.finditer(text):
@@ -495,7 +508,7 @@ def extract_step(text: str, rel_tol: float = 1e-6) -> StepEquations:
     tokens = tokenize(prose)
     for start, end in _math_runs(tokens):
         for chain in _chains(prose, tokens, start, end):
-            equations += [_make_equation(prose, a, b, rel_tol) for a, b in zip(chain, chain[1:])]
+            equations += [_make_equation(prose, a, b, rel_tol) for a, b in pairwise(chain)]
             results |= {token.start for token in chain[-1].tokens}
     for token in tokens:
         if (

@@ -48,7 +48,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
-from psgrpo.scorers.callable import Prompt, question_text, validate_step_scores
+from psgrpo.scorers.base import Prompt, question_text, validate_step_scores
 
 logger = logging.getLogger(__name__)
 

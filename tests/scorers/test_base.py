@@ -1,4 +1,4 @@
-"""Tests for psgrpo.scorers.callable: the step-score contract and the user-function wrapper."""
+"""Tests for psgrpo.scorers.base: the step-score contract and the user-function wrapper."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from psgrpo.scorers.callable import CallableScorer, StepScoreError, question_text, validate_step_scores
+from psgrpo.scorers.base import CallableScorer, StepScoreError, question_text, validate_step_scores
 
 PROMPTS = ["What is 2+3?", [{"role": "user", "content": "What is 4*5?"}]]
 STEPS = [["2 + 3 = 5", "So 5."], ["4 * 5 = 20"]]
