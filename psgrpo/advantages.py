@@ -259,3 +259,105 @@ def process_token_advantages(
         fallback = outcome_advantages.unsqueeze(1) * mask
         advantages = torch.where(process_valid.unsqueeze(1), advantages, fallback)
     return advantages
+
+
+# --------------------------------------------------------------------------------------------
+# GRPO-VPS (verifiable process supervision): hybrid advantage
+
+
+ZERO_VARIANCE_MODES = ("keep", "drop")
+TRUNCATED_MODES = ("outcome", "keep", "zero")
+
+
+def confidence_progress(confidence: torch.Tensor, log_form: bool = False) -> torch.Tensor:
+    """Progress ΔC_k between consecutive probes, k = 1..K.
+
+    Args:
+        confidence: (B, K+1) C_0..C_K, NaN beyond each row's K_i.
+        log_form: False: ΔC_k = C_k − C_{k−1}; True: ΔC_k = log C_k − log C_{k−1}, with C
+            clamped to >= 1e-6 first.
+
+    Returns:
+        (B, K) ΔC clipped to [−1, 1]; a non-finite ΔC (NaN padding, a failed probe, inf) is 0.
+    """
+    c = confidence
+    if log_form:
+        c = torch.log(c.clamp(min=1e-6))  # NaN stays NaN
+    delta = c[:, 1:] - c[:, :-1]
+    delta = torch.where(torch.isfinite(delta), delta, torch.zeros_like(delta))
+    return delta.clamp(-1.0, 1.0)
+
+
+@register_advantage_estimator("hybrid")
+def hybrid_token_advantages(
+    *,
+    outcome_advantages: torch.Tensor,
+    completion_mask: torch.Tensor,
+    confidence: torch.Tensor,
+    segment_index: torch.Tensor,
+    alpha: float = 1.2,
+    log_form: bool = False,
+    zero_variance: str = "keep",
+    group_has_variance: torch.Tensor | None = None,
+    truncated: torch.Tensor | None = None,
+    truncated_mode: str = "outcome",
+    **_: object,
+) -> torch.Tensor:
+    """GRPO-VPS hybrid token advantages: Ã_t = A_i + α·ΔC_k for the tokens of segment k.
+
+    Segment k (1-based) of o_i covers tokens (b_{k−1}, b_k], i.e. 0-based segment index
+    j = k − 1, and gets ΔC_k = C_k − C_{k−1} (see :func:`confidence_progress`, clipped to
+    [−1, 1]). Tokens after the last boundary (segment index K_i) get A_i alone. Padding: 0.
+
+    NaN or inf in ``confidence`` never reaches the output: a non-finite ΔC counts as 0, so the
+    affected segment gets A_i alone.
+
+    Args:
+        outcome_advantages: (B,) A_i.
+        completion_mask: (B, T) 1 on completion tokens.
+        confidence: (B, K+1) probe probabilities C_0..C_K, NaN beyond each row's K_i.
+        segment_index: (B, T) long, from ``vps_segments.segment_index_from_boundaries``
+            (0..K_i on tokens, −1 on padding). K_i is read from it (the row's maximum).
+        alpha: α, weight of the progress (1.2 is the paper's best on MATH; 0 = outcome GRPO).
+        log_form: use log-probability progress (see :func:`confidence_progress`).
+        zero_variance: for rows where ``group_has_variance`` is False (every completion of the
+            group got the same reward, so A_i = 0): ``"keep"`` uses α·ΔC alone (the same
+            formula), ``"drop"`` zeroes the whole row.
+        group_has_variance: (B,) bool; None = every group has variance.
+        truncated: (B,) bool, True where the completion hit the length limit without EOS.
+        truncated_mode: for truncated rows: ``"outcome"`` → A_i only (no ΔC), ``"keep"`` → the
+            hybrid formula, ``"zero"`` → 0.
+
+    Returns:
+        (B, T) token advantages in the dtype of ``outcome_advantages``, 0 on padding.
+    """
+    if zero_variance not in ZERO_VARIANCE_MODES:
+        raise ValueError(f"zero_variance must be one of {ZERO_VARIANCE_MODES}, got {zero_variance!r}")
+    if truncated_mode not in TRUNCATED_MODES:
+        raise ValueError(f"truncated_mode must be one of {TRUNCATED_MODES}, got {truncated_mode!r}")
+    if segment_index.numel() and int(segment_index.max()) >= confidence.shape[1]:
+        raise ValueError(
+            f"segment_index reaches {int(segment_index.max())} but confidence has only "
+            f"{confidence.shape[1]} probes (C_0..C_K needs K + 1 columns)"
+        )
+    dtype = outcome_advantages.dtype
+    mask = completion_mask.to(dtype) * (segment_index >= 0).to(dtype)
+    delta = confidence_progress(confidence, log_form).to(dtype)  # (B, K): ΔC_{j+1} at column j
+    delta = torch.nn.functional.pad(delta, (0, 1))  # (B, K+1): column K (no probe after it) is 0
+    n_cuts = segment_index.max(dim=1, keepdim=True).values  # (B, 1) K_i (−1 for an empty row)
+    has_delta = (segment_index >= 0) & (segment_index < n_cuts)  # segments 0..K_i−1 get ΔC
+    gathered = torch.gather(delta, 1, segment_index.long().clamp(min=0))
+    progress = torch.where(has_delta, gathered, torch.zeros_like(gathered))
+
+    outcome = outcome_advantages.unsqueeze(1) * mask
+    advantages = outcome + alpha * progress * mask
+    if truncated is not None:
+        cut = truncated.to(torch.bool).unsqueeze(1)
+        if truncated_mode == "outcome":
+            advantages = torch.where(cut, outcome, advantages)
+        elif truncated_mode == "zero":
+            advantages = torch.where(cut, torch.zeros_like(advantages), advantages)
+    if zero_variance == "drop" and group_has_variance is not None:
+        keep = group_has_variance.to(torch.bool).unsqueeze(1)
+        advantages = torch.where(keep, advantages, torch.zeros_like(advantages))
+    return advantages

@@ -20,6 +20,7 @@ import torch
 from accelerate.utils import gather_object
 from transformers import TrainerCallback
 from trl import GRPOTrainer
+from trl.models.utils import disable_gradient_checkpointing
 
 from psgrpo.advantages import METHOD_ESTIMATORS, get_advantage_estimator, normalize_step_scores
 from psgrpo.config import ProcessGRPOConfig
@@ -27,10 +28,15 @@ from psgrpo.process_signal import score_steps, step_metrics, step_tensors
 from psgrpo.rewards import get_reward_funcs
 from psgrpo.scorers import build_step_scorer
 from psgrpo.segmentation import get_segmenter, segment_completions
+from psgrpo.vps_probes import build_probe_ids, check_probe_fits, packed_confidence
+from psgrpo.vps_segments import (
+    answer_span_start,
+    boundaries_from_spans,
+    segment_index_from_boundaries,
+    select_boundaries,
+)
 
 logger = logging.getLogger(__name__)
-
-IMPLEMENTED_METHODS = ("grpo", "ps")
 
 
 class ProcessGRPOTrainer(GRPOTrainer):
@@ -57,10 +63,6 @@ class ProcessGRPOTrainer(GRPOTrainer):
                 f"ProcessGRPOTrainer needs a ProcessGRPOConfig, got {type(args).__name__}; build one with the "
                 "same fields (it extends trl.GRPOConfig)."
             )
-        if args.method not in IMPLEMENTED_METHODS:
-            raise NotImplementedError(
-                f"method={args.method!r} is not implemented yet in this version of psgrpo; use method='grpo'."
-            )
         estimator_name = args.advantage_estimator or METHOD_ESTIMATORS[args.method]
         self.advantage_estimator = get_advantage_estimator(estimator_name)
         if reward_funcs is None:
@@ -72,8 +74,9 @@ class ProcessGRPOTrainer(GRPOTrainer):
             )
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
         self.add_callback(JsonlMetricsCallback(Path(args.output_dir) / "metrics.jsonl"))
-        if args.method == "ps":
+        if args.method == "ps" or (args.method == "vps" and args.vps_boundaries == "markers"):
             self.segmenter = get_segmenter(args.segmenter, **args.segmenter_kwargs)
+        if args.method == "ps":
             scorer_kwargs = dict(args.step_scorer_kwargs)
             if args.step_scorer == "prm":
                 scorer_kwargs.setdefault("device", self.accelerator.device)
@@ -86,12 +89,14 @@ class ProcessGRPOTrainer(GRPOTrainer):
         signals: dict[str, Any] = {}
         if self.args.method == "ps":
             signals = self._step_signals(output, inputs, mode)
+        elif self.args.method == "vps":
+            signals = self._confidence_signals(output, inputs, mode)
         start = time.perf_counter()
         advantages = self.advantage_estimator(
             outcome_advantages=output["advantages"], completion_mask=output["completion_mask"], **signals
         )
         self._metrics[mode]["psgrpo/advantage_seconds"].append(time.perf_counter() - start)
-        if signals:
+        if self.args.method == "ps":
             self._log_process_advantage(advantages, output, mode)
         output["advantages"] = advantages
         return output
@@ -132,6 +137,149 @@ class ProcessGRPOTrainer(GRPOTrainer):
             "process_weight": self.args.ps_lambda,
             "min_temperature": self.args.ps_min_temperature,
         }
+
+    def _confidence_signals(
+        self, output: dict[str, Any], inputs: list[dict[str, Any]], mode: str
+    ) -> dict[str, Any]:
+        """GRPO-VPS: entropies → segment boundaries → confidence C_k of the gold answer at each boundary."""
+        args, tokenizer = self.args, self._tokenizer
+        prompt_ids, prompt_mask = output["prompt_ids"], output["prompt_mask"]
+        completion_ids, completion_mask = output["completion_ids"], output["completion_mask"]
+        lengths = completion_mask.sum(1).tolist()
+        ids = [row[:n].tolist() for row, n in zip(completion_ids, lengths, strict=True)]
+        answers = [x.get(args.vps_answer_column) for x in inputs]
+        probe_ids, score_from = build_probe_ids(tokenizer, answers, args.vps_probe_open, args.vps_probe_close)
+        check_probe_fits(
+            prompt_mask.sum(1).tolist(), lengths, [len(p) for p in probe_ids], self._max_positions()
+        )
+        start = time.perf_counter()
+        with torch.no_grad(), disable_gradient_checkpointing(self.model, args.gradient_checkpointing_kwargs):
+            if args.vps_boundaries == "markers":
+                spans = segment_completions(tokenizer, ids, self.segmenter).token_spans
+                boundaries = [boundaries_from_spans(s)[: args.vps_max_segments - 1] for s in spans]
+            else:
+                boundaries = self._entropy_boundaries(output, ids, mode)
+            probes = packed_confidence(
+                self.model,
+                prompt_ids,
+                prompt_mask,
+                completion_ids,
+                completion_mask,
+                boundaries,
+                probe_ids,
+                score_from,
+                temperature=self.temperature,
+                chunk_size=args.vps_probe_chunk_size,
+            )
+        probe_seconds = time.perf_counter() - start
+        eos = torch.tensor(self.eos_token_ids, device=completion_ids.device)
+        last = completion_ids.gather(1, (completion_mask.sum(1, keepdim=True) - 1).clamp(min=0)).squeeze(1)
+        truncated = ~torch.isin(last, eos) | (completion_mask.sum(1) == 0)
+        num_generations = self.num_generations if mode == "train" else self.num_generations_eval
+        all_advantages = self.accelerator.gather(output["advantages"])  # groups may span processes
+        has_variance = (
+            (all_advantages.view(-1, num_generations) != 0).any(1).repeat_interleave(num_generations)
+        )
+        local = slice(
+            self.accelerator.process_index * len(ids), (self.accelerator.process_index + 1) * len(ids)
+        )
+        self._log_confidence(probes.confidence, boundaries, probe_seconds, mode)
+        return {
+            "confidence": probes.log_confidence.exp() if args.vps_log_form else probes.confidence,
+            "segment_index": segment_index_from_boundaries(boundaries, lengths, completion_ids.shape[1]).to(
+                completion_ids.device
+            ),
+            "alpha": args.vps_alpha,
+            "log_form": args.vps_log_form,
+            "zero_variance": args.vps_zero_variance,
+            "group_has_variance": has_variance[local],
+            "truncated": truncated,
+            "truncated_mode": args.vps_truncated,
+        }
+
+    def _entropy_boundaries(self, output: dict[str, Any], ids: list[list[int]], mode: str) -> list[list[int]]:
+        """Cuts at high-entropy tokens. The forward that gives the entropies also gives the old log-probs."""
+        args = self.args
+        prompt_completion = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
+        attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
+        batch_size = args.per_device_train_batch_size if mode == "train" else args.per_device_eval_batch_size
+        logps, entropies, _ = self._get_per_token_logps_and_entropies(
+            self.model,
+            prompt_completion,
+            attention,
+            output["completion_ids"].shape[1],
+            batch_size=batch_size,
+            compute_entropy=True,
+        )
+        output.setdefault(
+            "old_per_token_logps", logps
+        )  # same weights: identical to what the loss would recompute
+        answer_open = self._tokenizer(args.vps_answer_marker, add_special_tokens=False)["input_ids"]
+        whitespace = self._whitespace_token_ids() if args.vps_snap_to_whitespace else None
+        generator = torch.Generator().manual_seed(args.seed + self.state.global_step)
+        boundaries = []
+        for row, completion in zip(entropies, ids, strict=True):
+            snap = (
+                [t for t, tok in enumerate(completion) if tok in whitespace]
+                if whitespace is not None
+                else None
+            )
+            boundaries.append(
+                select_boundaries(
+                    row[: len(completion)].float().cpu(),
+                    max_segments=args.vps_max_segments,
+                    quantile=args.vps_entropy_quantile,
+                    min_segment_tokens=args.vps_min_segment_tokens,
+                    protect_from=answer_span_start(completion, answer_open),
+                    snap_positions=snap,
+                    jitter=args.vps_boundary_jitter,
+                    generator=generator,
+                )
+            )
+        return boundaries
+
+    def _whitespace_token_ids(self) -> set[int]:
+        if not hasattr(self, "_whitespace_ids"):
+            vocab = self._tokenizer.get_vocab().values()
+            self._whitespace_ids = {
+                i for i in vocab if self._tokenizer.decode([i]).strip() == "" and self._tokenizer.decode([i])
+            }
+        return self._whitespace_ids
+
+    def _max_positions(self) -> int | None:
+        config = self.accelerator.unwrap_model(self.model).config
+        return getattr(config, "max_position_embeddings", None)
+
+    def _log_confidence(
+        self, confidence: torch.Tensor, boundaries: list[list[int]], seconds: float, mode: str
+    ) -> None:
+        """Whole-batch VPS statistics: segments, C_0, C_final, ΔC and the share of negative segments."""
+        k = torch.tensor([len(b) for b in boundaries], device=confidence.device)
+        c0 = confidence[:, 0]
+        c_final = confidence.gather(1, k.unsqueeze(1)).squeeze(1)
+        delta = confidence[:, 1:] - confidence[:, :-1]
+        valid = torch.isfinite(delta)
+        stats = torch.stack(
+            [
+                (k + 1).sum().float(),
+                c0.sum(),
+                c_final.sum(),
+                delta[valid].sum(),
+                (delta[valid] < 0).sum().float(),
+                valid.sum().float(),
+                torch.tensor(float(len(boundaries)), device=c0.device),
+            ]
+        )
+        segs, c0_sum, cf_sum, d_sum, neg, n_delta, n = self.accelerator.reduce(
+            stats, reduction="sum"
+        ).tolist()
+        metrics = self._metrics[mode]
+        metrics["vps/segments_per_completion"].append(segs / n)
+        metrics["vps/c0_mean"].append(c0_sum / n)
+        metrics["vps/c_final_mean"].append(cf_sum / n)
+        metrics["vps/delta_c_mean"].append(d_sum / max(n_delta, 1.0))
+        metrics["vps/frac_negative_segments"].append(neg / max(n_delta, 1.0))
+        metrics["vps/probe_seconds"].append(seconds)
 
     def _log_process_advantage(self, advantages: torch.Tensor, output: dict[str, Any], mode: str) -> None:
         """Mean/std over completion tokens of the process part A_t − w·A_i (whole batch)."""

@@ -105,18 +105,6 @@ def test_grpo_method_matches_trl(tmp_path, char_tokenizer):
     assert "psgrpo/advantage_seconds" in records[0]
 
 
-@pytest.mark.parametrize("method", ["vps"])
-def test_unimplemented_methods_raise_clearly(tmp_path, char_tokenizer, tiny_model, method):
-    args = ProcessGRPOConfig(method=method, **_common_args(tmp_path, method))
-    with pytest.raises(NotImplementedError, match=method):
-        ProcessGRPOTrainer(
-            model=tiny_model,
-            args=args,
-            train_dataset=make_arith_dataset("train", n=8),
-            processing_class=char_tokenizer,
-        )
-
-
 def test_rejects_plain_grpo_config(tmp_path, char_tokenizer, tiny_model):
     with pytest.raises(TypeError, match="ProcessGRPOConfig"):
         ProcessGRPOTrainer(

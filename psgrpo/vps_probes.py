@@ -1,0 +1,482 @@
+"""GRPO-VPS confidence probes: the policy's probability of the gold answer after each segment boundary.
+
+For a trajectory (prompt ``x``, completion ``z``) with segment boundaries ``b_1 < … < b_K``
+(completion-token indices) and a probe ``y*`` (answer-template opening + gold answer + closing
+tag, as token ids), the confidence after boundary ``k`` is (DESIGN.md §2, GRPO-VPS point 3)::
+
+    C_k = Π_{j ≥ score_from} p_θ(y*_j | x, z[: b_k + 1], y*_<j)        (logits / temperature)
+
+and ``C_0`` is the same product with the probe right after the prompt. Only the probe tokens from
+``score_from`` on are scored: by default the gold answer and the closing tag, *given* the template
+opening (``</reasoning>\\n<answer>``).
+
+Two implementations with the same inputs and output:
+
+* :func:`naive_confidence` — the reference: one separate, unpadded forward per (row, boundary).
+* :func:`packed_confidence` — one forward per batch of rows (DESIGN.md §2, point 6). Each row is
+  packed as ``[prompt, completion up to the last boundary, probe copy for C_0, probe copy for b_1,
+  …]`` with a custom 4-D attention mask (a probe copy sees its own prefix and, causally, itself;
+  nothing else) and position ids that continue each copy's prefix. The prefix is run once; every
+  probe costs only its own few tokens.
+
+Inputs follow TRL: prompts left-padded with ``prompt_mask``, completions right-padded with
+``completion_mask`` (the real tokens of a completion are a prefix of its row).
+
+Supported attention implementations: ``eager`` and ``sdpa``. Both take the mask as the additive
+float tensor built here (see :func:`packed_attention_mask`); ``transformers`` passes any 4-D mask
+through unchanged (``masking_utils._preprocess_mask_arguments``), so it is never replaced by a
+causal one. Flash-attention kernels cannot take a dense mask and are refused with a clear error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+import torch
+from torch import Tensor
+
+SUPPORTED_ATTENTION = ("eager", "sdpa")
+"""Attention implementations that honour a dense 4-D additive mask."""
+
+TRAJECTORY, PADDING = -1, -2
+"""Segment ids of packed tokens that are not probe copies (probe copy ``k`` has segment id ``k``)."""
+
+LOG_PROB_FLOOR = -1e4
+"""Floor of one token's log-prob (only reached with ``-inf`` logits), so sums stay finite."""
+
+MIN_CONFIDENCE = torch.finfo(torch.float32).tiny
+"""Floor of ``confidence`` (about 1.2e-38): a real entry is never exactly 0, however unlikely the answer."""
+
+
+@dataclass
+class ProbeResult:
+    """Confidence of the gold answer at C_0 (after the prompt) and after each boundary.
+
+    Attributes:
+        confidence: (B, K_max + 1) float32 probabilities in (0, 1]; column ``k`` is ``C_k``. Rows
+            with fewer than ``K_max`` boundaries are padded with NaN (the only NaNs produced).
+        log_confidence: (B, K_max + 1) float32, the sum of the scored probe tokens' log-probs
+            (finite, ≤ 0); NaN in the same padding entries.
+    """
+
+    confidence: Tensor
+    log_confidence: Tensor
+
+
+@dataclass(frozen=True)
+class ProbeRow:
+    """One trajectory, unpadded: what both implementations compute from."""
+
+    prompt: list[int]
+    completion: list[int]
+    boundaries: list[int]
+    probe: list[int]
+    score_from: int
+
+    def prefix_lengths(self) -> list[int]:
+        """Lengths of the prefixes that precede each probe copy: C_0 first, then one per boundary."""
+        return [len(self.prompt)] + [len(self.prompt) + b + 1 for b in self.boundaries]
+
+    def packed_length(self) -> int:
+        """Tokens of the packed row: the trajectory up to the last boundary, then ``K + 1`` probe copies."""
+        prefixes = self.prefix_lengths()
+        return prefixes[-1] + len(prefixes) * len(self.probe)
+
+
+# --------------------------------------------------------------------------------------------
+# Probe construction and input checks
+# --------------------------------------------------------------------------------------------
+
+
+def build_probe_ids(
+    tokenizer,
+    answers: Sequence[str | None],
+    open_text: str = "</reasoning>\n<answer>",
+    close_text: str = "</answer>",
+) -> tuple[list[list[int]], list[int]]:
+    """Probe ids per row, built at token-id level, and the index from which each probe is scored.
+
+    Each probe is ``ids(open_text) + ids(answer) + ids(close_text)``, every part tokenized on its
+    own with ``add_special_tokens=False`` (so the answer's ids do not depend on its neighbours);
+    ``score_from`` is ``len(ids(open_text))``: C scores the answer and the closing tag given the
+    template opening.
+
+    Raises:
+        ValueError: naming the row, when an answer is missing or blank, or tokenizes to nothing.
+    """
+    open_ids = tokenizer(open_text, add_special_tokens=False)["input_ids"] if open_text else []
+    close_ids = tokenizer(close_text, add_special_tokens=False)["input_ids"] if close_text else []
+    probes, score_from = [], []
+    for row, answer in enumerate(answers):
+        if answer is None or not str(answer).strip():
+            raise ValueError(
+                f"row {row}: gold answer is missing or empty ({answer!r}); cannot build a VPS probe"
+            )
+        answer_ids = tokenizer(str(answer), add_special_tokens=False)["input_ids"]
+        if not answer_ids:
+            raise ValueError(
+                f"row {row}: gold answer {answer!r} tokenizes to no tokens; cannot build a VPS probe"
+            )
+        probes.append([*open_ids, *answer_ids, *close_ids])
+        score_from.append(len(open_ids))
+    return probes, score_from
+
+
+def check_probe_fits(
+    prompt_lengths: Sequence[int],
+    completion_lengths: Sequence[int],
+    probe_lengths: Sequence[int],
+    max_positions: int | None,
+) -> None:
+    """Check that prompt + completion + probe fits the model's context (``max_position_embeddings``).
+
+    ``max_positions=None`` means no limit.
+
+    Raises:
+        ValueError: naming the first row whose probe would run past the last position.
+    """
+    if max_positions is None:
+        return
+    for row, (p, t, m) in enumerate(zip(prompt_lengths, completion_lengths, probe_lengths, strict=True)):
+        if p + t + m > max_positions:
+            raise ValueError(
+                f"row {row}: prompt ({p}) + completion ({t}) + probe ({m}) = {p + t + m} tokens exceed the "
+                f"model's context of {max_positions} positions; shorten the completion or the probe"
+            )
+
+
+def _real_tokens(ids: Tensor, mask: Tensor, row: int, side: str) -> list[int]:
+    """The unpadded tokens of one row; the mask must be one contiguous run of ones."""
+    keep = mask.bool()
+    n = int(keep.sum())
+    run = keep[-n:] if side == "left" else keep[:n]
+    if n and not bool(run.all()):
+        raise ValueError(f"row {row}: the {side}-padded mask is not one contiguous run of real tokens")
+    return ids[keep].tolist()
+
+
+def rows_from_batch(
+    prompt_ids: Tensor,
+    prompt_mask: Tensor,
+    completion_ids: Tensor,
+    completion_mask: Tensor,
+    boundaries: Sequence[Sequence[int]],
+    probe_ids: Sequence[Sequence[int]],
+    score_from: Sequence[int],
+    max_positions: int | None = None,
+) -> list[ProbeRow]:
+    """Unpad a TRL batch into :class:`ProbeRow` and check every input.
+
+    Raises:
+        ValueError: naming the row, for mismatched batch sizes, boundaries that are not strictly
+            increasing within the completion, an empty probe, ``score_from`` outside the probe, a
+            probe scored from its first token with an empty prompt, or a probe past the context.
+    """
+    batch = prompt_ids.shape[0]
+    for name, value in (("boundaries", boundaries), ("probe_ids", probe_ids), ("score_from", score_from)):
+        if len(value) != batch:
+            raise ValueError(f"{name} has {len(value)} rows, the batch has {batch}")
+    rows = []
+    for i in range(batch):
+        prompt = _real_tokens(prompt_ids[i], prompt_mask[i], i, "left")
+        completion = _real_tokens(completion_ids[i], completion_mask[i], i, "right")
+        cuts = [int(b) for b in boundaries[i]]
+        probe = [int(t) for t in probe_ids[i]]
+        start = int(score_from[i])
+        if any(b >= c for b, c in pairwise(cuts)):
+            raise ValueError(f"row {i}: boundaries {cuts} are not strictly increasing")
+        if cuts and not 0 <= cuts[0] <= cuts[-1] < len(completion):
+            raise ValueError(
+                f"row {i}: boundaries {cuts} fall outside the completion of {len(completion)} tokens"
+            )
+        if not probe:
+            raise ValueError(f"row {i}: empty probe")
+        if not 0 <= start < len(probe):
+            raise ValueError(
+                f"row {i}: score_from={start} must index a token of the probe ({len(probe)} tokens)"
+            )
+        if start == 0 and not prompt:
+            raise ValueError(
+                f"row {i}: empty prompt, so the probe's first token has no context to be scored from"
+            )
+        rows.append(ProbeRow(prompt, completion, cuts, probe, start))
+    check_probe_fits(
+        [len(r.prompt) for r in rows],
+        [r.boundaries[-1] + 1 if r.boundaries else 0 for r in rows],
+        [len(r.probe) for r in rows],
+        max_positions,
+    )
+    return rows
+
+
+def _max_positions(model) -> int | None:
+    return getattr(model.config, "max_position_embeddings", None)
+
+
+def _check_attention(model) -> None:
+    """Refuse models whose attention would not honour (or would mis-read) the dense 4-D mask."""
+    config = model.config
+    implementation = getattr(config, "_attn_implementation", None)
+    if implementation not in SUPPORTED_ATTENTION:
+        raise ValueError(
+            f"packed VPS probes need attn_implementation in {SUPPORTED_ATTENTION}, the model uses "
+            f"{implementation!r}; load it with attn_implementation='sdpa' or use naive_confidence"
+        )
+    if "sliding_attention" in (getattr(config, "layer_types", None) or []):
+        raise ValueError(
+            "packed VPS probes do not support sliding-window attention layers (the mask ignores the window)"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Shared scoring
+# --------------------------------------------------------------------------------------------
+
+
+def token_log_probs(logits: Tensor, targets: Tensor, temperature: float) -> Tensor:
+    """log p(target) under ``softmax(logits / temperature)``, in fp32, clamped to be finite and ≤ 0."""
+    log_probs = torch.log_softmax(logits.float() / temperature, dim=-1)
+    picked = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    return picked.clamp(min=LOG_PROB_FLOOR, max=0.0)
+
+
+def _result(log_confidence: Tensor, num_probes: Sequence[int]) -> ProbeResult:
+    """Fill NaN past each row's probes and exponentiate (floored at :data:`MIN_CONFIDENCE`)."""
+    columns = torch.arange(log_confidence.shape[1], device=log_confidence.device)
+    counts = torch.tensor(list(num_probes), dtype=torch.long, device=log_confidence.device)
+    padding = columns[None, :] >= counts[:, None]
+    log_confidence = log_confidence.masked_fill(padding, math.nan)
+    confidence = log_confidence.exp().clamp(min=MIN_CONFIDENCE)
+    return ProbeResult(confidence=confidence, log_confidence=log_confidence)
+
+
+def _check_temperature(temperature: float) -> None:
+    if not temperature > 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+
+
+# --------------------------------------------------------------------------------------------
+# Reference: one forward per (row, boundary)
+# --------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def naive_confidence(
+    model,
+    prompt_ids: Tensor,
+    prompt_mask: Tensor,
+    completion_ids: Tensor,
+    completion_mask: Tensor,
+    boundaries: Sequence[Sequence[int]],
+    probe_ids: Sequence[Sequence[int]],
+    score_from: Sequence[int],
+    temperature: float = 1.0,
+) -> ProbeResult:
+    """Reference confidences: for every row and every prefix (C_0 included) run
+    ``prompt + completion[: b_k + 1] + probe`` unpadded through ``model`` on its own.
+
+    Slow (``Σ_i (K_i + 1)`` full forwards) and obviously right; see :func:`packed_confidence`.
+    """
+    _check_temperature(temperature)
+    rows = rows_from_batch(
+        prompt_ids,
+        prompt_mask,
+        completion_ids,
+        completion_mask,
+        boundaries,
+        probe_ids,
+        score_from,
+        _max_positions(model),
+    )
+    device = model.device
+    num_probes = [len(r.boundaries) + 1 for r in rows]
+    log_confidence = torch.zeros(len(rows), max(num_probes, default=1), device=device)
+    for i, row in enumerate(rows):
+        for k, prefix in enumerate(row.prefix_lengths()):
+            tokens = row.prompt + row.completion[: prefix - len(row.prompt)] + row.probe
+            logits = model(input_ids=torch.tensor([tokens], device=device), use_cache=False).logits[0]
+            scored = torch.arange(row.score_from, len(row.probe), device=device)
+            targets = torch.tensor(row.probe, device=device)[scored]
+            log_confidence[i, k] = token_log_probs(logits[prefix + scored - 1], targets, temperature).sum()
+    return _result(log_confidence, num_probes)
+
+
+# --------------------------------------------------------------------------------------------
+# Packed: one forward per batch of rows
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PackedRow:
+    """One row packed as ``[trajectory, probe copy 0, …, probe copy K]``, before padding.
+
+    Attributes:
+        input_ids, position_ids: per packed token; a probe copy's positions continue its prefix.
+        segment: :data:`TRAJECTORY` or the probe copy's index ``k``.
+        visible: for a probe token, how many leading trajectory tokens it may attend to (its prefix);
+            0 for trajectory tokens (they attend causally within the trajectory segment).
+        score_index, score_target, score_copy: for each scored probe token, the packed index whose
+            logits predict it, the token id, and the probe copy it belongs to.
+    """
+
+    input_ids: list[int]
+    position_ids: list[int]
+    segment: list[int]
+    visible: list[int]
+    score_index: list[int]
+    score_target: list[int]
+    score_copy: list[int]
+
+
+def pack_row(row: ProbeRow) -> PackedRow:
+    """Pack one trajectory and its ``K + 1`` probe copies into one sequence.
+
+    The trajectory is the prompt and the completion up to the last boundary (no probe sees any
+    later token). A probe token ``j`` of copy ``k`` is predicted by the logits of the token before
+    it: the copy's previous token, or for ``j = 0`` the last token of the prefix (in the trajectory).
+    """
+    prefixes = row.prefix_lengths()
+    trajectory_length = prefixes[-1]
+    trajectory = row.prompt + row.completion[: trajectory_length - len(row.prompt)]
+    packed = PackedRow(
+        input_ids=list(trajectory),
+        position_ids=list(range(trajectory_length)),
+        segment=[TRAJECTORY] * trajectory_length,
+        visible=[0] * trajectory_length,
+        score_index=[],
+        score_target=[],
+        score_copy=[],
+    )
+    m = len(row.probe)
+    for k, prefix in enumerate(prefixes):
+        start = len(packed.input_ids)
+        packed.input_ids += row.probe
+        packed.position_ids += range(prefix, prefix + m)
+        packed.segment += [k] * m
+        packed.visible += [prefix] * m
+        for j in range(row.score_from, m):
+            packed.score_index.append(prefix - 1 if j == 0 else start + j - 1)
+            packed.score_target.append(row.probe[j])
+            packed.score_copy.append(k)
+    return packed
+
+
+def packed_attention_mask(segment: Tensor, visible: Tensor, dtype: torch.dtype) -> Tensor:
+    """The (B, 1, L, L) additive float mask of packed rows: 0 where a query may attend, dtype-min elsewhere.
+
+    A query attends to a key at or before it (causal) that is either in the same segment
+    (trajectory among itself, a probe copy among itself, padding among itself) or a trajectory
+    token inside the query's visible prefix. Every query row keeps at least itself, so no softmax
+    row is fully masked.
+
+    Why additive float and not bool: Qwen2's eager attention adds the mask to the scores
+    (``attn_weights + attention_mask``), where a bool mask would silently add 0/1; SDPA accepts
+    both. ``transformers`` returns any 4-D mask as-is instead of building a causal one.
+    """
+    length = segment.shape[1]
+    index = torch.arange(length, device=segment.device)
+    causal = index[None, :] <= index[:, None]
+    same_segment = segment[:, :, None] == segment[:, None, :]
+    in_prefix = (segment[:, None, :] == TRAJECTORY) & (index[None, None, :] < visible[:, :, None])
+    keep = causal[None] & (same_segment | in_prefix)
+    mask = torch.zeros(keep.shape, dtype=dtype, device=segment.device)
+    return mask.masked_fill_(~keep, torch.finfo(dtype).min)[:, None]
+
+
+def _pad(sequences: Sequence[Sequence[int]], value: int, device: torch.device) -> Tensor:
+    """Right-pad lists of ints to one (len(sequences), max_len) long tensor."""
+    width = max(len(s) for s in sequences)
+    return torch.tensor(
+        [[*s, *[value] * (width - len(s))] for s in sequences], dtype=torch.long, device=device
+    )
+
+
+def _packed_chunk(model, rows: Sequence[ProbeRow], temperature: float, width: int) -> Tensor:
+    """Sum of scored log-probs (len(rows), width) for one chunk of rows, from one forward."""
+    device = model.device
+    packed = [pack_row(r) for r in rows]
+    input_ids = _pad([p.input_ids for p in packed], 0, device)
+    position_ids = _pad([p.position_ids for p in packed], 0, device)
+    segment = _pad([p.segment for p in packed], PADDING, device)
+    visible = _pad([p.visible for p in packed], 0, device)
+    score_index = _pad([p.score_index for p in packed], 0, device)
+    score_target = _pad([p.score_target for p in packed], 0, device)
+    score_copy = _pad([p.score_copy for p in packed], width, device)  # padding lands in a spare column
+
+    mask = packed_attention_mask(segment, visible, model.dtype)
+    logits = model(
+        input_ids=input_ids,
+        attention_mask=mask,
+        position_ids=position_ids,
+        logits_to_keep=score_index,  # (B, N) integer positions: the lm_head runs only where probes are scored
+        use_cache=False,
+    ).logits
+    scores = token_log_probs(logits, score_target, temperature)
+    sums = torch.zeros(len(rows), width + 1, device=device)
+    return sums.scatter_add_(1, score_copy, scores)[:, :width]
+
+
+@torch.no_grad()
+def packed_confidence(
+    model,
+    prompt_ids: Tensor,
+    prompt_mask: Tensor,
+    completion_ids: Tensor,
+    completion_mask: Tensor,
+    boundaries: Sequence[Sequence[int]],
+    probe_ids: Sequence[Sequence[int]],
+    score_from: Sequence[int],
+    temperature: float = 1.0,
+    chunk_size: int | None = None,
+) -> ProbeResult:
+    """Confidences from one packed forward per chunk of rows (same result as :func:`naive_confidence`).
+
+    Each row becomes ``[prompt, completion[: b_K + 1], probe copy for C_0, copies for b_1 … b_K]``;
+    rows are right-padded to a common length; a 4-D mask (:func:`packed_attention_mask`) and
+    continued position ids make each probe copy see exactly what it would see appended to its
+    prefix. Cost per row: ``len(prompt) + b_K + 1 + (K + 1) · len(probe)`` tokens, once.
+
+    Args:
+        model: a causal LM with ``attn_implementation`` ``"eager"`` or ``"sdpa"``, in the mode the
+            caller wants (no dropout for deterministic probes).
+        prompt_ids, prompt_mask: (B, P), left-padded.
+        completion_ids, completion_mask: (B, T), right-padded.
+        boundaries: per row, strictly increasing completion-token indices (possibly none).
+        probe_ids, score_from: per row, from :func:`build_probe_ids`.
+        temperature: the sampling temperature; logits are divided by it.
+        chunk_size: rows per forward (default: all at once), to bound the (B, 1, L, L) mask and the
+            activations. Rows are chunked in order of packed length, so a chunk pads little; the
+            result keeps the input's row order.
+
+    Raises:
+        ValueError: for invalid inputs (see :func:`rows_from_batch`), an unsupported attention
+            implementation, or a non-positive ``temperature`` / ``chunk_size``.
+    """
+    _check_temperature(temperature)
+    _check_attention(model)
+    rows = rows_from_batch(
+        prompt_ids,
+        prompt_mask,
+        completion_ids,
+        completion_mask,
+        boundaries,
+        probe_ids,
+        score_from,
+        _max_positions(model),
+    )
+    if chunk_size is not None and chunk_size <= 0:
+        raise ValueError(f"chunk_size must be positive, got {chunk_size}")
+    if not rows:
+        return _result(torch.zeros(0, 1, device=model.device), [])
+    chunk_size = chunk_size or len(rows)
+    num_probes = [len(r.boundaries) + 1 for r in rows]
+    width = max(num_probes)
+    order = sorted(range(len(rows)), key=lambda i: rows[i].packed_length())  # chunks of similar lengths
+    log_confidence = torch.empty(len(rows), width, device=model.device)
+    for start in range(0, len(rows), chunk_size):
+        chunk = order[start : start + chunk_size]
+        log_confidence[chunk] = _packed_chunk(model, [rows[i] for i in chunk], temperature, width)
+    return _result(log_confidence, num_probes)

@@ -1,0 +1,83 @@
+"""ProcessGRPOTrainer with method='vps': entropy boundaries, packed probes and the hybrid advantage."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from datasets import Dataset
+
+from psgrpo.config import ProcessGRPOConfig
+from psgrpo.data.arith import make_arith_dataset
+from psgrpo.tiny.model import build_tiny_model
+from psgrpo.trainer import ProcessGRPOTrainer
+
+
+def length_reward(completions, **kwargs):
+    return [len(c) / 10.0 for c in completions]
+
+
+def _run(tmp_path, tokenizer, dataset=None, **overrides):
+    args = dict(
+        output_dir=str(tmp_path / "out"),
+        method="vps",
+        max_steps=1,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=24,
+        learning_rate=1e-3,
+        beta=0.0,
+        report_to=[],
+        use_cpu=True,
+        logging_steps=1,
+        save_strategy="no",
+        seed=0,
+        disable_tqdm=True,
+        vps_min_segment_tokens=2,
+    )
+    args.update(overrides)
+    model = build_tiny_model(tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64)
+    trainer = ProcessGRPOTrainer(
+        model=model,
+        reward_funcs=[length_reward],
+        args=ProcessGRPOConfig(**args),
+        train_dataset=dataset if dataset is not None else make_arith_dataset("train", n=16),
+        processing_class=tokenizer,
+    )
+    outputs = []
+    original = trainer._generate_and_score_completions
+    trainer._generate_and_score_completions = lambda inputs: outputs.append(original(inputs)) or outputs[-1]
+    trainer.train()
+    logs = [json.loads(line) for line in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]
+    return outputs[0], logs[0]
+
+
+def test_vps_step_logs_confidence_metrics(tmp_path, char_tokenizer):
+    out, log = _run(tmp_path, char_tokenizer)
+    adv, mask = out["advantages"], out["completion_mask"]
+    assert adv.shape == mask.shape and torch.isfinite(adv).all() and torch.all(adv[mask == 0] == 0)
+    assert 1.0 <= log["vps/segments_per_completion"] <= 4.0
+    assert 0.0 < log["vps/c0_mean"] <= 1.0 and 0.0 <= log["vps/frac_negative_segments"] <= 1.0
+    assert (
+        "vps/probe_seconds" in log and "old_per_token_logps" in out
+    )  # entropies came with the old log-probs
+
+
+def test_alpha_zero_is_outcome_grpo(tmp_path, char_tokenizer):
+    out, _ = _run(tmp_path, char_tokenizer, vps_alpha=0.0, vps_truncated="keep")
+    token_rows = out["advantages"]
+    mask = out["completion_mask"].bool()
+    for row, keep in zip(token_rows, mask, strict=True):  # constant along each completion
+        assert torch.allclose(row[keep], row[keep][0].expand(int(keep.sum())))
+
+
+def test_marker_boundaries(tmp_path, char_tokenizer):
+    _, log = _run(tmp_path, char_tokenizer, vps_boundaries="markers", segmenter="newline")
+    assert log["vps/segments_per_completion"] >= 1.0
+
+
+def test_missing_answer_column_is_a_clear_error(tmp_path, char_tokenizer):
+    data = Dataset.from_dict({"prompt": ["Question: 1+1\n"] * 8, "gold": ["2"] * 8})
+    with pytest.raises(ValueError, match="row 0"):
+        _run(tmp_path, char_tokenizer, dataset=data)

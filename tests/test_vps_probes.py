@@ -1,0 +1,178 @@
+"""GRPO-VPS confidence probes: the packed one-pass engine equals the one-forward-per-probe reference."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+from transformers import Qwen2Config, Qwen2ForCausalLM
+
+from psgrpo.data.arith import make_arith_dataset
+from psgrpo.vps_probes import (
+    ProbeResult,
+    build_probe_ids,
+    check_probe_fits,
+    naive_confidence,
+    packed_confidence,
+)
+
+TEMPERATURE = 0.7
+ATOL = 1e-5
+
+
+def tiny_qwen2(vocab_size: int, attn_implementation: str) -> Qwen2ForCausalLM:
+    """A random 2-layer Qwen2 with grouped-query attention; a wide init makes attention far from uniform."""
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        initializer_range=0.1,
+        attn_implementation=attn_implementation,
+    )
+    return Qwen2ForCausalLM(config).eval()
+
+
+@pytest.fixture(scope="module", params=["eager", "sdpa"])
+def model(request, char_tokenizer):
+    model = tiny_qwen2(len(char_tokenizer), request.param)
+    assert model.config._attn_implementation == request.param
+    return model
+
+
+@pytest.fixture(scope="module")
+def batch(char_tokenizer) -> dict:
+    """Four arith rows as TRL has them: prompts left-padded, completions right-padded, 0–4 boundaries."""
+    rows = make_arith_dataset("test", n=4)
+    encode = lambda text: char_tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    prompts = [encode(p) for p in rows["prompt"]]
+    completions = [encode(c)[: 40 + 9 * i] for i, c in enumerate(rows["completion"])]  # distinct lengths
+    P, T = max(map(len, prompts)), max(map(len, completions))
+    prompt_ids, prompt_mask = torch.zeros(4, P, dtype=torch.long), torch.zeros(4, P, dtype=torch.long)
+    completion_ids, completion_mask = torch.zeros(4, T, dtype=torch.long), torch.zeros(4, T, dtype=torch.long)
+    for i, (p, c) in enumerate(zip(prompts, completions, strict=True)):
+        prompt_ids[i, P - len(p) :], prompt_mask[i, P - len(p) :] = torch.tensor(p), 1
+        completion_ids[i, : len(c)], completion_mask[i, : len(c)] = torch.tensor(c), 1
+    n = [len(c) for c in completions]
+    boundaries = [[], [0, n[1] - 1], [5, 17, 30, n[2] - 1], [12]]
+    probe_ids, score_from = build_probe_ids(char_tokenizer, rows["answer"])
+    assert len(set(map(len, prompts))) > 1 and len(set(n)) == 4
+    return dict(
+        prompt_ids=prompt_ids,
+        prompt_mask=prompt_mask,
+        completion_ids=completion_ids,
+        completion_mask=completion_mask,
+        boundaries=boundaries,
+        probe_ids=probe_ids,
+        score_from=score_from,
+    )
+
+
+def assert_same(a: ProbeResult, b: ProbeResult, atol: float = ATOL) -> None:
+    torch.testing.assert_close(a.log_confidence, b.log_confidence, atol=atol, rtol=0, equal_nan=True)
+    torch.testing.assert_close(a.confidence, b.confidence, atol=atol, rtol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("scoring", ["answer", "whole_probe"])
+def test_packed_equals_naive(model, batch, scoring):
+    if scoring == "whole_probe":  # the first scored token is predicted from the trajectory's last token
+        batch = {**batch, "score_from": [0] * 4}
+    naive = naive_confidence(model, **batch, temperature=TEMPERATURE)
+    packed = packed_confidence(model, **batch, temperature=TEMPERATURE)
+    assert packed.confidence.shape == packed.log_confidence.shape == (4, 5)
+    assert_same(packed, naive)
+
+    padding = torch.tensor([[k > len(b) for k in range(5)] for b in batch["boundaries"]])
+    for result in (naive, packed):
+        assert torch.equal(result.confidence.isnan(), padding)
+        assert torch.equal(result.log_confidence.isnan(), padding)
+        real_c, real_log = result.confidence[~padding], result.log_confidence[~padding]
+        assert torch.isfinite(real_log).all() and (real_log <= 0).all()
+        assert ((real_c > 0) & (real_c <= 1)).all()
+        torch.testing.assert_close(real_c, real_log.exp(), atol=1e-12, rtol=1e-5)
+
+
+def test_equality_is_a_sharp_check(model, batch):
+    """Control: the probes really depend on the prefix and the temperature, so equality above means something."""
+    result = naive_confidence(model, **batch, temperature=TEMPERATURE)
+    row2 = result.log_confidence[2]
+    assert (row2[1:] - row2[:-1]).abs().min() > 1e-3  # each boundary moves the confidence
+    hotter = packed_confidence(model, **batch, temperature=1.0)
+    assert (hotter.log_confidence - result.log_confidence).nan_to_num().abs().max() > 1e-2
+
+
+@pytest.mark.parametrize("chunk_size", [1, 3, 100])
+def test_chunk_size_gives_same_result(model, batch, chunk_size):
+    whole = packed_confidence(model, **batch, temperature=TEMPERATURE)
+    chunked = packed_confidence(model, **batch, temperature=TEMPERATURE, chunk_size=chunk_size)
+    assert_same(chunked, whole, atol=1e-6)
+
+
+def test_probe_past_context_raises_naming_row(model, batch, monkeypatch):
+    used = [
+        int(batch["prompt_mask"][i].sum()) + (b[-1] + 1 if b else 0)
+        for i, b in enumerate(batch["boundaries"])
+    ]
+    fits = [u + len(p) for u, p in zip(used, batch["probe_ids"], strict=True)]
+    monkeypatch.setattr(model.config, "max_position_embeddings", max(fits) - 1)
+    worst = fits.index(max(fits))
+    for run in (naive_confidence, packed_confidence):
+        with pytest.raises(ValueError, match=f"row {worst}: .*exceed the model's context"):
+            run(model, **batch)
+
+
+def test_check_probe_fits():
+    check_probe_fits([3, 4], [5, 6], [2, 2], max_positions=12)
+    check_probe_fits([300], [300], [30], max_positions=None)
+    with pytest.raises(ValueError, match=r"row 1: prompt \(4\) \+ completion \(6\) \+ probe \(3\) = 13"):
+        check_probe_fits([3, 4], [5, 6], [2, 3], max_positions=12)
+
+
+def test_build_probe_ids_structure(char_tokenizer):
+    probes, score_from = build_probe_ids(char_tokenizer, ["42", "7"])
+    ids = lambda text: char_tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    open_ids, close_ids = ids("</reasoning>\n<answer>"), ids("</answer>")
+    assert len(open_ids) == 3 and len(close_ids) == 1  # the tags are single tokens
+    assert probes == [open_ids + ids("42") + close_ids, open_ids + ids("7") + close_ids]
+    assert score_from == [3, 3]
+    assert char_tokenizer.decode(probes[0][score_from[0] :]) == "42</answer>"
+
+    custom, start = build_probe_ids(char_tokenizer, ["5"], open_text="", close_text="")
+    assert custom == [ids("5")] and start == [0]
+
+
+@pytest.mark.parametrize("answer", ["", "   ", None])
+def test_build_probe_ids_rejects_empty_answer(char_tokenizer, answer):
+    with pytest.raises(ValueError, match="row 1: gold answer is missing or empty"):
+        build_probe_ids(char_tokenizer, ["3", answer])
+
+
+def test_build_probe_ids_rejects_answer_without_tokens():
+    def tokenizer(text, add_special_tokens):
+        return {"input_ids": [] if text == "?" else [1, 2]}
+
+    with pytest.raises(ValueError, match="row 2: gold answer '\\?' tokenizes to no tokens"):
+        build_probe_ids(tokenizer, ["1", "2", "?"])
+
+
+@pytest.mark.parametrize(
+    "boundaries, message",
+    [
+        ([[], [3, 3], [], []], "row 1: boundaries \\[3, 3\\] are not strictly increasing"),
+        ([[], [], [], [500]], "row 3: boundaries \\[500\\] fall outside the completion"),
+    ],
+)
+def test_invalid_boundaries_raise(model, batch, boundaries, message):
+    with pytest.raises(ValueError, match=message):
+        packed_confidence(model, **{**batch, "boundaries": boundaries})
+
+
+def test_unsupported_attention_raises(batch):
+    flash = SimpleNamespace(config=SimpleNamespace(_attn_implementation="flash_attention_2"))
+    with pytest.raises(ValueError, match="attn_implementation in \\('eager', 'sdpa'\\)"):
+        packed_confidence(flash, **batch)
