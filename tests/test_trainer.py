@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from trainer_helpers import length_reward, record_batches, tiny_run_args
 from transformers import AutoModelForCausalLM
 from trl import GRPOConfig, GRPOTrainer
 
@@ -15,45 +16,18 @@ from psgrpo.rewards import correctness_reward, format_reward
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.trainer import ProcessGRPOTrainer
 
-
-def length_reward(completions, **kwargs):
-    """Guarantees reward variance inside every group, so advantages are non-zero."""
-    return [len(c) / 10.0 for c in completions]
-
-
 REWARDS = [correctness_reward, format_reward, length_reward]
 
 
 def _common_args(tmp_path, name, beta=0.0):
-    return dict(
+    return tiny_run_args(
+        tmp_path,
         output_dir=str(tmp_path / name),
         max_steps=2,
-        per_device_train_batch_size=8,
-        num_generations=4,
         max_completion_length=16,
         learning_rate=1e-2,
         beta=beta,
-        report_to=[],
-        use_cpu=True,
-        logging_steps=1,
-        save_strategy="no",
-        seed=0,
-        disable_tqdm=True,
     )
-
-
-def _record_batches(trainer):
-    """Wrap _generate_and_score_completions to keep every output dict."""
-    outputs = []
-    original = trainer._generate_and_score_completions
-
-    def recorder(inputs):
-        out = original(inputs)
-        outputs.append({k: v.detach().clone() if isinstance(v, torch.Tensor) else v for k, v in out.items()})
-        return out
-
-    trainer._generate_and_score_completions = recorder
-    return outputs
 
 
 def _run(trainer_cls, args, tokenizer, dataset, model_dir):
@@ -63,7 +37,7 @@ def _run(trainer_cls, args, tokenizer, dataset, model_dir):
     trainer = trainer_cls(
         model=model, reward_funcs=REWARDS, args=args, train_dataset=dataset, processing_class=tokenizer
     )
-    batches = _record_batches(trainer)
+    batches = record_batches(trainer)
     trainer.train()
     losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
     params = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}

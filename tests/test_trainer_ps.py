@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
+from trainer_helpers import length_reward, read_metrics, record_batches, tiny_run_args
 from transformers import Qwen2Config, Qwen2ForTokenClassification
 
 from psgrpo.config import ProcessGRPOConfig
@@ -15,52 +14,19 @@ from psgrpo.tiny.model import build_tiny_model
 from psgrpo.trainer import ProcessGRPOTrainer
 
 
-def length_reward(completions, **kwargs):
-    return [len(c) / 10.0 for c in completions]
-
-
-def _args(tmp_path, **overrides):
-    base = dict(
-        output_dir=str(tmp_path / "out"),
-        method="ps",
-        max_steps=1,
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=24,
-        learning_rate=1e-3,
-        beta=0.0,
-        report_to=[],
-        use_cpu=True,
-        logging_steps=1,
-        save_strategy="no",
-        seed=0,
-        disable_tqdm=True,
-        segmenter="newline",  # random tiny models rarely write "Step N:"; newlines give several steps
-    )
-    base.update(overrides)
-    return ProcessGRPOConfig(**base)
-
-
 def _trainer(tmp_path, tokenizer, scorer=None, **overrides):
+    # random tiny models rarely write "Step N:"; newlines give several steps
+    args = tiny_run_args(tmp_path, **{"method": "ps", "segmenter": "newline", **overrides})
     model = build_tiny_model(tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64)
     trainer = ProcessGRPOTrainer(
         model=model,
         reward_funcs=[length_reward],
-        args=_args(tmp_path, **overrides),
+        args=ProcessGRPOConfig(**args),
         train_dataset=make_arith_dataset("train", n=16),
         processing_class=tokenizer,
         step_scorer=scorer,
     )
-    outputs = []
-    original = trainer._generate_and_score_completions
-
-    def recorder(inputs):
-        out = original(inputs)
-        outputs.append(out)
-        return out
-
-    trainer._generate_and_score_completions = recorder
-    return trainer, outputs
+    return trainer, record_batches(trainer)
 
 
 def test_constant_step_scores_reduce_ps_to_outcome(tmp_path, char_tokenizer):
@@ -70,7 +36,7 @@ def test_constant_step_scores_reduce_ps_to_outcome(tmp_path, char_tokenizer):
     trainer.train()
     out = outputs[0]
     assert out["advantages"].shape == out["completion_mask"].shape
-    logs = [json.loads(line) for line in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]
+    logs = read_metrics(tmp_path / "out")
     assert logs[0]["ps/step_score_mean"] == pytest.approx(0.7)
     assert logs[0]["ps/process_adv_mean"] == pytest.approx(0.0, abs=1e-6)
     assert logs[0]["ps/steps_per_completion"] >= 1 and "ps/scorer_seconds" in logs[0]
@@ -110,7 +76,7 @@ def test_scorer_failure_can_fall_back_to_outcome(tmp_path, char_tokenizer):
 
     trainer, outputs = _trainer(tmp_path, char_tokenizer, scorer=nan_for_long, ps_on_scorer_error="outcome")
     trainer.train()
-    logs = [json.loads(line) for line in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]
+    logs = read_metrics(tmp_path / "out")
     assert logs[0]["ps/scorer_fallbacks"] > 0
     assert torch.isfinite(outputs[0]["advantages"]).all()
 
@@ -142,6 +108,6 @@ def test_tiny_random_prm_runs_end_to_end(tmp_path, char_tokenizer):
         step_scorer_kwargs={"model": str(prm_dir), "style": "token_classification", "step_separator": "\n"},
     )
     trainer.train()
-    logs = [json.loads(line) for line in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]
+    logs = read_metrics(tmp_path / "out")
     assert 0.0 <= logs[0]["ps/step_score_mean"] <= 1.0
     assert torch.isfinite(outputs[0]["advantages"]).all()

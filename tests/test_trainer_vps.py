@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 from datasets import Dataset
+from trainer_helpers import length_reward, read_metrics, record_batches, tiny_run_args
 
 from psgrpo.config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
@@ -14,29 +13,8 @@ from psgrpo.tiny.model import build_tiny_model
 from psgrpo.trainer import ProcessGRPOTrainer
 
 
-def length_reward(completions, **kwargs):
-    return [len(c) / 10.0 for c in completions]
-
-
 def _run(tmp_path, tokenizer, dataset=None, **overrides):
-    args = dict(
-        output_dir=str(tmp_path / "out"),
-        method="vps",
-        max_steps=1,
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=24,
-        learning_rate=1e-3,
-        beta=0.0,
-        report_to=[],
-        use_cpu=True,
-        logging_steps=1,
-        save_strategy="no",
-        seed=0,
-        disable_tqdm=True,
-        vps_min_segment_tokens=2,
-    )
-    args.update(overrides)
+    args = tiny_run_args(tmp_path, **{"method": "vps", "vps_min_segment_tokens": 2, **overrides})
     model = build_tiny_model(tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64)
     trainer = ProcessGRPOTrainer(
         model=model,
@@ -45,12 +23,9 @@ def _run(tmp_path, tokenizer, dataset=None, **overrides):
         train_dataset=dataset if dataset is not None else make_arith_dataset("train", n=16),
         processing_class=tokenizer,
     )
-    outputs = []
-    original = trainer._generate_and_score_completions
-    trainer._generate_and_score_completions = lambda inputs: outputs.append(original(inputs)) or outputs[-1]
+    outputs = record_batches(trainer)
     trainer.train()
-    logs = [json.loads(line) for line in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]
-    return outputs[0], logs[0]
+    return outputs[0], read_metrics(tmp_path / "out")[0]
 
 
 def test_vps_step_logs_confidence_metrics(tmp_path, char_tokenizer):
