@@ -211,9 +211,8 @@ class ProcessGRPOTrainer(GRPOTrainer):
             batch_size=batch_size,
             compute_entropy=True,
         )
-        output.setdefault(
-            "old_per_token_logps", logps
-        )  # same weights: identical to what the loss would recompute
+        # Same weights as the loss will see: these are the old log-probs TRL would otherwise recompute.
+        output.setdefault("old_per_token_logps", logps)
         answer_open = self._tokenizer(args.vps_answer_marker, add_special_tokens=False)["input_ids"]
         whitespace = self._whitespace_token_ids() if args.vps_snap_to_whitespace else None
         generator = torch.Generator().manual_seed(args.seed + self.state.global_step)
