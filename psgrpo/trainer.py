@@ -28,7 +28,7 @@ from psgrpo.process_signal import score_steps, step_metrics, step_tensors
 from psgrpo.rewards import get_reward_funcs
 from psgrpo.scorers import build_step_scorer
 from psgrpo.segmentation import get_segmenter, segment_completions
-from psgrpo.vps_probes import build_probe_ids, check_probe_fits, packed_confidence
+from psgrpo.vps_probes import build_probe_ids, cached_confidence, check_probe_fits, packed_confidence
 from psgrpo.vps_segments import (
     answer_span_start,
     boundaries_from_spans,
@@ -157,20 +157,34 @@ class ProcessGRPOTrainer(GRPOTrainer):
             if args.vps_boundaries == "markers":
                 spans = segment_completions(tokenizer, ids, self.segmenter).token_spans
                 boundaries = [boundaries_from_spans(s)[: args.vps_max_segments - 1] for s in spans]
-            else:
-                boundaries = self._entropy_boundaries(output, ids, mode)
-            probes = packed_confidence(
-                self.model,
-                prompt_ids,
-                prompt_mask,
-                completion_ids,
-                completion_mask,
-                boundaries,
-                probe_ids,
-                score_from,
-                temperature=self.temperature,
-                chunk_size=args.vps_probe_chunk_size,
-            )
+                probes = packed_confidence(
+                    self.model,
+                    prompt_ids,
+                    prompt_mask,
+                    completion_ids,
+                    completion_mask,
+                    boundaries,
+                    probe_ids,
+                    score_from,
+                    temperature=self.temperature,
+                    chunk_size=args.vps_probe_chunk_size,
+                )
+            else:  # one trajectory forward: entropies, old log-probs and, over its KV cache, the probes
+                result = cached_confidence(
+                    self.model,
+                    prompt_ids,
+                    prompt_mask,
+                    completion_ids,
+                    completion_mask,
+                    probe_ids,
+                    score_from,
+                    self._boundary_chooser(ids),
+                    temperature=self.temperature,
+                    chunk_size=args.vps_probe_chunk_size,
+                )
+                boundaries, probes = result.boundaries, result.probes
+                # Same weights as the loss will see: these are the old log-probs TRL would otherwise recompute.
+                output.setdefault("old_per_token_logps", result.logps)
         probe_seconds = time.perf_counter() - start
         eos = torch.tensor(self.eos_token_ids, device=completion_ids.device)
         last = completion_ids.gather(1, (completion_mask.sum(1, keepdim=True) - 1).clamp(min=0)).squeeze(1)
@@ -197,45 +211,38 @@ class ProcessGRPOTrainer(GRPOTrainer):
             "truncated_mode": args.vps_truncated,
         }
 
-    def _entropy_boundaries(self, output: dict[str, Any], ids: list[list[int]], mode: str) -> list[list[int]]:
-        """Cuts at high-entropy tokens. The forward that gives the entropies also gives the old log-probs."""
+    def _boundary_chooser(self, ids: list[list[int]]):
+        """``(entropies (b, T), lengths, row_offset) -> boundaries``: adaptive cuts at high-entropy tokens."""
         args = self.args
-        prompt_completion = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
-        attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
-        batch_size = args.per_device_train_batch_size if mode == "train" else args.per_device_eval_batch_size
-        logps, entropies, _ = self._get_per_token_logps_and_entropies(
-            self.model,
-            prompt_completion,
-            attention,
-            output["completion_ids"].shape[1],
-            batch_size=batch_size,
-            compute_entropy=True,
-        )
-        # Same weights as the loss will see: these are the old log-probs TRL would otherwise recompute.
-        output.setdefault("old_per_token_logps", logps)
         answer_open = self._tokenizer(args.vps_answer_marker, add_special_tokens=False)["input_ids"]
         whitespace = self._whitespace_token_ids() if args.vps_snap_to_whitespace else None
         generator = torch.Generator().manual_seed(args.seed + self.state.global_step)
-        boundaries = []
-        for row, completion in zip(entropies, ids, strict=True):
-            snap = (
-                [t for t, tok in enumerate(completion) if tok in whitespace]
-                if whitespace is not None
-                else None
-            )
-            boundaries.append(
-                select_boundaries(
-                    row[: len(completion)].float().cpu(),
-                    max_segments=args.vps_max_segments,
-                    quantile=args.vps_entropy_quantile,
-                    min_segment_tokens=args.vps_min_segment_tokens,
-                    protect_from=answer_span_start(completion, answer_open),
-                    snap_positions=snap,
-                    jitter=args.vps_boundary_jitter,
-                    generator=generator,
+
+        def choose(entropies: torch.Tensor, lengths: list[int], offset: int) -> list[list[int]]:
+            boundaries = []
+            for row, n, completion in zip(
+                entropies, lengths, ids[offset : offset + len(lengths)], strict=True
+            ):
+                snap = (
+                    None
+                    if whitespace is None
+                    else [t for t, tok in enumerate(completion) if tok in whitespace]
                 )
-            )
-        return boundaries
+                boundaries.append(
+                    select_boundaries(
+                        row[:n].float().cpu(),
+                        max_segments=args.vps_max_segments,
+                        quantile=args.vps_entropy_quantile,
+                        min_segment_tokens=args.vps_min_segment_tokens,
+                        protect_from=answer_span_start(completion, answer_open),
+                        snap_positions=snap,
+                        jitter=args.vps_boundary_jitter,
+                        generator=generator,
+                    )
+                )
+            return boundaries
+
+        return choose
 
     def _whitespace_token_ids(self) -> set[int]:
         if not hasattr(self, "_whitespace_ids"):

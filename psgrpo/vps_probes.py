@@ -480,3 +480,183 @@ def packed_confidence(
         chunk = order[start : start + chunk_size]
         log_confidence[chunk] = _packed_chunk(model, [rows[i] for i in chunk], temperature, width)
     return _result(log_confidence, num_probes)
+
+
+# --------------------------------------------------------------------------------------------
+# Cached: the trajectory forward that gives entropies and old log-probs also serves the probes
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TrajectoryProbes:
+    """What one cached VPS pass returns for a batch.
+
+    Attributes:
+        logps: (B, T) log-probs of the completion tokens at the temperature (TRL's old log-probs).
+        entropies: (B, T) entropies in nats at the temperature, 0 on padding.
+        boundaries: per row, the boundaries ``choose_boundaries`` picked.
+        probes: the confidences, as :func:`packed_confidence` returns them.
+    """
+
+    logps: Tensor
+    entropies: Tensor
+    boundaries: list[list[int]]
+    probes: ProbeResult
+
+
+def _probe_queries(
+    rows: Sequence[ProbeRow], prompt_width: int, cache_length: int, device: torch.device, dtype: torch.dtype
+) -> tuple[Tensor, Tensor, Tensor, list[list[tuple[int, int, int]]]]:
+    """Probe tokens to run over a trajectory KV cache, with their positions and 4-D mask.
+
+    The cache holds ``[left-padded prompt (P), right-padded completion (T)]`` per row. Probe copy
+    ``k`` of row ``i`` may see cache entries ``[P - len(prompt_i), P + b_k]`` (``P - 1`` for C_0)
+    and, causally, its own tokens. Returns ``input_ids`` (B, Q), ``position_ids`` (B, Q), the
+    additive mask (B, 1, Q, cache_length + Q), and per row the scored tokens as
+    ``(query_index or -1 - cache_index, target, copy)``: a negative index means the token is
+    predicted by the trajectory's own logits at that cache entry (a probe scored from its first
+    token).
+    """
+    queries = [[tok for _ in r.prefix_lengths() for tok in r.probe] for r in rows]
+    width = max(len(q) for q in queries)
+    input_ids = torch.zeros(len(rows), width, dtype=torch.long)
+    position_ids = torch.zeros(len(rows), width, dtype=torch.long)
+    keep = torch.zeros(len(rows), width, cache_length + width, dtype=torch.bool)
+    scored: list[list[tuple[int, int, int]]] = []
+    for i, row in enumerate(rows):
+        m, first = len(row.probe), prompt_width - len(row.prompt)
+        input_ids[i, : len(queries[i])] = torch.tensor(queries[i])
+        row_scored = []
+        for k, prefix in enumerate(row.prefix_lengths()):
+            start, last_visible = k * m, first + prefix - 1  # cache index of the prefix's last token
+            position_ids[i, start : start + m] = torch.arange(prefix, prefix + m)
+            for j in range(m):
+                keep[i, start + j, first : last_visible + 1] = True
+                keep[i, start + j, cache_length + start : cache_length + start + j + 1] = True
+                if j >= row.score_from:
+                    index = -1 - last_visible if j == 0 else start + j - 1
+                    row_scored.append((index, row.probe[j], k))
+        for q in range(len(queries[i]), width):  # padding queries attend to themselves only
+            keep[i, q, cache_length + q] = True
+        scored.append(row_scored)
+    mask = torch.zeros(keep.shape, dtype=dtype).masked_fill_(~keep, torch.finfo(dtype).min)[:, None]
+    return input_ids.to(device), position_ids.to(device), mask.to(device), scored
+
+
+@torch.no_grad()
+def cached_confidence(
+    model,
+    prompt_ids: Tensor,
+    prompt_mask: Tensor,
+    completion_ids: Tensor,
+    completion_mask: Tensor,
+    probe_ids: Sequence[Sequence[int]],
+    score_from: Sequence[int],
+    choose_boundaries,
+    temperature: float = 1.0,
+    chunk_size: int | None = None,
+) -> TrajectoryProbes:
+    """One trajectory forward (with KV cache) + one small forward over the probe tokens.
+
+    The trajectory forward gives the completion's log-probs and entropies at ``temperature``;
+    ``choose_boundaries(entropies (B, T), lengths, row_offset) -> list[list[int]]`` turns them
+    into boundaries (``row_offset``: index of the first row in the whole batch, for chunks); then every probe copy runs over the cached trajectory with a 4-D mask and
+    continued positions, so no prefix is ever recomputed. Same confidences as
+    :func:`naive_confidence` (tested); the cost is one trajectory forward plus
+    ``Σ_k len(probe)`` tokens per row. ``chunk_size`` rows at a time bound the memory of the
+    logits and the cache.
+    """
+    from psgrpo.vps_segments import token_entropies
+
+    batch = prompt_ids.shape[0]
+    if chunk_size is not None and batch > chunk_size:
+        parts = [
+            cached_confidence(
+                model,
+                prompt_ids[i : i + chunk_size],
+                prompt_mask[i : i + chunk_size],
+                completion_ids[i : i + chunk_size],
+                completion_mask[i : i + chunk_size],
+                probe_ids[i : i + chunk_size],
+                score_from[i : i + chunk_size],
+                lambda entropies, lengths, offset, start=i: choose_boundaries(
+                    entropies, lengths, start + offset
+                ),
+                temperature,
+            )
+            for i in range(0, batch, chunk_size)
+        ]
+        return _concat(parts)
+    _check_temperature(temperature)
+    _check_attention(model)
+    input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
+    attention = torch.cat([prompt_mask, completion_mask], dim=1)
+    positions = (attention.cumsum(-1) - 1).clamp(min=0)
+    prompt_width, width = prompt_ids.shape[1], completion_ids.shape[1]
+    out = model(
+        input_ids=input_ids,
+        attention_mask=attention,
+        position_ids=positions,
+        use_cache=True,
+        logits_to_keep=width + 1,
+    )
+    logits = out.logits[:, :-1] if width else out.logits[:, :0]  # (B, T, V): logits[t] predicts completion t
+    mask = completion_mask.bool()
+    logps = token_log_probs(logits, completion_ids, temperature) * mask
+    entropies = token_entropies(logits, temperature) * mask
+    lengths = completion_mask.sum(1).tolist()
+    boundaries = [list(b) for b in choose_boundaries(entropies, lengths, 0)]
+    rows = rows_from_batch(
+        prompt_ids,
+        prompt_mask,
+        completion_ids,
+        completion_mask,
+        boundaries,
+        probe_ids,
+        score_from,
+        _max_positions(model),
+    )
+    cache_length = input_ids.shape[1]
+    probe_input, probe_positions, probe_mask, scored = _probe_queries(
+        rows, prompt_width, cache_length, input_ids.device, model.dtype
+    )
+    probe_logits = model(
+        input_ids=probe_input,
+        attention_mask=probe_mask,
+        position_ids=probe_positions,
+        cache=out.cache if hasattr(out, "cache") else out.past_key_values,
+        use_cache=True,
+        cache_position=torch.arange(
+            cache_length, cache_length + probe_input.shape[1], device=input_ids.device
+        ),
+    ).logits
+    width_k = max(len(r.boundaries) + 1 for r in rows)
+    log_confidence = torch.zeros(len(rows), width_k, device=input_ids.device)
+    for i, row_scored in enumerate(scored):
+        for index, target, k in row_scored:
+            # A negative index -1-x: the token follows cache entry x, whose logits are trajectory logits.
+            source = probe_logits[i, index] if index >= 0 else out.logits[i, -1 - index - (prompt_width - 1)]
+            log_confidence[i, k] += token_log_probs(
+                source, torch.tensor(target, device=source.device), temperature
+            )
+    return TrajectoryProbes(
+        logps, entropies, boundaries, _result(log_confidence, [len(r.boundaries) + 1 for r in rows])
+    )
+
+
+def _concat(parts: Sequence[TrajectoryProbes]) -> TrajectoryProbes:
+    """Stack chunk results; confidence columns are NaN-padded to the widest chunk."""
+    width = max(p.probes.log_confidence.shape[1] for p in parts)
+
+    def pad(x: Tensor) -> Tensor:
+        return torch.nn.functional.pad(x, (0, width - x.shape[1]), value=math.nan)
+
+    return TrajectoryProbes(
+        logps=torch.cat([p.logps for p in parts]),
+        entropies=torch.cat([p.entropies for p in parts]),
+        boundaries=[b for p in parts for b in p.boundaries],
+        probes=ProbeResult(
+            confidence=torch.cat([pad(p.probes.confidence) for p in parts]),
+            log_confidence=torch.cat([pad(p.probes.log_confidence) for p in parts]),
+        ),
+    )
