@@ -526,18 +526,17 @@ def _probe_queries(
     for i, row in enumerate(rows):
         m, first = len(row.probe), prompt_width - len(row.prompt)
         input_ids[i, : len(queries[i])] = torch.tensor(queries[i])
+        own = torch.tril(torch.ones(m, m, dtype=torch.bool))  # a copy attends causally to itself
         row_scored = []
         for k, prefix in enumerate(row.prefix_lengths()):
             start, last_visible = k * m, first + prefix - 1  # cache index of the prefix's last token
             position_ids[i, start : start + m] = torch.arange(prefix, prefix + m)
-            for j in range(m):
-                keep[i, start + j, first : last_visible + 1] = True
-                keep[i, start + j, cache_length + start : cache_length + start + j + 1] = True
-                if j >= row.score_from:
-                    index = -1 - last_visible if j == 0 else start + j - 1
-                    row_scored.append((index, row.probe[j], k))
-        for q in range(len(queries[i]), width):  # padding queries attend to themselves only
-            keep[i, q, cache_length + q] = True
+            keep[i, start : start + m, first : last_visible + 1] = True
+            keep[i, start : start + m, cache_length + start : cache_length + start + m] = own
+            for j in range(row.score_from, m):
+                row_scored.append((-1 - last_visible if j == 0 else start + j - 1, row.probe[j], k))
+        padding = torch.arange(len(queries[i]), width)  # padding queries attend to themselves only
+        keep[i, padding, cache_length + padding] = True
         scored.append(row_scored)
     mask = torch.zeros(keep.shape, dtype=dtype).masked_fill_(~keep, torch.finfo(dtype).min)[:, None]
     return input_ids.to(device), position_ids.to(device), mask.to(device), scored
@@ -630,15 +629,23 @@ def cached_confidence(
             cache_length, cache_length + probe_input.shape[1], device=input_ids.device
         ),
     ).logits
+    # Every scored token's logits in one gather: trajectory logits (cache entries P-1 …), then probe logits.
+    # A negative index -1-x means the token follows cache entry x, i.e. trajectory logits.
+    both = torch.cat([out.logits, probe_logits], dim=1)
+    device = input_ids.device
+    flat = [(i, index, target, k) for i, row_scored in enumerate(scored) for index, target, k in row_scored]
+    row_index = torch.tensor([f[0] for f in flat], device=device)
+    offset = out.logits.shape[1]
+    where = torch.tensor(
+        [offset + f[1] if f[1] >= 0 else -1 - f[1] - (prompt_width - 1) for f in flat], device=device
+    )
+    scores = token_log_probs(
+        both[row_index, where], torch.tensor([f[2] for f in flat], device=device), temperature
+    )
     width_k = max(len(r.boundaries) + 1 for r in rows)
-    log_confidence = torch.zeros(len(rows), width_k, device=input_ids.device)
-    for i, row_scored in enumerate(scored):
-        for index, target, k in row_scored:
-            # A negative index -1-x: the token follows cache entry x, whose logits are trajectory logits.
-            source = probe_logits[i, index] if index >= 0 else out.logits[i, -1 - index - (prompt_width - 1)]
-            log_confidence[i, k] += token_log_probs(
-                source, torch.tensor(target, device=source.device), temperature
-            )
+    slot = row_index * width_k + torch.tensor([f[3] for f in flat], device=device)
+    log_confidence = torch.zeros(len(rows) * width_k, device=device).index_add_(0, slot, scores)
+    log_confidence = log_confidence.view(len(rows), width_k)
     return TrajectoryProbes(
         logps, entropies, boundaries, _result(log_confidence, [len(r.boundaries) + 1 for r in rows])
     )
