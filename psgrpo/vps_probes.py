@@ -602,7 +602,7 @@ def cached_confidence(
     logits = out.logits[:, :-1] if width else out.logits[:, :0]  # (B, T, V): logits[t] predicts completion t
     mask = completion_mask.bool()
     logps = token_log_probs(logits, completion_ids, temperature) * mask
-    entropies = token_entropies(logits, temperature) * mask
+    entropies = token_entropies(logits, temperature, chunk_size=4096) * mask
     lengths = completion_mask.sum(1).tolist()
     boundaries = [list(b) for b in choose_boundaries(entropies, lengths, 0)]
     rows = rows_from_batch(
