@@ -182,77 +182,32 @@ def test_unsupported_attention_raises(batch):
 # Cached path: one trajectory forward, probes over its KV cache
 
 
-@pytest.mark.parametrize("attn", ["eager", "sdpa"])
-@pytest.mark.parametrize("first_scored", ["after_open", "first_token"])
-def test_cached_equals_naive_and_returns_entropies(attn, first_scored):
-    from psgrpo.tiny.tokenizer import build_char_tokenizer
+@pytest.mark.parametrize("scoring", ["after_open", "first_token"])
+@pytest.mark.parametrize("chunk_size", [None, 3])
+def test_cached_equals_naive_and_returns_entropies(model, batch, char_tokenizer, scoring, chunk_size):
     from psgrpo.vps_probes import cached_confidence
     from psgrpo.vps_segments import token_entropies
 
-    tokenizer = build_char_tokenizer()
-    torch.manual_seed(0)
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        attn_implementation=attn,
-    )
-    model = Qwen2ForCausalLM(config).eval()
-    rows = make_arith_dataset("test", n=4)
-    prompts = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in rows["prompt"]]
-    completions = [
-        tokenizer(c, add_special_tokens=False)["input_ids"][: 10 + 7 * i]
-        for i, c in enumerate(rows["completion"])
-    ]
-    pw, cw = max(map(len, prompts)), max(map(len, completions))
-    prompt_ids = torch.tensor([[0] * (pw - len(p)) + p for p in prompts])
-    prompt_mask = torch.tensor([[0] * (pw - len(p)) + [1] * len(p) for p in prompts])
-    completion_ids = torch.tensor([c + [0] * (cw - len(c)) for c in completions])
-    completion_mask = torch.tensor([[1] * len(c) + [0] * (cw - len(c)) for c in completions])
-    boundaries = [[], [3], [2, 8], [1, 5, 9, 20]]
-    probe_ids, score_from = build_probe_ids(tokenizer, list(rows["answer"]))
-    if first_scored == "first_token":
-        score_from = [0] * 4
+    args = dict(batch)
+    boundaries = args.pop("boundaries")
+    if scoring == "first_token":
+        args["score_from"] = [0] * len(boundaries)
     seen = []
 
     def choose(entropies, lengths, offset):
         seen.append((entropies.clone(), offset))
         return boundaries[offset : offset + len(lengths)]
 
-    ref = naive_confidence(
-        model,
-        prompt_ids,
-        prompt_mask,
-        completion_ids,
-        completion_mask,
-        boundaries,
-        probe_ids,
-        score_from,
-        temperature=0.7,
+    ref = naive_confidence(model, boundaries=boundaries, temperature=TEMPERATURE, **args)
+    got = cached_confidence(
+        model, choose_boundaries=choose, temperature=TEMPERATURE, chunk_size=chunk_size, **args
     )
-    for chunk in (None, 3):
-        got = cached_confidence(
-            model,
-            prompt_ids,
-            prompt_mask,
-            completion_ids,
-            completion_mask,
-            probe_ids,
-            score_from,
-            choose,
-            temperature=0.7,
-            chunk_size=chunk,
-        )
-        torch.testing.assert_close(
-            got.probes.log_confidence, ref.log_confidence, atol=1e-5, rtol=1e-5, equal_nan=True
-        )
-        assert got.boundaries == boundaries
-    # the entropies handed to the chooser are those of an ordinary unpadded forward
-    i = 2
-    ids = torch.tensor([prompts[i] + completions[i]])
-    logits = model(input_ids=ids).logits[:, len(prompts[i]) - 1 : -1]
-    expected = token_entropies(logits, 0.7)[0]
-    torch.testing.assert_close(seen[0][0][i, : len(completions[i])], expected, atol=1e-5, rtol=1e-5)
+    assert_same(got.probes, ref)
+    assert got.boundaries == boundaries
+    # the entropies handed to the chooser are those of an ordinary unpadded forward of row 0
+    prompt = args["prompt_ids"][0][args["prompt_mask"][0].bool()]
+    completion = args["completion_ids"][0][args["completion_mask"][0].bool()]
+    logits = model(input_ids=torch.cat([prompt, completion])[None]).logits[:, len(prompt) - 1 : -1]
+    torch.testing.assert_close(
+        seen[0][0][0, : len(completion)], token_entropies(logits, TEMPERATURE)[0], atol=ATOL, rtol=ATOL
+    )
