@@ -97,12 +97,20 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
 
     from psgrpo.config import ProcessGRPOConfig, TaskConfig
     from psgrpo.data.tasks import load_task_split
+    from psgrpo.distributed import parameters_sharded
     from psgrpo.evaluate import evaluate_model
     from psgrpo.trainer import ProcessGRPOTrainer
 
     parser = TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig))
     task, args, model_args = parser.parse_args_and_config(_with_default_recipe(list(argv)))
     torch.manual_seed(args.seed)
+    if task.eval_before_after and parameters_sharded(args):
+        logger.warning(
+            "ZeRO-3/FSDP shard the model, so the before/after evaluation is skipped; evaluate the saved "
+            "checkpoint with `psgrpo eval --model_name_or_path %s`",
+            args.output_dir,
+        )
+        task.eval_before_after = False
     model, tokenizer = load_model_and_tokenizer(
         model_args.model_name_or_path,
         dtype=model_args.dtype,
@@ -118,6 +126,7 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     }
     report: dict[str, Any] = {"method": args.method, "dataset": task.dataset, "output_dir": args.output_dir}
     if task.eval_before_after:
+        model.to(args.device)  # the training device (this process's GPU), not the CPU it was loaded on
         report["before"] = evaluate_model(model, tokenizer, eval_dataset, **eval_kwargs)
         logger.info("held-out before training: %s", report["before"])
     trainer = ProcessGRPOTrainer(
@@ -134,6 +143,7 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     tokenizer.save_pretrained(args.output_dir)
     if task.eval_before_after:
         report["after"] = evaluate_model(trainer.model, tokenizer, eval_dataset, **eval_kwargs)
+    if task.eval_before_after and trainer.is_world_process_zero():
         _print_table(
             f"held-out accuracy on {task.dataset}/{task.eval_split} (n={len(eval_dataset)}, greedy), "
             f"method={args.method}, {report['train_seconds']:.0f} s of training",

@@ -20,15 +20,23 @@ import torch
 from accelerate.utils import gather_object
 from transformers import TrainerCallback
 from trl import GRPOTrainer
+from trl.import_utils import is_vllm_available
 from trl.models.utils import disable_gradient_checkpointing
 
 from psgrpo.advantages import METHOD_ESTIMATORS, get_advantage_estimator, normalize_step_scores
 from psgrpo.config import ProcessGRPOConfig
+from psgrpo.distributed import max_over_processes
 from psgrpo.process_signal import score_steps, step_metrics, step_tensors
 from psgrpo.rewards import get_reward_funcs
 from psgrpo.scorers import build_step_scorer
 from psgrpo.segmentation import get_segmenter, segment_completions
-from psgrpo.vps_probes import build_probe_ids, cached_confidence, check_probe_fits, packed_confidence
+from psgrpo.vps_probes import (
+    build_probe_ids,
+    cached_confidence,
+    check_probe_fits,
+    num_chunks,
+    packed_confidence,
+)
 from psgrpo.vps_segments import (
     answer_span_start,
     boundaries_from_spans,
@@ -62,6 +70,11 @@ class ProcessGRPOTrainer(GRPOTrainer):
             raise TypeError(
                 f"ProcessGRPOTrainer needs a ProcessGRPOConfig, got {type(args).__name__}; build one with the "
                 "same fields (it extends trl.GRPOConfig)."
+            )
+        if args.use_vllm and not is_vllm_available():  # TRL would only notice after loading everything
+            raise ImportError(
+                "use_vllm=True needs vLLM, which is not installed: pip install 'psgrpo[vllm]' (a CUDA machine), "
+                "or drop --use_vllm to generate with transformers"
             )
         estimator_name = args.advantage_estimator or METHOD_ESTIMATORS[args.method]
         self.advantage_estimator = get_advantage_estimator(estimator_name)
@@ -152,6 +165,8 @@ class ProcessGRPOTrainer(GRPOTrainer):
         check_probe_fits(
             prompt_mask.sum(1).tolist(), lengths, [len(p) for p in probe_ids], self._max_positions()
         )
+        # Same number of probe forwards on every process: with ZeRO-3 / FSDP each one is a collective.
+        chunks = max_over_processes(num_chunks(len(ids), args.vps_probe_chunk_size), self.accelerator)
         start = time.perf_counter()
         with torch.no_grad(), disable_gradient_checkpointing(self.model, args.gradient_checkpointing_kwargs):
             if args.vps_boundaries == "markers":
@@ -168,6 +183,7 @@ class ProcessGRPOTrainer(GRPOTrainer):
                     score_from,
                     temperature=self.temperature,
                     chunk_size=args.vps_probe_chunk_size,
+                    min_chunks=chunks,
                 )
             else:  # one trajectory forward: entropies, old log-probs and, over its KV cache, the probes
                 result = cached_confidence(
@@ -181,6 +197,7 @@ class ProcessGRPOTrainer(GRPOTrainer):
                     self._boundary_chooser(ids),
                     temperature=self.temperature,
                     chunk_size=args.vps_probe_chunk_size,
+                    min_chunks=chunks,
                 )
                 boundaries, probes = result.boundaries, result.probes
                 # Same weights as the loss will see: these are the old log-probs TRL would otherwise recompute.

@@ -259,6 +259,35 @@ def _check_temperature(temperature: float) -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# Rank symmetry: the same number of forwards on every process
+# --------------------------------------------------------------------------------------------
+
+
+def num_chunks(num_rows: int, chunk_size: int | None) -> int:
+    """Forward chunks a probe pass runs over ``num_rows`` rows: ``ceil(num_rows / chunk_size)``.
+
+    ``chunk_size=None`` means one chunk of all rows; no rows means no chunk.
+    """
+    if num_rows == 0:
+        return 0
+    return 1 if chunk_size is None else -(-num_rows // chunk_size)
+
+
+@torch.no_grad()
+def idle_forwards(model, count: int) -> None:
+    """Run ``count`` one-token forwards of ``model`` and discard them.
+
+    With sharded parameters (DeepSpeed ZeRO-3, FSDP) each forward all-gathers the weights, a
+    collective every process must join. A process with fewer probe chunks than the others
+    (``min_chunks`` of :func:`packed_confidence` / :func:`cached_confidence`) runs these so
+    that all processes run the same number of forwards; otherwise the others would hang.
+    """
+    token = torch.zeros(1, 1, dtype=torch.long, device=model.device)
+    for _ in range(count):
+        model(input_ids=token, use_cache=False, logits_to_keep=1)
+
+
+# --------------------------------------------------------------------------------------------
 # Reference: one forward per (row, boundary)
 # --------------------------------------------------------------------------------------------
 
@@ -431,6 +460,7 @@ def packed_confidence(
     score_from: Sequence[int],
     temperature: float = 1.0,
     chunk_size: int | None = None,
+    min_chunks: int = 0,
 ) -> ProbeResult:
     """Confidences from one packed forward per chunk of rows (same result as :func:`naive_confidence`).
 
@@ -450,6 +480,8 @@ def packed_confidence(
         chunk_size: rows per forward (default: all at once), to bound the (B, 1, L, L) mask and the
             activations. Rows are chunked in order of packed length, so a chunk pads little; the
             result keeps the input's row order.
+        min_chunks: run at least this many forwards, padding with :func:`idle_forwards`. Under
+            ZeRO-3 / FSDP pass the largest :func:`num_chunks` over all processes.
 
     Raises:
         ValueError: for invalid inputs (see :func:`rows_from_batch`), an unsupported attention
@@ -469,6 +501,7 @@ def packed_confidence(
     )
     if chunk_size is not None and chunk_size <= 0:
         raise ValueError(f"chunk_size must be positive, got {chunk_size}")
+    idle_forwards(model, min_chunks - num_chunks(len(rows), chunk_size))
     if not rows:
         return _result(torch.zeros(0, 1, device=model.device), [])
     chunk_size = chunk_size or len(rows)
@@ -554,20 +587,24 @@ def cached_confidence(
     choose_boundaries,
     temperature: float = 1.0,
     chunk_size: int | None = None,
+    min_chunks: int = 0,
 ) -> TrajectoryProbes:
     """One trajectory forward (with KV cache) + one small forward over the probe tokens.
 
     The trajectory forward gives the completion's log-probs and entropies at ``temperature``;
     ``choose_boundaries(entropies (B, T), lengths, row_offset) -> list[list[int]]`` turns them
-    into boundaries (``row_offset``: index of the first row in the whole batch, for chunks); then every probe copy runs over the cached trajectory with a 4-D mask and
-    continued positions, so no prefix is ever recomputed. Same confidences as
-    :func:`naive_confidence` (tested); the cost is one trajectory forward plus
-    ``Σ_k len(probe)`` tokens per row. ``chunk_size`` rows at a time bound the memory of the
-    logits and the cache.
+    into boundaries (``row_offset``: index of the first row in the whole batch, for chunks); then
+    every probe copy runs over the cached trajectory with a 4-D mask and continued positions, so
+    no prefix is ever recomputed. Same confidences as :func:`naive_confidence` (tested); the cost
+    is one trajectory forward plus ``Σ_k len(probe)`` tokens per row. ``chunk_size`` rows at a
+    time bound the memory of the logits and the cache. Each chunk runs two forwards; with
+    ``min_chunks`` (see :func:`packed_confidence`) missing chunks are padded with two
+    :func:`idle_forwards` each.
     """
     from psgrpo.vps_segments import token_entropies
 
     batch = prompt_ids.shape[0]
+    idle_forwards(model, 2 * (min_chunks - num_chunks(batch, chunk_size)))
     if chunk_size is not None and batch > chunk_size:
         parts = [
             cached_confidence(

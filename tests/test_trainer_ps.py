@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from trainer_helpers import length_reward, read_metrics, record_batches, tiny_run_args
-from transformers import Qwen2Config, Qwen2ForTokenClassification
+from trainer_helpers import length_reward, read_metrics, record_batches, save_tiny_prm, tiny_run_args
 
 from psgrpo.config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
@@ -88,19 +87,7 @@ def test_arithmetic_verifier_by_name(tmp_path, char_tokenizer):
 
 
 def test_tiny_random_prm_runs_end_to_end(tmp_path, char_tokenizer):
-    prm_dir = tmp_path / "prm"
-    config = Qwen2Config(
-        vocab_size=len(char_tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        num_labels=2,
-        pad_token_id=char_tokenizer.pad_token_id,
-    )
-    Qwen2ForTokenClassification(config).save_pretrained(prm_dir)
-    char_tokenizer.save_pretrained(prm_dir)
+    prm_dir = save_tiny_prm(tmp_path / "prm", char_tokenizer)
     trainer, outputs = _trainer(
         tmp_path,
         char_tokenizer,

@@ -6,14 +6,18 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.vps_probes import (
     ProbeResult,
     build_probe_ids,
+    cached_confidence,
     check_probe_fits,
     naive_confidence,
+    num_chunks,
     packed_confidence,
 )
 
@@ -211,3 +215,51 @@ def test_cached_equals_naive_and_returns_entropies(model, batch, char_tokenizer,
     torch.testing.assert_close(
         seen[0][0][0, : len(completion)], token_entropies(logits, TEMPERATURE)[0], atol=ATOL, rtol=ATOL
     )
+
+
+@pytest.mark.parametrize(
+    ("rows", "chunk_size", "expected"),
+    [(0, 2, 0), (0, None, 0), (1, 2, 1), (4, 2, 2), (5, 2, 3), (5, None, 1)],
+)
+def test_num_chunks(rows, chunk_size, expected):
+    assert num_chunks(rows, chunk_size) == expected
+
+
+@given(rows=st.integers(1, 500), chunk_size=st.integers(1, 64))
+def test_num_chunks_is_the_fewest_chunks_that_hold_every_row(rows, chunk_size):
+    chunks = num_chunks(rows, chunk_size)
+    assert (chunks - 1) * chunk_size < rows <= chunks * chunk_size
+
+
+@pytest.mark.parametrize("mode", ["packed", "cached"])
+def test_min_chunks_pads_with_idle_forwards_and_changes_nothing(model, batch, mode):
+    """A rank with fewer chunks than another runs idle forwards up to the common count (ZeRO-3/FSDP)."""
+    args = dict(batch)
+    boundaries = args.pop("boundaries")
+    forwards = []
+    hook = model.register_forward_hook(lambda module, inputs, output: forwards.append(1))
+
+    def run(**extra):
+        forwards.clear()
+        if mode == "packed":
+            result = packed_confidence(
+                model, boundaries=boundaries, temperature=TEMPERATURE, chunk_size=2, **args, **extra
+            )
+        else:
+            choose = lambda entropies, lengths, offset: boundaries[offset : offset + len(lengths)]  # noqa: E731
+            result = cached_confidence(
+                model, choose_boundaries=choose, temperature=TEMPERATURE, chunk_size=2, **args, **extra
+            ).probes
+        return result, len(forwards)
+
+    try:
+        plain, plain_forwards = run()
+        padded, padded_forwards = run(min_chunks=5)
+        fewer, fewer_forwards = run(min_chunks=1)  # below the own count: no padding
+    finally:
+        hook.remove()
+    per_chunk = 1 if mode == "packed" else 2  # cached: trajectory forward + probe forward
+    assert plain_forwards == fewer_forwards == 2 * per_chunk  # 4 rows, 2 per chunk
+    assert padded_forwards == 5 * per_chunk
+    assert_same(padded, plain, atol=0.0)
+    assert_same(fewer, plain, atol=0.0)

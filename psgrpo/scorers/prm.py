@@ -30,6 +30,11 @@ Truncation: an input longer than ``max_length`` (default: the model's ``max_posi
 keeps the question and the leading steps that fit; a first step that does not fit is cut so its
 separator is the last position. Steps beyond the context get the score of the last scored step,
 and a warning with the count is logged once per scorer (``num_truncated_steps`` keeps counting).
+
+Multi-process training: the PRM is not the trainer's model, so it is never wrapped or sharded.
+Every process loads a full copy (also under DeepSpeed ZeRO-3 or FSDP, see
+:func:`psgrpo.distributed.replicated_loading`) on its own device and scores its own completions;
+no collective runs, so processes may run different numbers of PRM batches.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
+from psgrpo.distributed import replicated_loading
 from psgrpo.scorers.base import Prompt, question_text, validate_step_scores
 
 logger = logging.getLogger(__name__)
@@ -155,7 +161,8 @@ class PRMScorer:
         if isinstance(model, str):
             auto = AutoModelForCausalLM if style == "causal_lm" else AutoModelForTokenClassification
             dtype_kwargs = {} if dtype is None else {"dtype": dtype}
-            model = auto.from_pretrained(model, **dtype_kwargs, **model_kwargs)
+            with replicated_loading():  # a full copy per process, also under ZeRO-3 / FSDP
+                model = auto.from_pretrained(model, **dtype_kwargs, **model_kwargs)
             model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         else:
             if device is not None:

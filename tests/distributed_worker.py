@@ -1,0 +1,231 @@
+"""Runs for the 1-process vs 2-process equivalence test (``tests/test_trainer_distributed.py``).
+
+Every method trains a tiny model for two steps on fixed completions, so a run with one process
+and a run with two processes (gloo, CPU) see the same rollouts. Each process records what the
+advantage estimator received and returned, the logged losses and the final weights in
+``OUT/<config>/rank<r>.pt``. The 2-process run also checks that sharded VPS probes (FSDP2 on
+CPU) run the same number of forwards on every rank when the ranks hold different numbers of
+rows. Launched by the test as::
+
+    python -m torch.distributed.run --standalone --nproc_per_node 2 tests/distributed_worker.py OUT MODEL_DIR
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from trainer_helpers import length_reward, record_batches, tiny_run_args
+from transformers import AutoModelForCausalLM
+
+from psgrpo.config import ProcessGRPOConfig
+from psgrpo.data.arith import make_arith_dataset
+from psgrpo.rewards import correctness_reward, format_reward
+from psgrpo.tiny.tokenizer import build_char_tokenizer
+from psgrpo.trainer import ProcessGRPOTrainer
+
+NUM_GENERATIONS = 4
+GLOBAL_BATCH = 12
+"""Three groups of four: with two processes rank 0 holds group 0 and half of group 1, rank 1 the rest."""
+
+CONFIGS: dict[str, dict[str, Any]] = {
+    "grpo": {"method": "grpo"},
+    "ps": {"method": "ps", "segmenter": "newline", "step_scorer": "arithmetic"},
+    # log form: on a random model C_k ~ 1e-6, so ΔC in probabilities would barely move the loss
+    "vps": {"method": "vps", "vps_min_segment_tokens": 2, "vps_probe_chunk_size": 4, "vps_log_form": True},
+    "vps_markers": {
+        "method": "vps",
+        "vps_boundaries": "markers",
+        "segmenter": "newline",
+        "vps_probe_chunk_size": 4,
+    },
+}
+
+COMPLETIONS = [
+    "<reasoning>\nStep 1: 4 + 1 = 5\nStep 2: 5 * 2 = 10\n</reasoning>\n<answer>10</answer>",
+    "<reasoning>\nStep 1: 4 + 1 = 6\nStep 2: 6 * 2 = 12\n</reasoning>\n<answer>12</answer>",
+    "<reasoning>\nStep 1: 3 * 3 = 9\n</reasoning>\n<answer>9</answer>",
+    "Step 1: 7 - 2 = 5\nStep 2: 5 + 5 = 11\nStep 3: 11 * 2 = 22\n<answer>22</answer>",
+    "<reasoning>\n2 + 2 = 4\n4 + 4 = 8\n8 + 8 = 16\n</reasoning>\n<answer>16</answer>",
+    "the answer is 7",
+    "<reasoning>\nStep 1: 10 / 2 = 5\nStep 2: 5 - 1 = 4\n",  # no EOS: a truncated completion
+]
+TRUNCATED = {len(COMPLETIONS) - 1}
+
+
+def fixed_completion(row: int, step: int) -> int:
+    """Index into COMPLETIONS for global row ``row`` of the generation batch at ``step``.
+
+    Every third group gets four identical completions (a zero-variance group); the others get
+    four different ones.
+    """
+    group, member = divmod(row, NUM_GENERATIONS)
+    if group % 3 == 2:
+        return (group + step) % len(COMPLETIONS)
+    return (group + 2 * member + 3 * step) % len(COMPLETIONS)
+
+
+class FixedRolloutTrainer(ProcessGRPOTrainer):
+    """ProcessGRPOTrainer whose sampler is replaced by fixed completions chosen by global row index.
+
+    Only generation changes: prompts, rewards, advantages, probes and the loss are the real code.
+    """
+
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, **kwargs):
+        offset = self.accelerator.process_index * len(prompt_ids)
+        completions = []
+        for i in range(len(prompt_ids)):
+            choice = fixed_completion(offset + i, self.state.global_step)
+            ids = self._tokenizer(COMPLETIONS[choice], add_special_tokens=False)["input_ids"]
+            completions.append(ids if choice in TRUNCATED else [*ids, self._tokenizer.eos_token_id])
+        return completions, None
+
+
+def _cpu(value: Any) -> Any:
+    return value.detach().cpu().clone() if isinstance(value, torch.Tensor) else value
+
+
+def run_config(name: str, out_dir: Path, model_dir: Path, per_device_batch: int) -> dict[str, Any]:
+    """Train config ``name`` for two steps; return (and save as ``out_dir/name/rank<r>.pt``) the record."""
+    tokenizer = build_char_tokenizer()
+    args = ProcessGRPOConfig(
+        **tiny_run_args(
+            out_dir / name,
+            output_dir=str(out_dir / name / "trainer"),
+            max_steps=2,
+            per_device_train_batch_size=per_device_batch,
+            num_generations=NUM_GENERATIONS,
+            max_completion_length=96,
+            # SGD: the weights then compare the gradients themselves (Adam's first step, ~lr·sign(g),
+            # would turn float noise in near-zero gradients into lr-sized differences)
+            optim="sgd",
+            learning_rate=0.1,
+            bf16=False,  # TRL's default autocasts to bf16 (~0.4% noise), which would swamp the comparison
+        ),
+        **CONFIGS[name],
+    )
+    trainer = FixedRolloutTrainer(
+        model=AutoModelForCausalLM.from_pretrained(model_dir),
+        reward_funcs=[correctness_reward, format_reward, length_reward],
+        args=args,
+        train_dataset=make_arith_dataset("train", n=16),
+        processing_class=tokenizer,
+    )
+    estimator_calls: list[dict[str, Any]] = []
+    estimator = trainer.advantage_estimator
+
+    def recording_estimator(**kwargs):
+        result = estimator(**kwargs)
+        estimator_calls.append({**{k: _cpu(v) for k, v in kwargs.items()}, "result": _cpu(result)})
+        return result
+
+    trainer.advantage_estimator = recording_estimator
+    batches = record_batches(trainer)
+    trainer.train()
+    record = {
+        "rank": trainer.accelerator.process_index,
+        "world_size": trainer.accelerator.num_processes,
+        "batches": [{k: _cpu(v) for k, v in b.items()} for b in batches],
+        "estimator_calls": estimator_calls,
+        "logs": [log for log in trainer.state.log_history if "loss" in log],
+        "params": {n: _cpu(p) for n, p in trainer.accelerator.unwrap_model(trainer.model).named_parameters()},
+    }
+    path = out_dir / name / f"rank{record['rank']}.pt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(record, path)
+    return record
+
+
+def probe_symmetry(out_dir: Path, model_dir: Path) -> None:
+    """FSDP2-shard the tiny model and run VPS probes with a different number of rows per rank.
+
+    Rank 0 gets five rows, rank 1 one row (chunk size 2: three chunks vs one). Each forward of
+    a sharded model all-gathers parameters, so without ``min_chunks`` rank 0 would wait forever
+    for rank 1's second forward. Records the forwards each rank ran, the confidences, and those
+    of the unsharded model for comparison.
+    """
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    from psgrpo.distributed import max_over_processes
+    from psgrpo.vps_probes import build_probe_ids, cached_confidence, num_chunks, packed_confidence
+
+    class Gloo:  # the two things max_over_processes needs from an Accelerator
+        num_processes = dist.get_world_size()
+        device = torch.device("cpu")
+
+        @staticmethod
+        def gather(tensor):
+            parts = [torch.zeros_like(tensor) for _ in range(dist.get_world_size())]
+            dist.all_gather(parts, tensor)
+            return torch.cat(parts)
+
+    rank = dist.get_rank()
+    tokenizer = build_char_tokenizer()
+    reference = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    sharded = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    for layer in sharded.model.layers:
+        fully_shard(layer, mesh=mesh)
+    fully_shard(sharded, mesh=mesh)
+
+    rows = 5 if rank == 0 else 1
+    data = make_arith_dataset("train", n=rows)
+    prompts = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in data["prompt"]]
+    completions = [
+        tokenizer(COMPLETIONS[i % 5], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        for i in range(rows)
+    ]
+    width_p, width_c = max(map(len, prompts)), max(map(len, completions))
+    prompt_ids = torch.tensor([[0] * (width_p - len(p)) + p for p in prompts])
+    prompt_mask = torch.tensor([[0] * (width_p - len(p)) + [1] * len(p) for p in prompts])
+    completion_ids = torch.tensor([c + [0] * (width_c - len(c)) for c in completions])
+    completion_mask = torch.tensor([[1] * len(c) + [0] * (width_c - len(c)) for c in completions])
+    probe_ids, score_from = build_probe_ids(tokenizer, data["answer"])
+    boundaries = [list(range(3, 3 + 6 * (i + rank), 6)) for i in range(rows)]  # 0…4 cuts per row
+    batch = (prompt_ids, prompt_mask, completion_ids, completion_mask)
+
+    def every_fifth(entropies, lengths, offset):
+        return [list(range(2, n - 1, 5))[:3] for n in lengths]
+
+    chunks = max_over_processes(num_chunks(rows, 2), Gloo)
+    forwards = {"count": 0}
+    sharded.register_forward_hook(lambda *_: forwards.__setitem__("count", forwards["count"] + 1))
+    results: dict[str, Any] = {"rank": rank, "rows": rows, "chunks": chunks}
+    packed = packed_confidence(
+        sharded, *batch, boundaries, probe_ids, score_from, chunk_size=2, min_chunks=chunks
+    )
+    results["packed_forwards"] = forwards["count"]
+    cached = cached_confidence(
+        sharded, *batch, probe_ids, score_from, every_fifth, chunk_size=2, min_chunks=chunks
+    )
+    results["cached_forwards"] = forwards["count"] - results["packed_forwards"]
+    results["packed"] = packed.log_confidence
+    results["cached"] = cached.probes.log_confidence
+    results["packed_reference"] = packed_confidence(
+        reference, *batch, boundaries, probe_ids, score_from, chunk_size=2
+    ).log_confidence
+    results["cached_reference"] = cached_confidence(
+        reference, *batch, probe_ids, score_from, every_fifth, chunk_size=2
+    ).probes.log_confidence
+    torch.save(results, out_dir / f"probe_symmetry_rank{rank}.pt")
+
+
+def main(argv: list[str]) -> None:
+    import torch.distributed as dist
+
+    out_dir, model_dir = Path(argv[0]), Path(argv[1])
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    for name in CONFIGS:
+        run_config(name, out_dir, model_dir, GLOBAL_BATCH // world_size)
+    probe_symmetry(out_dir, model_dir)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
