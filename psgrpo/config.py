@@ -19,6 +19,24 @@ from trl import GRPOConfig
 METHODS = ("grpo", "ps", "vps")
 
 
+def json_object_option(name: str, value: dict | str | None) -> dict:
+    """A dict option given as a dict (YAML), a JSON object string (CLI) or ``None`` (→ ``{}``).
+
+    Raises:
+        ValueError: naming the option, when the value is not a JSON object.
+    """
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{name} must be a JSON object, got {value!r}: {err}") from None
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a JSON object, got {value!r}")
+    return value
+
+
 @dataclass
 class ProcessGRPOConfig(GRPOConfig):
     """``trl.GRPOConfig`` plus the process-supervision fields of psgrpo."""
@@ -221,14 +239,7 @@ class ProcessGRPOConfig(GRPOConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         for name in ("segmenter_kwargs", "step_scorer_kwargs"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                try:
-                    setattr(self, name, json.loads(value))
-                except json.JSONDecodeError as err:
-                    raise ValueError(f"{name} must be a JSON object, got {value!r}: {err}") from None
-            if getattr(self, name) is None:
-                setattr(self, name, {})
+            setattr(self, name, json_object_option(name, getattr(self, name)))
         if self.ps_advantage_mode not in ("reward_to_go", "step", "min"):
             raise ValueError(
                 f"ps_advantage_mode must be reward_to_go, step or min, got {self.ps_advantage_mode!r}"
