@@ -1,4 +1,4 @@
-"""The ``psgrpo`` command line: ``train``, ``eval``, ``warmstart``.
+"""The ``psgrpo`` command line: ``train``, ``eval``, ``warmstart``, ``inspect``.
 
 Every subcommand parses its dataclasses with TRL's ``TrlParser``: ``--config FILE.yaml``
 sets defaults, flags override them. ``psgrpo train`` with no ``--config`` uses the embedded
@@ -25,6 +25,7 @@ SUBCOMMANDS = {
     "train": "train a policy with grpo / ps / vps (default: the embedded demo)",
     "eval": "held-out accuracy of a checkpoint",
     "warmstart": "reproduce the embedded warm-start checkpoint (SFT of the tiny model)",
+    "inspect": "HTML page of the credit each token gets on a few sampled groups (psgrpo/inspect_credit.py)",
 }
 
 
@@ -78,6 +79,17 @@ def load_model_and_tokenizer(model_name_or_path: str | None, dtype: str | None =
     return model, tokenizer
 
 
+def load_policy(model_args: Any, trust_remote_code: bool = False):
+    """:func:`load_model_and_tokenizer` with the options of TRL's ``ModelConfig`` (``train``, ``inspect``)."""
+    return load_model_and_tokenizer(
+        model_args.model_name_or_path,
+        dtype=model_args.dtype,
+        attn_implementation=model_args.attn_implementation,
+        revision=model_args.model_revision,
+        trust_remote_code=trust_remote_code,
+    )
+
+
 def _print_table(title: str, rows: dict[str, dict[str, float]]) -> None:
     keys = ["accuracy", "format_rate", "answer_rate", "mean_tokens"]
     print(f"\n{title}")
@@ -100,13 +112,7 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     parser = TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig))
     task, args, model_args = parser.parse_args_and_config(_with_default_recipe(list(argv)))
     torch.manual_seed(args.seed)
-    model, tokenizer = load_model_and_tokenizer(
-        model_args.model_name_or_path,
-        dtype=model_args.dtype,
-        attn_implementation=model_args.attn_implementation,
-        revision=model_args.model_revision,
-        trust_remote_code=args.trust_remote_code,
-    )
+    model, tokenizer = load_policy(model_args, trust_remote_code=args.trust_remote_code)
     train_dataset = load_task_split(task, task.train_split, limit=task.max_train_examples)
     eval_dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)
     eval_kwargs = {
@@ -162,6 +168,13 @@ def warmstart(argv: Sequence[str]) -> dict[str, float]:
     return result
 
 
+def inspect_credit(argv: Sequence[str]) -> Any:
+    """``psgrpo inspect``: see :mod:`psgrpo.inspect_credit` (imported here so ``--help`` stays light)."""
+    from psgrpo.inspect_credit import inspect as run_inspect
+
+    return run_inspect(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``psgrpo`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -177,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         top.parse_args(argv[:1])  # prints usage / error and exits
         return 2
     command, rest = argv[0], argv[1:]
-    {"train": train, "eval": evaluate, "warmstart": warmstart}[command](rest)
+    {"train": train, "eval": evaluate, "warmstart": warmstart, "inspect": inspect_credit}[command](rest)
     return 0
 
 

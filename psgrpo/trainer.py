@@ -46,6 +46,17 @@ class ProcessGRPOTrainer(GRPOTrainer):
     ``reward_funcs`` defaults to the built-ins named in ``args.reward_funcs``. ``step_scorer``
     (method ``ps``) overrides ``args.step_scorer`` with a callable
     ``(prompts, steps, **columns) -> list[list[float]]``.
+
+    ``last_credit`` records the credit of the last batch ``_generate_and_score_completions``
+    scored (local rows, replaced on every call; read by ``psgrpo inspect``):
+
+    - every method: ``outcome_advantages`` (B,) A_i and ``token_advantages`` (B, T), as tensors;
+    - ``ps``: ``steps`` (B, S_i) step texts, ``step_token_spans`` (B, S_i) ``(start, end)``
+      completion-token spans, ``raw_step_scores`` and ``step_scores`` (B, S_i) the scorer's
+      scores and their group-normalised r̃ (``None`` for a completion whose scorer failed);
+    - ``vps``: ``boundaries`` (B, K_i) token positions b_k (the probe follows token b_k),
+      ``confidence`` (B, K+1) C_0..C_K as the estimator receives it (NaN padded) and
+      ``truncated`` (B,) bool.
     """
 
     def __init__(
@@ -73,6 +84,7 @@ class ProcessGRPOTrainer(GRPOTrainer):
                 rel_tol=args.correctness_rel_tol,
             )
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
+        self.last_credit: dict[str, Any] = {}
         self.add_callback(JsonlMetricsCallback(Path(args.output_dir) / "metrics.jsonl"))
         if args.method == "ps" or (args.method == "vps" and args.vps_boundaries == "markers"):
             self.segmenter = get_segmenter(args.segmenter, **args.segmenter_kwargs)
@@ -86,6 +98,7 @@ class ProcessGRPOTrainer(GRPOTrainer):
         """TRL's rollout and outcome scoring, then the process signal, then token advantages (B, T)."""
         output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
+        self.last_credit = {"outcome_advantages": output["advantages"].detach()}
         signals: dict[str, Any] = {}
         if self.args.method == "ps":
             signals = self._step_signals(output, inputs, mode)
@@ -99,6 +112,7 @@ class ProcessGRPOTrainer(GRPOTrainer):
         if self.args.method == "ps":
             self._log_process_advantage(advantages, output, mode)
         output["advantages"] = advantages
+        self.last_credit["token_advantages"] = advantages.detach()
         return output
 
     def _step_signals(
@@ -128,6 +142,12 @@ class ProcessGRPOTrainer(GRPOTrainer):
         for key, value in step_metrics(all_raw, self.args.ps_wrong_step_threshold).items():
             self._metrics[mode][key].append(value)
         self._metrics[mode]["ps/scorer_seconds"].append(scorer_seconds)
+        self.last_credit.update(
+            steps=segmentation.steps,
+            step_token_spans=segmentation.token_spans,
+            raw_step_scores=raw,
+            step_scores=normalized[local],
+        )
         return {
             "step_advantages": tensors.step_advantages,
             "step_index": tensors.step_index,
@@ -198,8 +218,10 @@ class ProcessGRPOTrainer(GRPOTrainer):
             self.accelerator.process_index * len(ids), (self.accelerator.process_index + 1) * len(ids)
         )
         self._log_confidence(probes.confidence, boundaries, probe_seconds, mode)
+        confidence = probes.log_confidence.exp() if args.vps_log_form else probes.confidence
+        self.last_credit.update(boundaries=boundaries, confidence=confidence.detach(), truncated=truncated)
         return {
-            "confidence": probes.log_confidence.exp() if args.vps_log_form else probes.confidence,
+            "confidence": confidence,
             "segment_index": segment_index_from_boundaries(boundaries, lengths, completion_ids.shape[1]).to(
                 completion_ids.device
             ),
