@@ -22,7 +22,12 @@ from transformers import TrainerCallback
 from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 
-from psgrpo.advantages import METHOD_ESTIMATORS, get_advantage_estimator, normalize_step_scores
+from psgrpo.advantages import (
+    METHOD_ESTIMATORS,
+    get_advantage_estimator,
+    group_has_variance,
+    normalize_step_scores,
+)
 from psgrpo.config import ProcessGRPOConfig
 from psgrpo.process_signal import score_steps, step_metrics, step_tensors
 from psgrpo.rewards import get_reward_funcs
@@ -211,9 +216,7 @@ class ProcessGRPOTrainer(GRPOTrainer):
         truncated = ~torch.isin(last, eos) | (completion_mask.sum(1) == 0)
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
         all_advantages = self.accelerator.gather(output["advantages"])  # groups may span processes
-        has_variance = (
-            (all_advantages.view(-1, num_generations) != 0).any(1).repeat_interleave(num_generations)
-        )
+        has_variance = group_has_variance(all_advantages, num_generations)
         local = slice(
             self.accelerator.process_index * len(ids), (self.accelerator.process_index + 1) * len(ids)
         )
