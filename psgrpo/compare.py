@@ -73,16 +73,29 @@ class CompareConfig:
     )
 
 
-def _config_and_flags(argv: list[str]) -> tuple[Path, list[str]]:
-    """Split ``argv`` into the recipe path and the remaining flags (compare's defaults first if no --config)."""
-    if "--config" not in argv:
-        from psgrpo.cli import DEFAULT_RECIPE
+def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, CompareConfig]:
+    """A compare command line → (recipe path, the other flags, ProcessGRPOConfig, CompareConfig).
 
-        return DEFAULT_RECIPE, [*COMPARE_DEFAULTS, *argv]
-    i = argv.index("--config")
-    if i + 1 >= len(argv):
-        raise ValueError("--config needs a YAML file path")
-    return Path(argv[i + 1]), argv[:i] + argv[i + 2 :]
+    Without ``--config``: the demo recipe, with :data:`COMPARE_DEFAULTS` ahead of ``argv``'s flags.
+    Everything is parsed and checked here, so a typo fails now, not after hours of training.
+    """
+    from trl import ModelConfig, TrlParser
+
+    from psgrpo.cli import DEFAULT_RECIPE
+    from psgrpo.config import ProcessGRPOConfig, TaskConfig
+
+    argv = list(argv)
+    if "--config" not in argv:
+        config_path, flags = DEFAULT_RECIPE, [*COMPARE_DEFAULTS, *argv]
+    else:
+        i = argv.index("--config")
+        if i + 1 >= len(argv):
+            raise ValueError("--config needs a YAML file path")
+        config_path, flags = Path(argv[i + 1]), argv[:i] + argv[i + 2 :]
+    parser = TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig, CompareConfig))
+    _, args, _, cfg = parser.parse_args_and_config(["--config", str(config_path), *flags])
+    _validate(cfg)
+    return config_path, flags, args, cfg
 
 
 def strip_compare_flags(flags: Sequence[str]) -> list[str]:
@@ -174,17 +187,11 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
     Returns the curve rows (one dict per method, seed and evaluation step).
     """
     import yaml
-    from trl import ModelConfig, TrlParser
 
     from psgrpo import cli
-    from psgrpo.config import ProcessGRPOConfig, TaskConfig
 
     argv = list(argv)
-    config_path, flags = _config_and_flags(argv)
-    # Parse everything once up front: a typo fails now, not after hours of training.
-    parser = TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig, CompareConfig))
-    _, args, _, cfg = parser.parse_args_and_config(["--config", str(config_path), *flags])
-    _validate(cfg)
+    config_path, flags, args, cfg = parse_compare_args(argv)
     load_pyplot()  # fail before training, not after, when matplotlib is missing
     root = Path(args.output_dir)
     is_main = args.process_index == 0
@@ -196,7 +203,8 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
     run_flags = strip_compare_flags(flags)
 
     runs = {(m, seed): root / "runs" / f"{m}-seed{seed}" for m in cfg.methods for seed in cfg.seeds}
-    for i, ((method, seed), run_dir) in enumerate(runs.items(), start=1):
+    plan = []  # every run is checked before any trains: a settings mismatch fails at once
+    for (method, seed), run_dir in runs.items():
         overrides = ["--method", method, "--seed", str(seed), "--output_dir", str(run_dir),
                      "--heldout_eval_steps", str(cfg.eval_every), "--eval_before_after", "false"]  # fmt: skip
         flags_of_run = [*run_flags, *overrides]
@@ -204,10 +212,12 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
         spec = json.loads(json.dumps({"recipe": recipe, "flags": flag_values(flags_of_run)}))
         with args.main_process_first(local=False, desc="compare run setup"):
             finished = _prepare_run(run_dir, spec, is_main)
+        plan.append((method, seed, run_dir, flags_of_run, finished))
+    for i, (method, seed, run_dir, flags_of_run, finished) in enumerate(plan, start=1):
         if finished:
-            logger.info("run %d/%d (%s, seed %d): finished earlier, skipped", i, len(runs), method, seed)
+            logger.info("run %d/%d (%s, seed %d): finished earlier, skipped", i, len(plan), method, seed)
         else:
-            logger.info("run %d/%d (%s, seed %d) → %s", i, len(runs), method, seed, run_dir)
+            logger.info("run %d/%d (%s, seed %d) → %s", i, len(plan), method, seed, run_dir)
             cli.train(["--config", str(root / "recipe.yaml"), *flags_of_run])
     if not is_main:  # metrics.jsonl and the outputs are the main process's
         return []

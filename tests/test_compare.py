@@ -9,8 +9,15 @@ import logging
 import pytest
 from PIL import Image
 
-from psgrpo.cli import main
-from psgrpo.compare import compare, flag_values, run_recipe, settings_diff, strip_compare_flags
+from psgrpo.cli import DEFAULT_RECIPE, RECIPES_DIR, main
+from psgrpo.compare import (
+    compare,
+    flag_values,
+    parse_compare_args,
+    run_recipe,
+    settings_diff,
+    strip_compare_flags,
+)
 
 
 def test_flag_values_normalise_names_and_keep_the_last():
@@ -47,6 +54,19 @@ def test_run_recipe_drops_compare_keys():
         "max_steps": 10,
         "method": "vps",
     }
+
+
+def test_default_is_the_demo_recipe_sized_for_two_cores():
+    recipe, flags, args, cfg = parse_compare_args([])
+    assert recipe == DEFAULT_RECIPE
+    assert (cfg.methods, cfg.seeds, cfg.eval_every) == (["grpo", "ps", "vps"], [0, 1, 2], 20)
+    assert (args.output_dir, args.max_steps, args.save_strategy) == ("outputs/compare", 100, "no")
+    assert flag_values(flags)["max_eval_examples"] == ["100"]
+    # Flags override compare's defaults; with --config, the recipe's values stand.
+    _, _, args, _ = parse_compare_args(["--max_steps", "7", "--output_dir", "x"])
+    assert (args.max_steps, args.output_dir) == (7, "x")
+    recipe, flags, args, _ = parse_compare_args(["--config", str(RECIPES_DIR / "demo.yaml"), "--seeds", "4"])
+    assert (args.max_steps, args.output_dir, flags) == (200, "outputs/demo", ["--seeds", "4"])
 
 
 @pytest.mark.parametrize(
@@ -122,6 +142,7 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
     held = [line for line in (run_dir / "metrics.jsonl").read_text().splitlines() if "heldout/accuracy" in line]
     assert len(held) == 2  # the restarted run's log holds only its own evaluations
 
-    # Same directory, another budget: refused, naming the setting, before any training.
+    # Same directory, another budget: refused, naming the setting, before any run trains (ps comes first).
     with pytest.raises(ValueError, match=r"flags\.max_steps: \['2'\] → \['3'\]"):
-        main(["compare", *TINY, "--output_dir", str(out), "--max_steps", "3"])
+        main(["compare", *TINY, "--output_dir", str(out), "--max_steps", "3", "--methods", "ps", "grpo"])
+    assert not (out / "runs" / "ps-seed0" / "metrics.jsonl").exists()
