@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from psgrpo.compare import compare
+
 logger = logging.getLogger("psgrpo")
 
 RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
@@ -26,6 +28,7 @@ SUBCOMMANDS = {
     "eval": "held-out accuracy of a checkpoint",
     "warmstart": "reproduce the embedded warm-start checkpoint (SFT of the tiny model)",
     "inspect": "HTML page of the credit each token gets on a few sampled groups (psgrpo/inspect_credit.py)",
+    "compare": "train methods × seeds on one budget; held-out curves, plot and table (docs/compare.md)",
 }
 
 
@@ -107,6 +110,7 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     from psgrpo.config import ProcessGRPOConfig, TaskConfig
     from psgrpo.data.tasks import load_task_split
     from psgrpo.evaluate import evaluate_model
+    from psgrpo.heldout_eval import HeldOutEvalCallback
     from psgrpo.trainer import ProcessGRPOTrainer
 
     parser = TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig))
@@ -130,6 +134,12 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
     )
+    if task.heldout_eval_steps:
+        trainer.add_callback(
+            HeldOutEvalCallback(
+                trainer, eval_dataset, task.heldout_eval_steps, task.heldout_eval_on_start, **eval_kwargs
+            )
+        )
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
     report["train_seconds"] = time.perf_counter() - start
@@ -190,7 +200,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         top.parse_args(argv[:1])  # prints usage / error and exits
         return 2
     command, rest = argv[0], argv[1:]
-    {"train": train, "eval": evaluate, "warmstart": warmstart, "inspect": inspect_credit}[command](rest)
+    {
+        "train": train,
+        "eval": evaluate,
+        "warmstart": warmstart,
+        "inspect": inspect_credit,
+        "compare": compare,
+    }[command](rest)
     return 0
 
 

@@ -304,3 +304,19 @@ class TaskConfig:
         default=None,
         metadata={"help": "Max new tokens when evaluating. Default: the trainer's max_completion_length."},
     )
+    heldout_eval_steps: int = field(
+        default=0,
+        metadata={
+            "help": "Every N optimizer steps, also evaluate greedy accuracy on the held-out split (same rows and "
+            "settings as the before/after report) and log it as heldout/* to TensorBoard and metrics.jsonl "
+            "(psgrpo.heldout_eval). Default 0 = off. Set it to draw learning curves; each evaluation costs one "
+            "pass of generation over max_eval_examples rows. `psgrpo compare` sets it from --eval_every."
+        },
+    )
+    heldout_eval_on_start: bool = field(
+        default=True,
+        metadata={
+            "help": "With heldout_eval_steps > 0: also evaluate at step 0, before the first update (default True), "
+            "so curves start at the initial policy. The last step is always evaluated."
+        },
+    )

@@ -91,6 +91,9 @@ class ProcessGRPOTrainer(GRPOTrainer):
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
         self.last_credit: dict[str, Any] = {}
         self.add_callback(JsonlMetricsCallback(Path(args.output_dir) / "metrics.jsonl"))
+        # Training completion tokens (completion_mask: up to and including EOS) over all processes since this
+        # trainer was built, not restored on resume; psgrpo.heldout_eval logs it as a cost axis.
+        self.completion_tokens_seen = 0
         if args.method == "ps" or (args.method == "vps" and args.vps_boundaries == "markers"):
             self.segmenter = get_segmenter(args.segmenter, **args.segmenter_kwargs)
         if args.method == "ps":
@@ -104,6 +107,9 @@ class ProcessGRPOTrainer(GRPOTrainer):
         output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
         self.last_credit = {"outcome_advantages": output["advantages"].detach()}
+        if mode == "train":
+            local_tokens = output["completion_mask"].sum().reshape(1)
+            self.completion_tokens_seen += int(self.accelerator.gather(local_tokens).sum().item())
         signals: dict[str, Any] = {}
         if self.args.method == "ps":
             signals = self._step_signals(output, inputs, mode)
