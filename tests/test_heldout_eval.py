@@ -19,7 +19,19 @@ from psgrpo.rewards import correctness_reward, format_reward
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.trainer import ProcessGRPOTrainer
 
-EVAL_KEYS = {"accuracy", "format_rate", "answer_rate", "mean_tokens", "median_tokens", "n"}
+EVAL_KEYS = {
+    "accuracy",
+    "format_rate",
+    "answer_rate",
+    "mean_tokens",
+    "median_tokens",
+    "n",
+    "num_samples",
+    "n_completions",
+    "step_complete_rate",
+    "step_checked_rate",
+    *(f"error_type/{kind}" for kind in ("correct", "format", "calculation", "logic")),
+}
 COST_KEYS = {"wall_seconds", "train_seconds", "eval_seconds", "completion_tokens"}
 
 
@@ -28,7 +40,9 @@ def _trainer(tmp_path, tokenizer, name, max_steps=3):
     model = build_tiny_model(tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64)
     args = ProcessGRPOConfig(
         method="grpo",
-        **tiny_run_args(tmp_path, output_dir=str(tmp_path / name), max_steps=max_steps, max_completion_length=12),
+        **tiny_run_args(
+            tmp_path, output_dir=str(tmp_path / name), max_steps=max_steps, max_completion_length=12
+        ),
     )
     return ProcessGRPOTrainer(
         model=model,
@@ -47,14 +61,18 @@ def test_logs_heldout_curve_every_n_steps_and_at_the_end(tmp_path, char_tokenize
     eval_rows = make_arith_dataset("test", n=4)
     trainer = _trainer(tmp_path, char_tokenizer, "run")
     batches = record_batches(trainer)
-    trainer.add_callback(HeldOutEvalCallback(trainer, eval_rows, every_steps=2, max_new_tokens=8, batch_size=4))
+    trainer.add_callback(
+        HeldOutEvalCallback(trainer, eval_rows, every_steps=2, max_new_tokens=8, batch_size=4)
+    )
     trainer.train()
 
     records = read_metrics(tmp_path / "run")
     heldout = _heldout(records)
     assert [r["step"] for r in heldout] == [0, 2, 3]  # start, every 2, and the last step
     for r in heldout:
-        assert {key.removeprefix("heldout/") for key in r if key.startswith("heldout/")} == EVAL_KEYS | COST_KEYS
+        assert {
+            key.removeprefix("heldout/") for key in r if key.startswith("heldout/")
+        } == EVAL_KEYS | COST_KEYS
         assert r["heldout/n"] == 4.0 and r["heldout/mean_tokens"] <= 8
     # Cumulative generated tokens: the completion masks of the rollouts before each evaluation.
     per_step = [int(b["completion_mask"].sum()) for b in batches]
@@ -83,7 +101,9 @@ def test_evaluation_does_not_change_training(tmp_path, char_tokenizer):
         HeldOutEvalCallback(evaluated, make_arith_dataset("test", n=4), every_steps=1, max_new_tokens=8)
     )
     evaluated.train()
-    losses = [[r["loss"] for r in read_metrics(tmp_path / name) if "loss" in r] for name in ("plain", "evaluated")]
+    losses = [
+        [r["loss"] for r in read_metrics(tmp_path / name) if "loss" in r] for name in ("plain", "evaluated")
+    ]
     assert losses[0] == losses[1]
     for (name, p), q in zip(plain.model.named_parameters(), evaluated.model.parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=0, atol=0, msg=name)
