@@ -12,61 +12,26 @@ the ratio to ``grpo``. Run it on an otherwise idle machine.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import resource
 import statistics
 import tempfile
 
 import torch
-from trl import ModelConfig, TrlParser
+from _common import logged_medians, markdown_table, peak_rss_mib, recipe_configs, run_isolated
 
-from psgrpo.cli import DEFAULT_RECIPE, load_model_and_tokenizer
-from psgrpo.config import ProcessGRPOConfig, TaskConfig
+from psgrpo.cli import load_model_and_tokenizer
 from psgrpo.data.tasks import load_task_split
 from psgrpo.trainer import ProcessGRPOTrainer
 
 
 def run(method: str, steps: int, output_dir: str) -> dict[str, float]:
-    task, args, _ = TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig)).parse_args_and_config(
-        [
-            "--config",
-            str(DEFAULT_RECIPE),
-            "--method",
-            method,
-            "--max_steps",
-            str(steps),
-            "--output_dir",
-            output_dir,
-            "--report_to",
-            "none",
-            "--save_strategy",
-            "no",
-            "--logging_steps",
-            "1",
-            "--disable_tqdm",
-            "true",
-        ]
-    )
+    task, args = recipe_configs(method, output_dir, max_steps=steps)
     torch.manual_seed(args.seed)
     model, tokenizer = load_model_and_tokenizer(None)
     trainer = ProcessGRPOTrainer(
         model=model, args=args, train_dataset=load_task_split(task, "train"), processing_class=tokenizer
     )
     trainer.train()
-    logs = [log for log in trainer.state.log_history if "step_time" in log][1:]
-    return {
-        "step_time": statistics.median(log["step_time"] for log in logs),
-        "scorer": statistics.median(
-            log.get("ps/scorer_seconds", 0.0) + log.get("vps/probe_seconds", 0.0) for log in logs
-        ),
-        "tokens": statistics.median(log["completions/mean_length"] for log in logs),
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }
-
-
-def run_isolated(method: str, steps: int, output_dir: str) -> dict[str, float]:
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(run, (method, steps, output_dir))
+    return {**logged_medians(trainer.state.log_history), "peak_rss_mib": peak_rss_mib()}
 
 
 def main() -> None:
@@ -81,19 +46,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(cli.rounds):
             for method in cli.methods:
-                results[method].append(run_isolated(method, cli.steps, f"{tmp}/{method}"))
+                results[method].append(run_isolated(run, method, cli.steps, f"{tmp}/{method}"))
     base = statistics.median(r["step_time"] for r in results["grpo"])
     print(f"\n{cli.rounds} rounds × {cli.steps} steps, median step time (s):\n")
-    print(
-        "| method | step time (s) | ratio to grpo | scorer/probes (s/step) | peak RSS (MiB) | completion tokens |"
-    )
-    print("|---|---|---|---|---|---|")
+    rows = []
     for method, runs in results.items():
         step, scorer, rss, tokens = (
             statistics.median(r[key] for r in runs)
             for key in ("step_time", "scorer", "peak_rss_mib", "tokens")
         )
-        print(f"| {method} | {step:.3f} | {step / base:.3f}× | {scorer:.3f} | {rss:.0f} | {tokens:.1f} |")
+        rows.append(
+            [method, f"{step:.3f}", f"{step / base:.3f}×", f"{scorer:.3f}", f"{rss:.0f}", f"{tokens:.1f}"]
+        )
+    headers = ["method", "step time (s)", "ratio to grpo", "scorer/probes (s/step)", "peak RSS (MiB)"]
+    print(markdown_table([*headers, "completion tokens"], rows))
 
 
 if __name__ == "__main__":

@@ -91,6 +91,25 @@ def group_normalize(
     return torch.nan_to_num(advantages, nan=0.0)
 
 
+def group_has_variance(advantages: torch.Tensor, num_generations: int) -> torch.Tensor:
+    """Whether each completion's group had unequal rewards, read off its outcome advantages.
+
+    Equal rewards give every member the *same* advantage, but not always exactly 0: float32
+    rounding of the group mean leaves e.g. −6e-4 after division by (std + 1e-4). So the test
+    is "members' advantages differ", never "an advantage is non-zero".
+
+    Args:
+        advantages: (N,) outcome advantages of the whole generation batch, groups of
+            ``num_generations`` consecutive rows.
+
+    Returns:
+        (N,) bool, the same value for all members of a group.
+    """
+    grouped = advantages.view(-1, num_generations)
+    spread = grouped.max(dim=1).values - grouped.min(dim=1).values
+    return (spread > 0).repeat_interleave(num_generations)
+
+
 def _nanstd(x: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> torch.Tensor:
     """Unbiased standard deviation ignoring NaN (Bessel's correction, as ``torch.std``)."""
     mean = torch.nanmean(x, dim=dim, keepdim=True)

@@ -1,4 +1,4 @@
-"""The ``psgrpo`` command line: ``train``, ``eval``, ``warmstart``.
+"""The ``psgrpo`` command line: ``train``, ``eval``, ``warmstart``, ``inspect``.
 
 Every subcommand parses its dataclasses with TRL's ``TrlParser``: ``--config FILE.yaml``
 sets defaults, flags override them. ``psgrpo train`` with no ``--config`` uses the embedded
@@ -13,9 +13,10 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from psgrpo.compare import compare
 
 logger = logging.getLogger("psgrpo")
 
@@ -26,45 +27,31 @@ SUBCOMMANDS = {
     "train": "train a policy with grpo / ps / vps (default: the embedded demo)",
     "eval": "held-out accuracy of a checkpoint",
     "warmstart": "reproduce the embedded warm-start checkpoint (SFT of the tiny model)",
+    "inspect": "HTML page of the credit each token gets on a few sampled groups (psgrpo/inspect_credit.py)",
+    "compare": "train methods × seeds on one budget; held-out curves, plot and table (docs/compare.md)",
 }
-
-
-@dataclass
-class EvalConfig:
-    """Options of ``psgrpo eval`` besides the task fields."""
-
-    model_name_or_path: str | None = field(
-        default=None,
-        metadata={"help": "Checkpoint dir or hub id. Default: the embedded warm-start checkpoint."},
-    )
-    do_sample: bool = field(
-        default=False, metadata={"help": "Sample instead of greedy decoding (default greedy)."}
-    )
-    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (with --do_sample)."})
-    top_k: int | None = field(default=None, metadata={"help": "Top-k sampling (with --do_sample)."})
-    top_p: float | None = field(default=None, metadata={"help": "Top-p sampling (with --do_sample)."})
-    seed: int = field(default=0, metadata={"help": "Random seed (default 0)."})
-    output_file: str | None = field(
-        default=None, metadata={"help": "Write the metrics as JSON here (default: print only)."}
-    )
 
 
 def _with_default_recipe(argv: list[str]) -> list[str]:
     return argv if "--config" in argv else ["--config", str(DEFAULT_RECIPE), *argv]
 
 
-def load_model_and_tokenizer(model_name_or_path: str | None, dtype: str | None = None, **kwargs: Any):
-    """Load a causal LM and its tokenizer; ``None`` means the embedded checkpoint.
-
-    Raises:
-        FileNotFoundError / ValueError with the path when the checkpoint lacks a tokenizer.
-    """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+def checkpoint_path(model_name_or_path: str | None) -> str:
+    """The checkpoint to load: the given path or hub id, or the embedded checkpoint for ``None``."""
     from psgrpo.tiny import CHECKPOINT_DIR
 
-    path = str(CHECKPOINT_DIR) if model_name_or_path is None else model_name_or_path
+    return str(CHECKPOINT_DIR) if model_name_or_path is None else model_name_or_path
+
+
+def load_tokenizer(model_name_or_path: str | None):
+    """Load a checkpoint's tokenizer (pad token = EOS when it has none); ``None`` means the embedded one.
+
+    Raises:
+        ValueError with the path when a local checkpoint has no tokenizer files.
+    """
+    from transformers import AutoTokenizer
+
+    path = checkpoint_path(model_name_or_path)
     local = Path(path)
     if local.exists() and not any(
         (local / name).exists() for name in ("tokenizer.json", "tokenizer_config.json")
@@ -76,9 +63,34 @@ def load_model_and_tokenizer(model_name_or_path: str | None, dtype: str | None =
     tokenizer = AutoTokenizer.from_pretrained(path)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_model_and_tokenizer(model_name_or_path: str | None, dtype: str | None = None, **kwargs: Any):
+    """Load a causal LM and its tokenizer; ``None`` means the embedded checkpoint.
+
+    Raises:
+        ValueError with the path when the checkpoint lacks a tokenizer.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    tokenizer = load_tokenizer(model_name_or_path)
+    path = checkpoint_path(model_name_or_path)
     torch_dtype = getattr(torch, dtype) if dtype not in (None, "auto") else dtype
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, **kwargs)
     return model, tokenizer
+
+
+def load_policy(model_args: Any, trust_remote_code: bool = False):
+    """:func:`load_model_and_tokenizer` with the options of TRL's ``ModelConfig`` (``train``, ``inspect``)."""
+    return load_model_and_tokenizer(
+        model_args.model_name_or_path,
+        dtype=model_args.dtype,
+        attn_implementation=model_args.attn_implementation,
+        revision=model_args.model_revision,
+        trust_remote_code=trust_remote_code,
+    )
 
 
 def _print_table(title: str, rows: dict[str, dict[str, float]]) -> None:
@@ -98,18 +110,13 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     from psgrpo.config import ProcessGRPOConfig, TaskConfig
     from psgrpo.data.tasks import load_task_split
     from psgrpo.evaluate import evaluate_model
+    from psgrpo.heldout_eval import HeldOutEvalCallback
     from psgrpo.trainer import ProcessGRPOTrainer
 
     parser = TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig))
     task, args, model_args = parser.parse_args_and_config(_with_default_recipe(list(argv)))
     torch.manual_seed(args.seed)
-    model, tokenizer = load_model_and_tokenizer(
-        model_args.model_name_or_path,
-        dtype=model_args.dtype,
-        attn_implementation=model_args.attn_implementation,
-        revision=model_args.model_revision,
-        trust_remote_code=args.trust_remote_code,
-    )
+    model, tokenizer = load_policy(model_args, trust_remote_code=args.trust_remote_code)
     train_dataset = load_task_split(task, task.train_split, limit=task.max_train_examples)
     eval_dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)
     eval_kwargs = {
@@ -127,6 +134,12 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
     )
+    if task.heldout_eval_steps:
+        trainer.add_callback(
+            HeldOutEvalCallback(
+                trainer, eval_dataset, task.heldout_eval_steps, task.heldout_eval_on_start, **eval_kwargs
+            )
+        )
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
     report["train_seconds"] = time.perf_counter() - start
@@ -146,37 +159,10 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
 
 
 def evaluate(argv: Sequence[str]) -> dict[str, float]:
-    """``psgrpo eval``: held-out accuracy, format rate and length of one checkpoint."""
-    import torch
-    from trl import TrlParser
+    """``psgrpo eval``: accuracy, pass@k, format, steps and error types of one checkpoint (see eval_command)."""
+    from psgrpo.eval_command import run_eval
 
-    from psgrpo.config import TaskConfig
-    from psgrpo.data.tasks import load_task_split
-    from psgrpo.evaluate import evaluate_model
-
-    task, cfg = TrlParser((TaskConfig, EvalConfig)).parse_args_and_config(list(argv))
-    torch.manual_seed(cfg.seed)
-    model, tokenizer = load_model_and_tokenizer(cfg.model_name_or_path)
-    dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)
-    metrics = evaluate_model(
-        model,
-        tokenizer,
-        dataset,
-        max_new_tokens=task.eval_max_new_tokens or 256,
-        batch_size=task.eval_batch_size,
-        do_sample=cfg.do_sample,
-        temperature=cfg.temperature,
-        top_k=cfg.top_k,
-        top_p=cfg.top_p,
-    )
-    _print_table(
-        f"{cfg.model_name_or_path or 'embedded checkpoint'} on {task.dataset}/{task.eval_split}",
-        {"": metrics},
-    )
-    if cfg.output_file:
-        Path(cfg.output_file).parent.mkdir(parents=True, exist_ok=True)
-        Path(cfg.output_file).write_text(json.dumps(metrics, indent=2))
-    return metrics
+    return run_eval(argv)
 
 
 def warmstart(argv: Sequence[str]) -> dict[str, float]:
@@ -190,6 +176,13 @@ def warmstart(argv: Sequence[str]) -> dict[str, float]:
     result = run_warmstart(cfg)
     print(json.dumps(result, indent=2))
     return result
+
+
+def inspect_credit(argv: Sequence[str]) -> Any:
+    """``psgrpo inspect``: see :mod:`psgrpo.inspect_credit` (imported here so ``--help`` stays light)."""
+    from psgrpo.inspect_credit import inspect as run_inspect
+
+    return run_inspect(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -207,7 +200,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         top.parse_args(argv[:1])  # prints usage / error and exits
         return 2
     command, rest = argv[0], argv[1:]
-    {"train": train, "eval": evaluate, "warmstart": warmstart}[command](rest)
+    {
+        "train": train,
+        "eval": evaluate,
+        "warmstart": warmstart,
+        "inspect": inspect_credit,
+        "compare": compare,
+    }[command](rest)
     return 0
 
 

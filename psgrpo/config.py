@@ -21,6 +21,24 @@ from psgrpo.techniques.options import check_technique_options
 METHODS = ("grpo", "ps", "vps")
 
 
+def json_object_option(name: str, value: dict | str | None) -> dict:
+    """A dict option given as a dict (YAML), a JSON object string (CLI) or ``None`` (→ ``{}``).
+
+    Raises:
+        ValueError: naming the option, when the value is not a JSON object.
+    """
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{name} must be a JSON object, got {value!r}: {err}") from None
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a JSON object, got {value!r}")
+    return value
+
+
 @dataclass
 class ProcessGRPOConfig(GRPOConfig):
     """``trl.GRPOConfig`` plus the process-supervision fields of psgrpo."""
@@ -291,14 +309,7 @@ class ProcessGRPOConfig(GRPOConfig):
         super().__post_init__()
         check_technique_options(self)
         for name in ("segmenter_kwargs", "step_scorer_kwargs"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                try:
-                    setattr(self, name, json.loads(value))
-                except json.JSONDecodeError as err:
-                    raise ValueError(f"{name} must be a JSON object, got {value!r}: {err}") from None
-            if getattr(self, name) is None:
-                setattr(self, name, {})
+            setattr(self, name, json_object_option(name, getattr(self, name)))
         if self.ps_advantage_mode not in ("reward_to_go", "step", "min"):
             raise ValueError(
                 f"ps_advantage_mode must be reward_to_go, step or min, got {self.ps_advantage_mode!r}"
@@ -362,4 +373,20 @@ class TaskConfig:
     eval_max_new_tokens: int | None = field(
         default=None,
         metadata={"help": "Max new tokens when evaluating. Default: the trainer's max_completion_length."},
+    )
+    heldout_eval_steps: int = field(
+        default=0,
+        metadata={
+            "help": "Every N optimizer steps, also evaluate greedy accuracy on the held-out split (same rows and "
+            "settings as the before/after report) and log it as heldout/* to TensorBoard and metrics.jsonl "
+            "(psgrpo.heldout_eval). Default 0 = off. Set it to draw learning curves; each evaluation costs one "
+            "pass of generation over max_eval_examples rows. `psgrpo compare` sets it from --eval_every."
+        },
+    )
+    heldout_eval_on_start: bool = field(
+        default=True,
+        metadata={
+            "help": "With heldout_eval_steps > 0: also evaluate at step 0, before the first update (default True), "
+            "so curves start at the initial policy. The last step is always evaluated."
+        },
     )

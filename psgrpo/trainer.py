@@ -22,7 +22,12 @@ from transformers import TrainerCallback
 from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 
-from psgrpo.advantages import METHOD_ESTIMATORS, get_advantage_estimator, normalize_step_scores
+from psgrpo.advantages import (
+    METHOD_ESTIMATORS,
+    get_advantage_estimator,
+    group_has_variance,
+    normalize_step_scores,
+)
 from psgrpo.config import ProcessGRPOConfig
 from psgrpo.process_signal import score_steps, step_metrics, step_tensors
 from psgrpo.rewards import get_reward_funcs
@@ -50,6 +55,17 @@ class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
     ``reward_funcs`` defaults to the built-ins named in ``args.reward_funcs``. ``step_scorer``
     (method ``ps``) overrides ``args.step_scorer`` with a callable
     ``(prompts, steps, **columns) -> list[list[float]]``.
+
+    ``last_credit`` records the credit of the last batch ``_generate_and_score_completions``
+    scored (local rows, replaced on every call; read by ``psgrpo inspect``):
+
+    - every method: ``outcome_advantages`` (B,) A_i and ``token_advantages`` (B, T), as tensors;
+    - ``ps``: ``steps`` (B, S_i) step texts, ``step_token_spans`` (B, S_i) ``(start, end)``
+      completion-token spans, ``raw_step_scores`` and ``step_scores`` (B, S_i) the scorer's
+      scores and their group-normalised r̃ (``None`` for a completion whose scorer failed);
+    - ``vps``: ``boundaries`` (B, K_i) token positions b_k (the probe follows token b_k),
+      ``confidence`` (B, K+1) C_0..C_K as the estimator receives it (NaN padded) and
+      ``truncated`` (B,) bool.
     """
 
     def __init__(
@@ -77,7 +93,11 @@ class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
                 rel_tol=args.correctness_rel_tol,
             )
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
+        self.last_credit: dict[str, Any] = {}
         self.add_callback(JsonlMetricsCallback(Path(args.output_dir) / "metrics.jsonl"))
+        # Training completion tokens (completion_mask: up to and including EOS) over all processes since this
+        # trainer was built, not restored on resume; psgrpo.heldout_eval logs it as a cost axis.
+        self.completion_tokens_seen = 0
         if args.method == "ps" or (args.method == "vps" and args.vps_boundaries == "markers"):
             self.segmenter = get_segmenter(args.segmenter, **args.segmenter_kwargs)
         if args.method == "ps":
@@ -90,6 +110,10 @@ class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
         """TRL's rollout and outcome scoring, then the process signal, then token advantages (B, T)."""
         output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
+        self.last_credit = {"outcome_advantages": output["advantages"].detach()}
+        if mode == "train":
+            local_tokens = output["completion_mask"].sum().reshape(1)
+            self.completion_tokens_seen += int(self.accelerator.gather(local_tokens).sum().item())
         signals: dict[str, Any] = {}
         if self.args.method == "ps":
             signals = self._step_signals(output, inputs, mode)
@@ -103,6 +127,7 @@ class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
         if self.args.method == "ps":
             self._log_process_advantage(advantages, output, mode)
         output["advantages"] = advantages
+        self.last_credit["token_advantages"] = advantages.detach()
         return output
 
     def _step_signals(
@@ -132,6 +157,12 @@ class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
         for key, value in step_metrics(all_raw, self.args.ps_wrong_step_threshold).items():
             self._metrics[mode][key].append(value)
         self._metrics[mode]["ps/scorer_seconds"].append(scorer_seconds)
+        self.last_credit.update(
+            steps=segmentation.steps,
+            step_token_spans=segmentation.token_spans,
+            raw_step_scores=raw,
+            step_scores=normalized[local],
+        )
         return {
             "step_advantages": tensors.step_advantages,
             "step_index": tensors.step_index,
@@ -195,15 +226,15 @@ class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
         truncated = ~torch.isin(last, eos) | (completion_mask.sum(1) == 0)
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
         all_advantages = self.accelerator.gather(output["advantages"])  # groups may span processes
-        has_variance = (
-            (all_advantages.view(-1, num_generations) != 0).any(1).repeat_interleave(num_generations)
-        )
+        has_variance = group_has_variance(all_advantages, num_generations)
         local = slice(
             self.accelerator.process_index * len(ids), (self.accelerator.process_index + 1) * len(ids)
         )
         self._log_confidence(probes.confidence, boundaries, probe_seconds, mode)
+        confidence = probes.log_confidence.exp() if args.vps_log_form else probes.confidence
+        self.last_credit.update(boundaries=boundaries, confidence=confidence.detach(), truncated=truncated)
         return {
-            "confidence": probes.log_confidence.exp() if args.vps_log_form else probes.confidence,
+            "confidence": confidence,
             "segment_index": segment_index_from_boundaries(boundaries, lengths, completion_ids.shape[1]).to(
                 completion_ids.device
             ),

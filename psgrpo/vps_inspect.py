@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from psgrpo.vps_probes import build_probe_ids, packed_confidence
-from psgrpo.vps_segments import answer_span_start, select_boundaries, token_entropies
+from psgrpo.vps_segments import answer_span_start, select_boundaries, spans_from_boundaries, token_entropies
 
 
 @dataclass
@@ -93,18 +93,16 @@ def inspect_confidence(
         temperature=temperature,
     )
     conf = probes.confidence[0].tolist()
-    ends = [*boundaries, len(completion_ids) - 1]
-    segments, start = [], 0
-    for k, end in enumerate(ends):
-        last = k == len(ends) - 1
+    segments = []
+    for k, (start, end) in enumerate(spans_from_boundaries(boundaries, len(completion_ids))):
+        last = k == len(boundaries)
         segments.append(
             SegmentReport(
                 index=k + 1,
-                tokens=(start, end + 1),
-                text=tokenizer.decode(completion_ids[start : end + 1]),
+                tokens=(start, end),
+                text=tokenizer.decode(completion_ids[start:end]),
                 confidence=conf[k + 1] if not last else float("nan"),
                 delta=None if last else conf[k + 1] - conf[k],
             )
         )
-        start = end + 1
     return ConfidenceReport(c0=conf[0], segments=segments)

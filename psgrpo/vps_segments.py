@@ -164,6 +164,16 @@ def boundaries_from_spans(token_spans: Sequence[tuple[int, int]]) -> list[int]:
     return [end - 1 for _, end in list(token_spans)[:-1]]
 
 
+def spans_from_boundaries(boundaries: Sequence[int], n_tokens: int) -> list[tuple[int, int]]:
+    """Token spans ``(start, end)`` (end exclusive) of the segments that ``boundaries`` cut
+    ``n_tokens`` tokens into: ``(b_{k-1} + 1, b_k + 1)`` with ``b_0 = -1`` and ``b_K = n - 1``
+    (the inverse of :func:`boundaries_from_spans`); ``[]`` for an empty completion."""
+    if n_tokens == 0:
+        return []
+    starts = [0, *(b + 1 for b in boundaries)]
+    return list(zip(starts, [*starts[1:], n_tokens], strict=True))
+
+
 def answer_span_start(completion_ids: Sequence[int], answer_open_ids: Sequence[int]) -> int | None:
     """Index of the first occurrence of the token sequence ``answer_open_ids`` (e.g. the ids of
     ``<answer>``) in ``completion_ids``, or None. Use it as ``protect_from``."""

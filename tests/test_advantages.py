@@ -253,3 +253,18 @@ def test_group_normalize_sums_to_zero_per_group(case):
     result = group_normalize(rewards, g).view(-1, g)
     assert torch.isfinite(result).all()
     torch.testing.assert_close(result.sum(dim=1), torch.zeros(result.shape[0], dtype=result.dtype))
+
+
+def test_group_has_variance_ignores_float_rounding_of_equal_rewards():
+    # Eight equal rewards of 0.8: the float32 mean is not exactly 0.8, so TRL's advantages are a
+    # small non-zero constant; the group still has no variance.
+    rewards = torch.full((8,), 0.8, dtype=torch.float32)
+    equal = advantages.group_normalize(rewards + torch.tensor(0.1) - torch.tensor(0.1), 8)
+    mixed = advantages.group_normalize(torch.tensor([0.8] * 7 + [2.8]), 8)
+    flags = advantages.group_has_variance(torch.cat([equal, mixed]), 8)
+    assert flags.tolist() == [False] * 8 + [True] * 8
+
+
+def test_group_has_variance_on_a_nonzero_constant_group():
+    adv = torch.tensor([-6e-4, -6e-4, -6e-4, -6e-4, 0.5, -0.5, 0.0, 0.0])
+    assert advantages.group_has_variance(adv, 4).tolist() == [False] * 4 + [True] * 4

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
 
 import pytest
 from trl import ModelConfig, TrlParser
 
 from psgrpo.cli import DEFAULT_RECIPE, RECIPES_DIR, load_model_and_tokenizer, main
 from psgrpo.config import ProcessGRPOConfig, TaskConfig
+from psgrpo.data.validation import DatasetValidationError
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.tiny.tokenizer import train_bpe_tokenizer
 
@@ -146,3 +149,100 @@ def test_embedded_checkpoint_is_committed_and_loads():
     model, tokenizer = load_model_and_tokenizer(None)
     assert model.config.model_type == "qwen2"
     assert tokenizer.convert_ids_to_tokens(tokenizer("<answer>")["input_ids"]) == ["<answer>"]
+
+
+# --------------------------------------------------------------------------- psgrpo eval
+
+
+def test_eval_writes_summary_markdown_and_samples(tmp_path, capsys):
+    """`psgrpo eval` end to end on the embedded checkpoint: 3 arith prompts x 2 samples."""
+    out = tmp_path / "eval"
+    argv = ["eval", "--max_eval_examples", "3", "--eval_max_new_tokens", "40", "--num_samples", "2"]
+    main([*argv, "--do_sample", "true", "--pass_k", "1", "2", "--output_dir", str(out)])
+    summary = json.loads((out / "summary.json").read_text())
+    metrics, config = summary["metrics"], summary["config"]
+    assert {
+        "accuracy",
+        "pass@1",
+        "pass@2",
+        "format_rate",
+        "answer_rate",
+        "mean_tokens",
+        "median_tokens",
+    } <= set(metrics)
+    assert {"step_complete_rate", "n", "num_samples", "n_completions"} <= set(metrics)
+    assert (config["dataset"], config["eval_split"], config["num_samples"], config["pass_k"]) == (
+        "arith",
+        "test",
+        2,
+        [1, 2],
+    )
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert [(s["prompt_index"], s["sample_index"]) for s in samples] == [
+        (p, s) for p in range(3) for s in range(2)
+    ]
+    assert metrics["n"] == 3 and metrics["n_completions"] == len(samples) == 6
+    first = [s["correct"] for s in samples if s["sample_index"] == 0]
+    assert metrics["accuracy"] == sum(first) / 3
+    assert metrics["pass@1"] == pytest.approx(sum(s["correct"] for s in samples) / 6)
+    for error_type in ("correct", "format", "calculation", "logic"):
+        share = sum(s["error_type"] == error_type for s in samples) / 6
+        assert metrics[f"error_type/{error_type}"] == pytest.approx(share)
+    assert metrics["step_complete_rate"] == pytest.approx(sum(s["step_complete"] for s in samples) / 6)
+    assert metrics["mean_tokens"] == pytest.approx(sum(s["tokens"] for s in samples) / 6)
+    assert all(s["prompt"].startswith("Question: ") and s["tokens"] <= 40 for s in samples)
+    markdown = (out / "summary.md").read_text()
+    assert "| pass@2 (unbiased estimate) |" in markdown and "### Error types (6 completions)" in markdown
+    assert markdown in capsys.readouterr().out  # the same report is printed
+
+
+def test_eval_checkpoint_without_tokenizer(tmp_path, char_tokenizer):
+    build_tiny_model(char_tokenizer, hidden_size=32, num_layers=1, intermediate_size=64).save_pretrained(
+        tmp_path
+    )
+    with pytest.raises(ValueError, match=f"checkpoint {tmp_path} has no tokenizer"):
+        main(["eval", "--model_name_or_path", str(tmp_path), "--max_eval_examples", "2"])
+
+
+def test_eval_dataset_without_answer_column(tmp_path):
+    rows = [{"question": "How many?", "solution": "2 + 2 = 4\n#### 4"}]
+    path = tmp_path / "test.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(DatasetValidationError) as err:
+        main(["eval", "--dataset", str(path)])
+    message = str(err.value)
+    assert str(path) in message and "'answer'" in message  # which dataset, what was expected
+    assert "['question', 'solution']" in message  # the columns it has
+
+
+def test_eval_empty_split(tmp_path):
+    (tmp_path / "test.jsonl").write_text("")
+    with pytest.raises(DatasetValidationError, match=r"test\.jsonl\) is empty"):
+        main(["eval", "--dataset", str(tmp_path), "--eval_split", "test"])
+    with pytest.raises(ValueError, match=r"--max_eval_examples 0 leaves no rows of 'arith' split 'test'"):
+        main(["eval", "--max_eval_examples", "0"])
+
+
+@pytest.mark.parametrize(
+    ("flags", "match"),
+    [
+        (
+            ["--num_samples", "2", "--do_sample", "true", "--pass_k", "1", "4"],
+            "needs at least 4 samples per prompt",
+        ),
+        (["--num_samples", "4"], "needs sampled decoding"),
+        (["--backend", "tpu"], "backend must be one of"),
+        (["--vllm_kwargs", "{oops"], "vllm_kwargs must be a JSON object"),
+        (["--segmenter_kwargs", "[1]"], "segmenter_kwargs must be a JSON object"),
+        (["--segmenter", "sentences"], "unknown segmenter 'sentences'"),
+    ],
+)
+def test_eval_bad_options(flags, match):
+    with pytest.raises(ValueError, match=match):
+        main(["eval", *flags])
+
+
+def test_eval_vllm_backend_without_vllm(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    with pytest.raises(ImportError, match=re.escape("pip install 'psgrpo[vllm]'")):
+        main(["eval", "--backend", "vllm", "--max_eval_examples", "2"])

@@ -23,6 +23,7 @@ from psgrpo.segmentation import (
     get_segmenter,
     make_marker_segmenter,
     offsets_by_decoding,
+    offsets_by_pieces,
     offsets_by_reencoding,
     register_segmenter,
     segment_completions,
@@ -279,6 +280,39 @@ def test_fast_path_and_fallback_agree_on_canonical_ids(text, name):
     decoded, offsets = token_offsets(tokenizer, ids)
     assert decoded == text
     assert_tiles([span for span in offsets if span[0] < span[1]], len(text))
+
+
+def test_a_stray_byte_takes_the_linear_path():
+    """What a policy forced past its EOS samples: a lone non-UTF-8 byte, which decodes to U+FFFD."""
+    tokenizer = CHAR_TOKENIZER
+    stray = tokenizer.convert_tokens_to_ids("ÿ")  # byte 0xFF: never valid UTF-8 on its own
+    ids = [*encode(tokenizer, "<answer>7</answer>"), stray, *encode(tokenizer, " 5"), tokenizer.eos_token_id]
+    text = "<answer>7</answer>\ufffd 5"
+    assert tokenizer.decode(ids, skip_special_tokens=True) == text
+    assert offsets_by_reencoding(tokenizer, ids, text) is None  # U+FFFD re-encodes as 3 bytes
+    ends = [8, 9, 18, 19, 20, 21, 21]
+    assert offsets_by_pieces(tokenizer, ids, text) == ends == offsets_by_decoding(tokenizer, ids, text)
+    assert token_offsets(tokenizer, ids) == (text, list(zip([0, *ends], ends, strict=False)))
+
+
+def test_a_split_multibyte_character_is_left_to_prefix_decoding():
+    tokenizer, text = CHAR_TOKENIZER, "<answer>é</answer>"
+    ids = encode_per_char(tokenizer, text)  # tags spelled out: not canonical; é is two byte tokens
+    assert offsets_by_reencoding(tokenizer, ids, text) is None
+    assert offsets_by_pieces(tokenizer, ids, text) is None  # each byte of é alone decodes to U+FFFD
+    _, offsets = token_offsets(tokenizer, ids)
+    assert [end for _, end in offsets] == offsets_by_decoding(tokenizer, ids, text)
+
+
+@FAST
+@given(data=st.data(), name=st.sampled_from(sorted(TOKENIZERS)))
+def test_linear_path_equals_prefix_decoding_on_any_ids(data, name):
+    tokenizer = TOKENIZERS[name]
+    ids = data.draw(st.lists(st.integers(0, len(tokenizer) - 1), max_size=40))
+    text = tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+    linear = offsets_by_pieces(tokenizer, ids, text)
+    if linear is not None:
+        assert linear == offsets_by_decoding(tokenizer, ids, text)
 
 
 # -----------------------------------------------------------------------------

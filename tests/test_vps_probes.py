@@ -110,7 +110,8 @@ def test_equality_is_a_sharp_check(model, batch):
 def test_chunk_size_gives_same_result(model, batch, chunk_size):
     whole = packed_confidence(model, **batch, temperature=TEMPERATURE)
     chunked = packed_confidence(model, **batch, temperature=TEMPERATURE, chunk_size=chunk_size)
-    assert_same(chunked, whole, atol=1e-6)
+    # Batch shape changes the float32 reduction order (SDPA, thread count): equal up to rounding.
+    assert_same(chunked, whole, atol=1e-5)
 
 
 def test_probe_past_context_raises_naming_row(model, batch, monkeypatch):

@@ -14,6 +14,7 @@ from psgrpo.vps_segments import (
     boundaries_from_spans,
     segment_index_from_boundaries,
     select_boundaries,
+    spans_from_boundaries,
     token_entropies,
 )
 
@@ -199,6 +200,21 @@ def test_boundaries_from_spans():
     assert boundaries_from_spans([(0, 4), (4, 9), (9, 12)]) == [3, 8]
     assert boundaries_from_spans([(0, 5)]) == []
     assert boundaries_from_spans([]) == []
+
+
+def test_spans_from_boundaries():
+    assert spans_from_boundaries([3, 8], 12) == [(0, 4), (4, 9), (9, 12)]
+    assert spans_from_boundaries([], 5) == [(0, 5)]
+    assert spans_from_boundaries([], 0) == []
+
+
+@given(st.integers(2, 40).flatmap(lambda n: st.tuples(st.just(n), st.sets(st.integers(0, n - 2)))))
+def test_spans_from_boundaries_inverts_boundaries_from_spans(case):
+    n, cuts = case
+    spans = spans_from_boundaries(sorted(cuts), n)
+    assert spans[0][0] == 0 and spans[-1][1] == n and all(a < b for a, b in spans)
+    assert all(prev[1] == nxt[0] for prev, nxt in zip(spans, spans[1:], strict=False))
+    assert boundaries_from_spans(spans) == sorted(cuts)
 
 
 def test_answer_span_start():

@@ -1,0 +1,99 @@
+"""benchmarks/bench_step.py and its shared helpers (benchmarks/_common.py), on the smallest settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from trl import GRPOConfig
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    """``(bench_step, _common)`` imported as the scripts import each other (benchmarks/ on sys.path)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        yield importlib.import_module("bench_step"), importlib.import_module("_common")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def test_trl_and_psgrpo_configs_share_every_trl_field(bench, tmp_path):
+    _, common = bench
+    _, trl_args = common.recipe_configs("trl", tmp_path, max_completion_length=8)
+    task, ps_args = common.recipe_configs("ps", tmp_path, max_completion_length=8)
+    assert type(trl_args) is GRPOConfig and ps_args.method == "ps"
+    assert task.dataset == "arith"  # from the demo recipe
+    assert trl_args.max_completion_length == ps_args.max_completion_length == 8
+    assert trl_args.report_to == [] and trl_args.logging_steps == 1  # BENCH_SETTINGS
+    for field in dataclasses.fields(GRPOConfig):
+        assert getattr(trl_args, field.name) == getattr(ps_args, field.name), field.name
+
+
+def test_recipe_configs_reject_unknown_trainers_and_fields(bench, tmp_path):
+    _, common = bench
+    with pytest.raises(ValueError, match="unknown trainer 'ppo'"):
+        common.recipe_configs("ppo", tmp_path)
+    with pytest.raises(ValueError, match="max_completion_lenght"):
+        common.recipe_configs("grpo", tmp_path, max_completion_lenght=8)
+
+
+def test_markdown_table(bench):
+    _, common = bench
+    assert common.markdown_table(["a", "b"], [[1, "x"], [2.5, "y"]]) == (
+        "| a | b |\n|---|---|\n| 1 | x |\n| 2.5 | y |"
+    )
+
+
+def test_peak_rss_resets_to_the_current_level(bench):
+    _, common = bench
+    if not common.reset_peak_rss():
+        pytest.skip("the kernel's peak-RSS mark cannot be reset here (not Linux)")
+    block = bytearray(64 * 2**20)
+    block[::4096] = b"x" * len(block[::4096])  # touch every page: 64 MiB resident
+    del block
+    assert common.peak_rss_mib() >= common.current_rss_mib() + 60
+    common.reset_peak_rss()
+    assert common.peak_rss_mib() < common.current_rss_mib() + 10
+
+
+@pytest.mark.slow
+def test_smallest_sweep_writes_the_report(bench, tmp_path):
+    bench_step, _ = bench
+    output = tmp_path / "report.json"
+    args = ["--sizes", "tiny", "--lengths", "8", "--steps", "1", "--warmup", "1", "--output", str(output)]
+    returned = bench_step.main(args)
+    report = json.loads(output.read_text())
+    assert report == json.loads(json.dumps(returned))
+    assert report["mode"] == "lockstep" and report["aims"] == {"grpo": 1.02, "ps": 1.10, "vps": 1.15}
+    assert [r["trainer"] for r in report["results"]] == ["trl", "grpo", "ps", "vps"]
+    keys = {
+        "model",
+        "params",
+        "completion_length",
+        "trainer",
+        "median_step_s",
+        "tokens_per_s",
+        "peak_rss_mib",
+        "step_rss_increase_mib",
+        "ratio_vs_trl",
+        "first_step_matches_trl",
+    }
+    for row in report["results"]:
+        assert keys <= row.keys()
+        assert (row["model"], row["completion_length"]) == ("tiny", 8)
+        assert 0.8e6 < row["params"] < 0.9e6
+        assert row["completion_tokens_per_step"] == 4 * 4 * 8  # every completion forced to exactly 8 tokens
+        assert len(row["step_seconds"]) == 1 and row["median_step_s"] > 0
+        assert row["tokens_per_s"] == pytest.approx(128 / row["median_step_s"])
+        assert row["peak_rss_mib"] >= row["step_rss_increase_mib"] >= 0
+        # Interleaved trainers with their own RNG state sample what each would sample alone.
+        assert row["first_step_matches_trl"] is True
+    assert report["results"][0]["ratio_vs_trl"] == 1.0
+    assert report["results"][1]["aim"] == 1.02
