@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
+from psgrpo.techniques.options import check_technique_options
+
 METHODS = ("grpo", "ps", "vps")
 
 
@@ -236,8 +238,76 @@ class ProcessGRPOConfig(GRPOConfig):
         },
     )
 
+    # ---- Training techniques (docs/techniques.md); all off by default ------------------------
+    kl_schedule: str = field(
+        default="none",
+        metadata={
+            "help": "Decay the KL coefficient during training: 'none' (constant `beta`, default), 'linear' "
+            "(β_t = max(beta_min, beta·(1 − step/max_steps))) or 'cosine' (β_t = max(beta_min, "
+            "beta·½(1 + cos(π·step/max_steps)))). Needs beta > 0. Use it to keep the policy near the reference "
+            "early and let it move later; logged as `beta`.",
+            "choices": ["none", "linear", "cosine"],
+        },
+    )
+    beta_min: float = field(
+        default=0.0, metadata={"help": "Floor of the scheduled β (default 0.0); only with kl_schedule."}
+    )
+    reward_norm_momentum: float | None = field(
+        default=None,
+        metadata={
+            "help": "Running reward normalisation: momentum m of the exponential moving mean/std of the summed "
+            "reward (e.g. 0.99); rewards become (r − μ)/σ before the group advantages. Default None (off). It "
+            "only changes the advantages with scale_rewards='none' (group/batch scaling divides σ out again)."
+        },
+    )
+    curriculum: str = field(
+        default="none",
+        metadata={
+            "help": "Sample training prompts easy → hard: 'none' (uniform, default) or 'linear' (the easiest "
+            "curriculum_start_fraction of the rows at step 0, growing linearly to all rows at curriculum_steps). "
+            "Difficulty comes from curriculum_difficulty_column.",
+            "choices": ["none", "linear"],
+        },
+    )
+    curriculum_start_fraction: float = field(
+        default=0.3,
+        metadata={"help": "Share of the dataset (the easiest rows) sampled at step 0 (default 0.3)."},
+    )
+    curriculum_steps: int | None = field(
+        default=None,
+        metadata={"help": "Optimizer steps until the whole dataset is sampled (default None: max_steps)."},
+    )
+    curriculum_difficulty_column: str = field(
+        default="difficulty",
+        metadata={
+            "help": "Numeric dataset column, higher = harder (default 'difficulty': the arith and GSM8K loaders "
+            "add it as steps / gold solution lines)."
+        },
+    )
+    memory_bank: bool = field(
+        default=False,
+        metadata={
+            "help": "Memory bank of good trajectories (default False): remember each prompt's best correct "
+            "completion (exact answer, highest reward, then shortest) and replay it, with its behaviour "
+            "log-probs as old log-probs, into groups whose completions are all wrong. Needs an 'answer' column."
+        },
+    )
+    memory_bank_size: int = field(
+        default=10000,
+        metadata={"help": "Most prompts the memory bank keeps (least recently used evicted; default 10000)."},
+    )
+    warmup_lr: float | None = field(
+        default=None,
+        metadata={
+            "help": "Flat warm-up: learning rate for the first warmup_steps optimizer steps, after which "
+            "lr_scheduler_type runs without warm-up (e.g. 1e-6 then learning_rate 5e-6, as the seed recipe). "
+            "Default None: transformers' usual warm-up (a ramp from 0)."
+        },
+    )
+
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_technique_options(self)
         for name in ("segmenter_kwargs", "step_scorer_kwargs"):
             setattr(self, name, json_object_option(name, getattr(self, name)))
         if self.ps_advantage_mode not in ("reward_to_go", "step", "min"):

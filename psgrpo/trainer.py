@@ -35,6 +35,7 @@ from psgrpo.process_signal import score_steps, step_metrics, step_tensors
 from psgrpo.rewards import get_reward_funcs
 from psgrpo.scorers import build_step_scorer
 from psgrpo.segmentation import get_segmenter, segment_completions
+from psgrpo.techniques.trainer_mixin import TechniquesMixin
 from psgrpo.vllm_generation import VLLM_INSTALL
 from psgrpo.vps_probes import (
     build_probe_ids,
@@ -53,8 +54,11 @@ from psgrpo.vps_segments import (
 logger = logging.getLogger(__name__)
 
 
-class ProcessGRPOTrainer(GRPOTrainer):
+class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
     """GRPO trainer whose per-token advantages come from a registered estimator.
+
+    The training techniques (KL schedule, reward normalisation, curriculum, memory bank, flat LR
+    warm-up; all off by default) come from :class:`~psgrpo.techniques.trainer_mixin.TechniquesMixin`.
 
     Args are those of ``trl.GRPOTrainer``; ``args`` must be a :class:`ProcessGRPOConfig`.
     ``reward_funcs`` defaults to the built-ins named in ``args.reward_funcs``. ``step_scorer``

@@ -1,0 +1,41 @@
+"""Techniques under 2 processes (CPU, gloo): the same decisions and statistics on every rank."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent / "distributed_techniques.py"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_two_processes_share_bank_rescues_and_reward_statistics(tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        str(SCRIPT),
+        str(tmp_path),
+    ]
+    result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rank0, rank1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
+    for key in ("rescued", "bank", "reward_norm"):
+        assert rank0[key] == rank1[key], key
+    assert rank0["rescued"] == [3, 7, 11]  # the middle group (rows 4–7) spans both processes
+    rows = {int(k): v for k, v in {**rank0["rows"], **rank1["rows"]}.items()}
+    for row, seen in rows.items():
+        if row in (3, 7, 11):
+            assert seen["replayed"] and seen["old_logps"] == [-0.25] * len(seen["old_logps"])
+            assert seen["advantage"] > 0
+        else:
+            assert not seen["replayed"] and seen["advantage"] < 0
