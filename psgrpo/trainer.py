@@ -221,7 +221,7 @@ class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
                     chunk_size=args.vps_probe_chunk_size,
                     min_chunks=chunks,
                 )
-            else:  # one trajectory forward: entropies, old log-probs and, over its KV cache, the probes
+            else:  # one trajectory forward: entropies and, over its KV cache, the probes
                 result = cached_confidence(
                     self.model,
                     prompt_ids,
@@ -235,9 +235,9 @@ class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
                     chunk_size=args.vps_probe_chunk_size,
                     min_chunks=chunks,
                 )
+                # result.logps is not handed to TRL as old log-probs: TRL's loss runs under its own autocast
+                # (bf16 by default, even on CPU), so these float32 values would make the on-policy ratio ≠ 1.
                 boundaries, probes = result.boundaries, result.probes
-                # Same weights as the loss will see: these are the old log-probs TRL would otherwise recompute.
-                output.setdefault("old_per_token_logps", result.logps)
         probe_seconds = time.perf_counter() - start
         eos = torch.tensor(self.eos_token_ids, device=completion_ids.device)
         last = completion_ids.gather(1, (completion_mask.sum(1, keepdim=True) - 1).clamp(min=0)).squeeze(1)

@@ -516,7 +516,7 @@ def packed_confidence(
 
 
 # --------------------------------------------------------------------------------------------
-# Cached: the trajectory forward that gives entropies and old log-probs also serves the probes
+# Cached: the trajectory forward that gives the entropies also serves the probes (KV cache)
 # --------------------------------------------------------------------------------------------
 
 
@@ -525,7 +525,7 @@ class TrajectoryProbes:
     """What one cached VPS pass returns for a batch.
 
     Attributes:
-        logps: (B, T) log-probs of the completion tokens at the temperature (TRL's old log-probs).
+        logps: (B, T) log-probs of the completion tokens at the temperature (float32, no autocast).
         entropies: (B, T) entropies in nats at the temperature, 0 on padding.
         boundaries: per row, the boundaries ``choose_boundaries`` picked.
         probes: the confidences, as :func:`packed_confidence` returns them.
