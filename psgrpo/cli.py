@@ -25,7 +25,7 @@ DEFAULT_RECIPE = RECIPES_DIR / "demo.yaml"
 
 SUBCOMMANDS = {
     "train": "train a policy with grpo / ps / vps (default: the embedded demo)",
-    "eval": "held-out accuracy of a checkpoint",
+    "eval": "accuracy, pass@k, error types of a checkpoint; JSON + markdown + per-sample JSONL",
     "warmstart": "reproduce the embedded warm-start checkpoint (SFT of the tiny model)",
     "inspect": "HTML page of the credit each token gets on a few sampled groups (psgrpo/inspect_credit.py)",
     "compare": "train methods × seeds on one budget; held-out curves, plot and table (docs/compare.md)",
