@@ -235,8 +235,8 @@ class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
                     chunk_size=args.vps_probe_chunk_size,
                     min_chunks=chunks,
                 )
-                # result.logps is not handed to TRL as old log-probs: TRL's loss runs under its own autocast
-                # (bf16 by default, even on CPU), so these float32 values would make the on-policy ratio ≠ 1.
+                # No old log-probs from this float32 forward: TRL's loss runs under its own autocast (bf16 by
+                # default, even on CPU), so handing them over would make the on-policy ratio ≠ 1.
                 boundaries, probes = result.boundaries, result.probes
         probe_seconds = time.perf_counter() - start
         eos = torch.tensor(self.eos_token_ids, device=completion_ids.device)

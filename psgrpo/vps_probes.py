@@ -525,13 +525,11 @@ class TrajectoryProbes:
     """What one cached VPS pass returns for a batch.
 
     Attributes:
-        logps: (B, T) log-probs of the completion tokens at the temperature (float32, no autocast).
         entropies: (B, T) entropies in nats at the temperature, 0 on padding.
         boundaries: per row, the boundaries ``choose_boundaries`` picked.
         probes: the confidences, as :func:`packed_confidence` returns them.
     """
 
-    logps: Tensor
     entropies: Tensor
     boundaries: list[list[int]]
     probes: ProbeResult
@@ -591,7 +589,7 @@ def cached_confidence(
 ) -> TrajectoryProbes:
     """One trajectory forward (with KV cache) + one small forward over the probe tokens.
 
-    The trajectory forward gives the completion's log-probs and entropies at ``temperature``;
+    The trajectory forward gives the completion's entropies at ``temperature``;
     ``choose_boundaries(entropies (B, T), lengths, row_offset) -> list[list[int]]`` turns them
     into boundaries (``row_offset``: index of the first row in the whole batch, for chunks); then
     every probe copy runs over the cached trajectory with a 4-D mask and continued positions, so
@@ -638,7 +636,6 @@ def cached_confidence(
     )
     logits = out.logits[:, :-1] if width else out.logits[:, :0]  # (B, T, V): logits[t] predicts completion t
     mask = completion_mask.bool()
-    logps = token_log_probs(logits, completion_ids, temperature) * mask
     entropies = token_entropies(logits, temperature, chunk_size=4096) * mask
     lengths = completion_mask.sum(1).tolist()
     boundaries = [list(b) for b in choose_boundaries(entropies, lengths, 0)]
@@ -684,7 +681,7 @@ def cached_confidence(
     log_confidence = torch.zeros(len(rows) * width_k, device=device).index_add_(0, slot, scores)
     log_confidence = log_confidence.view(len(rows), width_k)
     return TrajectoryProbes(
-        logps, entropies, boundaries, _result(log_confidence, [len(r.boundaries) + 1 for r in rows])
+        entropies, boundaries, _result(log_confidence, [len(r.boundaries) + 1 for r in rows])
     )
 
 
@@ -696,7 +693,6 @@ def _concat(parts: Sequence[TrajectoryProbes]) -> TrajectoryProbes:
         return torch.nn.functional.pad(x, (0, width - x.shape[1]), value=math.nan)
 
     return TrajectoryProbes(
-        logps=torch.cat([p.logps for p in parts]),
         entropies=torch.cat([p.entropies for p in parts]),
         boundaries=[b for p in parts for b in p.boundaries],
         probes=ProbeResult(
