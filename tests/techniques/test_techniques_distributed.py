@@ -21,6 +21,7 @@ def test_two_processes_share_bank_rescues_and_reward_statistics(tmp_path):
         sys.executable,
         "-m",
         "torch.distributed.run",
+        "--standalone",  # a free rendezvous port: the default 29500 can still be held by an earlier test's run
         "--nproc_per_node",
         "2",
         str(SCRIPT),
