@@ -217,6 +217,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "inspect": inspect_credit,
         "compare": compare,
     }[command](rest)
+    from psgrpo.distributed import close_process_group
+
+    close_process_group()  # under torchrun: the trainer is unreachable now, so its process group can go
     return 0
 
 

@@ -12,10 +12,13 @@ it by ``process_index``). Two things then need care beyond what TRL does:
   process. ``transformers`` would otherwise partition it at load time under ZeRO-3
   (``deepspeed.zero.Init``), or load real weights on local rank 0 only under FSDP's
   cpu-RAM-efficient loading; :func:`replicated_loading` switches both off for one load.
+
+And one thing at the end of a run: :func:`close_process_group`.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -77,3 +80,24 @@ def replicated_loading() -> Iterator[None]:
             hf_deepspeed.set_hf_deepspeed_config(config)
         if efficient_loading is not None:
             os.environ[FSDP_EFFICIENT_LOADING_ENV] = efficient_loading
+
+
+def close_process_group() -> None:
+    """Wait for every process, destroy the default process group and free it; a no-op without one.
+
+    Call it last, once the trainer is unreachable (returned from the function that built it, or
+    ``del``-eted). Why the ``gc.collect()``: ``destroy_process_group`` does not stop gloo's worker
+    threads while the DDP-wrapped model still references the group, and the trainer sits in
+    reference cycles that only the collector breaks. Left alone, those threads outlive the
+    interpreter, and one that frees its last finished work at exit needs the GIL and aborts the
+    process ("terminate called without an active exception", SIGABRT) after a run that went well
+    (pytorch/pytorch#190489). Collecting here frees the group while the interpreter is alive, and
+    its destructor joins the threads.
+    """
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    dist.barrier()
+    dist.destroy_process_group()
+    gc.collect()

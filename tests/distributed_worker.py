@@ -23,6 +23,7 @@ from transformers import AutoModelForCausalLM
 
 from psgrpo.config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
+from psgrpo.distributed import close_process_group
 from psgrpo.rewards import correctness_reward, format_reward
 from psgrpo.tiny.tokenizer import build_char_tokenizer
 from psgrpo.trainer import ProcessGRPOTrainer
@@ -216,15 +217,12 @@ def probe_symmetry(out_dir: Path, model_dir: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    import torch.distributed as dist
-
     out_dir, model_dir = Path(argv[0]), Path(argv[1])
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     for name in CONFIGS:
         run_config(name, out_dir, model_dir, GLOBAL_BATCH // world_size)
     probe_symmetry(out_dir, model_dir)
-    dist.barrier()
-    dist.destroy_process_group()
+    close_process_group()
 
 
 if __name__ == "__main__":

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import torch
+import torch.distributed as dist
 from trainer_helpers import save_tiny_prm
 from transformers import AutoModelForCausalLM
 from transformers.integrations import deepspeed as hf_deepspeed
@@ -19,6 +22,7 @@ from transformers.integrations import is_deepspeed_zero3_enabled
 
 from psgrpo.distributed import (
     FSDP_EFFICIENT_LOADING_ENV,
+    close_process_group,
     max_over_processes,
     parameters_sharded,
     replicated_loading,
@@ -87,3 +91,34 @@ def test_parameters_sharded_detects_fsdp(monkeypatch):
 
 def test_max_over_one_process_needs_no_communication():
     assert max_over_processes(7, SimpleNamespace(num_processes=1)) == 7
+
+
+def test_close_process_group_without_one_is_a_no_op():
+    assert not dist.is_initialized()
+    close_process_group()
+    assert not dist.is_initialized()
+
+
+def test_close_process_group_destroys_the_group_and_stops_its_threads(tmp_path):
+    """A 1-process gloo group held by a module (as DDP holds it) must still lose its worker threads.
+
+    The group's threads only stop when the group object is freed; the cycle here is only freed by
+    the collector, as the trainer's are (see close_process_group).
+    """
+    tasks = Path("/proc/self/task")
+    if not tasks.is_dir():
+        pytest.skip("needs /proc to list threads")
+
+    def gloo_threads() -> int:
+        return sum((tasks / t / "comm").read_text().strip() == "pt_gloo_runloop" for t in os.listdir(tasks))
+
+    before = gloo_threads()
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    holder = SimpleNamespace(group=dist.group.WORLD)
+    holder.self = holder  # a reference cycle, like the trainer's
+    dist.all_reduce(torch.ones(3))
+    assert gloo_threads() > before
+    del holder
+    close_process_group()
+    assert not dist.is_initialized()
+    assert gloo_threads() == before

@@ -7,6 +7,7 @@ saw to ``OUT/rank{r}.json`` so the test can check that every rank made the same 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from trainer_helpers import record_batches, tiny_run_args  # noqa: E402
 
 from psgrpo.config import ProcessGRPOConfig  # noqa: E402
 from psgrpo.data.arith import make_arith_dataset  # noqa: E402
+from psgrpo.distributed import close_process_group  # noqa: E402
 from psgrpo.rewards import correctness_reward, format_reward  # noqa: E402
 from psgrpo.techniques.memory_bank import prompt_key  # noqa: E402
 from psgrpo.tiny.model import build_tiny_model  # noqa: E402
@@ -69,5 +71,16 @@ def main(out: Path) -> None:
     (out / f"rank{rank}.json").write_text(json.dumps(summary))
 
 
+def thread_names() -> list[str]:
+    """Names of this process's native threads (Linux; empty elsewhere)."""
+    tasks = Path("/proc/self/task")
+    if not tasks.is_dir():
+        return []
+    return sorted((tasks / t / "comm").read_text().strip() for t in os.listdir(tasks))
+
+
 if __name__ == "__main__":
     main(Path(sys.argv[1]))
+    close_process_group()
+    # gloo's worker threads must be gone before the interpreter exits (see close_process_group)
+    (Path(sys.argv[1]) / f"threads{os.environ['RANK']}.json").write_text(json.dumps(thread_names()))
