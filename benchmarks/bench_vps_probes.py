@@ -32,6 +32,7 @@ import torch
 from psgrpo.cli import load_model_and_tokenizer
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.vps_probes import (
+    ProbeBatch,
     ProbeResult,
     build_probe_ids,
     naive_confidence,
@@ -41,36 +42,22 @@ from psgrpo.vps_probes import (
 )
 
 
-def make_batch(tokenizer, n_rows: int, k: int) -> dict:
-    """TRL-shaped tensors for ``n_rows`` arith test rows with ``k`` evenly spaced boundaries each."""
+def make_batch(tokenizer, n_rows: int, k: int) -> tuple[ProbeBatch, list[list[int]]]:
+    """TRL-shaped tensors for ``n_rows`` arith test rows, and ``k`` evenly spaced boundaries per row."""
     data = make_arith_dataset("test", n=n_rows)
     prompts = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in data["prompt"]]
     completions = [tokenizer(c, add_special_tokens=False)["input_ids"] for c in data["completion"]]
-    P, T = max(map(len, prompts)), max(map(len, completions))
-    prompt_ids = torch.full((n_rows, P), tokenizer.pad_token_id)
-    completion_ids = torch.full((n_rows, T), tokenizer.pad_token_id)
-    prompt_mask = torch.zeros(n_rows, P, dtype=torch.long)
-    completion_mask = torch.zeros(n_rows, T, dtype=torch.long)
-    for i, (p, c) in enumerate(zip(prompts, completions, strict=True)):
-        prompt_ids[i, P - len(p) :], prompt_mask[i, P - len(p) :] = torch.tensor(p), 1
-        completion_ids[i, : len(c)], completion_mask[i, : len(c)] = torch.tensor(c), 1
     boundaries = [[j * len(c) // (k + 1) - 1 for j in range(1, k + 1)] for c in completions]
-    probe_ids, score_from = build_probe_ids(tokenizer, data["answer"])
-    return dict(
-        prompt_ids=prompt_ids,
-        prompt_mask=prompt_mask,
-        completion_ids=completion_ids,
-        completion_mask=completion_mask,
-        boundaries=boundaries,
-        probe_ids=probe_ids,
-        score_from=score_from,
-    )
+    batch = ProbeBatch.from_lists(prompts, completions, *build_probe_ids(tokenizer, data["answer"]))
+    return batch, boundaries
 
 
 @torch.no_grad()
-def per_boundary_confidence(model, temperature: float = 1.0, **batch) -> ProbeResult:
+def per_boundary_confidence(
+    model, batch: ProbeBatch, boundaries: list[list[int]], temperature: float = 1.0
+) -> ProbeResult:
     """Baseline: for each probe index k, one right-padded batched forward of every row's k-th prefix + probe."""
-    rows = rows_from_batch(**batch)
+    rows = rows_from_batch(batch, boundaries)
     log_confidence = torch.full((len(rows), max(len(r.boundaries) + 1 for r in rows)), float("nan"))
     for k in range(log_confidence.shape[1]):
         live = [i for i, r in enumerate(rows) if k <= len(rows[i].boundaries)]
@@ -138,15 +125,16 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for k in args.ks:
-        batch = make_batch(tokenizer, args.rows, k)
-        chunked_fn = partial(packed_confidence, model, **batch, chunk_size=args.chunk_size)
+        batch, boundaries = make_batch(tokenizer, args.rows, k)
+        chunked_fn = partial(packed_confidence, model, batch, boundaries, chunk_size=args.chunk_size)
         t_chunked, chunked = median_seconds(chunked_fn, args.repeats)
         rss = [peak_rss_mib()]
-        t_naive, naive = median_seconds(partial(naive_confidence, model, **batch), args.repeats)
+        t_naive, naive = median_seconds(partial(naive_confidence, model, batch, boundaries), args.repeats)
         rss.append(peak_rss_mib())
-        t_batched, batched = median_seconds(partial(per_boundary_confidence, model, **batch), args.repeats)
+        per_boundary_fn = partial(per_boundary_confidence, model, batch, boundaries)
+        t_batched, batched = median_seconds(per_boundary_fn, args.repeats)
         rss.append(peak_rss_mib())
-        t_packed, packed = median_seconds(partial(packed_confidence, model, **batch), args.repeats)
+        t_packed, packed = median_seconds(partial(packed_confidence, model, batch, boundaries), args.repeats)
         rss.append(peak_rss_mib())
         deltas = [
             (r.log_confidence - naive.log_confidence).abs().nan_to_num().max().item()

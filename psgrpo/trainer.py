@@ -38,6 +38,7 @@ from psgrpo.segmentation import get_segmenter, segment_completions
 from psgrpo.techniques.trainer_mixin import TechniquesMixin
 from psgrpo.vllm_generation import VLLM_INSTALL
 from psgrpo.vps_probes import (
+    ProbeBatch,
     build_probe_ids,
     cached_confidence,
     check_probe_fits,
@@ -201,6 +202,9 @@ class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
         check_probe_fits(
             prompt_mask.sum(1).tolist(), lengths, [len(p) for p in probe_ids], self._max_positions()
         )
+        probe_batch = ProbeBatch(
+            prompt_ids, prompt_mask, completion_ids, completion_mask, probe_ids, score_from
+        )
         # Same number of probe forwards on every process: with ZeRO-3 / FSDP each one is a collective.
         chunks = max_over_processes(num_chunks(len(ids), args.vps_probe_chunk_size), self.accelerator)
         start = time.perf_counter()
@@ -210,13 +214,8 @@ class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
                 boundaries = [boundaries_from_spans(s)[: args.vps_max_segments - 1] for s in spans]
                 probes = packed_confidence(
                     self.model,
-                    prompt_ids,
-                    prompt_mask,
-                    completion_ids,
-                    completion_mask,
+                    probe_batch,
                     boundaries,
-                    probe_ids,
-                    score_from,
                     temperature=self.temperature,
                     chunk_size=args.vps_probe_chunk_size,
                     min_chunks=chunks,
@@ -224,12 +223,7 @@ class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
             else:  # one trajectory forward: entropies and, over its KV cache, the probes
                 result = cached_confidence(
                     self.model,
-                    prompt_ids,
-                    prompt_mask,
-                    completion_ids,
-                    completion_mask,
-                    probe_ids,
-                    score_from,
+                    probe_batch,
                     self._boundary_chooser(ids),
                     temperature=self.temperature,
                     chunk_size=args.vps_probe_chunk_size,

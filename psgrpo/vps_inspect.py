@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from psgrpo.vps_probes import build_probe_ids, packed_confidence
+from psgrpo.vps_probes import ProbeBatch, build_probe_ids, packed_confidence
 from psgrpo.vps_segments import answer_span_start, select_boundaries, spans_from_boundaries, token_entropies
 
 
@@ -81,17 +81,8 @@ def inspect_confidence(
         ),
     )
     probe_ids, score_from = build_probe_ids(tokenizer, [answer], probe_open, probe_close)
-    probes = packed_confidence(
-        model,
-        torch.tensor([prompt_ids], device=device),
-        torch.ones(1, len(prompt_ids), dtype=torch.long, device=device),
-        torch.tensor([completion_ids], device=device),
-        torch.ones(1, len(completion_ids), dtype=torch.long, device=device),
-        [boundaries],
-        probe_ids,
-        score_from,
-        temperature=temperature,
-    )
+    batch = ProbeBatch.from_lists([prompt_ids], [completion_ids], probe_ids, score_from, device)
+    probes = packed_confidence(model, batch, [boundaries], temperature=temperature)
     conf = probes.confidence[0].tolist()
     segments = []
     for k, (start, end) in enumerate(spans_from_boundaries(boundaries, len(completion_ids))):

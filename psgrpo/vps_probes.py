@@ -19,8 +19,9 @@ Two implementations with the same inputs and output:
   nothing else) and position ids that continue each copy's prefix. The prefix is run once; every
   probe costs only its own few tokens.
 
-Inputs follow TRL: prompts left-padded with ``prompt_mask``, completions right-padded with
-``completion_mask`` (the real tokens of a completion are a prefix of its row).
+Inputs come as a :class:`ProbeBatch` and follow TRL: prompts left-padded with ``prompt_mask``,
+completions right-padded with ``completion_mask`` (the real tokens of a completion are a prefix of
+its row); the boundaries are passed on their own (the cached path chooses them itself).
 
 Supported attention implementations: ``eager`` and ``sdpa``. Both take the mask as the additive
 float tensor built here (see :func:`packed_attention_mask`); ``transformers`` passes any 4-D mask
@@ -67,8 +68,59 @@ class ProbeResult:
 
 
 @dataclass(frozen=True)
+class ProbeBatch:
+    """The rows to probe, padded as TRL has them; checked by :func:`rows_from_batch` when probed.
+
+    Attributes:
+        prompt_ids, prompt_mask: (B, P), left-padded.
+        completion_ids, completion_mask: (B, T), right-padded.
+        probe_ids, score_from: per row, from :func:`build_probe_ids`.
+    """
+
+    prompt_ids: Tensor
+    prompt_mask: Tensor
+    completion_ids: Tensor
+    completion_mask: Tensor
+    probe_ids: Sequence[Sequence[int]]
+    score_from: Sequence[int]
+
+    @classmethod
+    def from_lists(
+        cls,
+        prompts: Sequence[Sequence[int]],
+        completions: Sequence[Sequence[int]],
+        probe_ids: Sequence[Sequence[int]],
+        score_from: Sequence[int],
+        device: torch.device | str | None = None,
+    ) -> ProbeBatch:
+        """Pad unpadded token-id lists (prompts on the left, completions on the right, with id 0)."""
+        return cls(
+            prompt_ids=_pad(prompts, 0, device, left=True),
+            prompt_mask=_pad([[1] * len(p) for p in prompts], 0, device, left=True),
+            completion_ids=_pad(completions, 0, device),
+            completion_mask=_pad([[1] * len(c) for c in completions], 0, device),
+            probe_ids=probe_ids,
+            score_from=score_from,
+        )
+
+    def __len__(self) -> int:
+        return self.prompt_ids.shape[0]
+
+    def __getitem__(self, rows: slice) -> ProbeBatch:
+        """The batch of rows ``rows`` (a slice), e.g. one chunk."""
+        return ProbeBatch(
+            self.prompt_ids[rows],
+            self.prompt_mask[rows],
+            self.completion_ids[rows],
+            self.completion_mask[rows],
+            self.probe_ids[rows],
+            self.score_from[rows],
+        )
+
+
+@dataclass(frozen=True)
 class ProbeRow:
-    """One trajectory, unpadded: what both implementations compute from."""
+    """One row of a :class:`ProbeBatch`, unpadded, with its boundaries: what the probes compute from."""
 
     prompt: list[int]
     completion: list[int]
@@ -158,34 +210,43 @@ def _real_tokens(ids: Tensor, mask: Tensor, row: int, side: str) -> list[int]:
     return ids[keep].tolist()
 
 
+def _pad(
+    sequences: Sequence[Sequence[int]], value: int, device: torch.device | str | None, left: bool = False
+) -> Tensor:
+    """Pad int lists with ``value`` (on the right, or the left) into one (N, max_len) long tensor."""
+    width = max(len(s) for s in sequences)
+    padded = []
+    for s in sequences:
+        fill = [value] * (width - len(s))
+        padded.append([*fill, *s] if left else [*s, *fill])
+    return torch.tensor(padded, dtype=torch.long, device=device)
+
+
 def rows_from_batch(
-    prompt_ids: Tensor,
-    prompt_mask: Tensor,
-    completion_ids: Tensor,
-    completion_mask: Tensor,
-    boundaries: Sequence[Sequence[int]],
-    probe_ids: Sequence[Sequence[int]],
-    score_from: Sequence[int],
-    max_positions: int | None = None,
+    batch: ProbeBatch, boundaries: Sequence[Sequence[int]], max_positions: int | None = None
 ) -> list[ProbeRow]:
-    """Unpad a TRL batch into :class:`ProbeRow` and check every input.
+    """Unpad a :class:`ProbeBatch` into :class:`ProbeRow` and check every input.
+
+    ``boundaries``: per row, strictly increasing completion-token indices (possibly none);
+    ``max_positions``: the model's context (``None``: no limit).
 
     Raises:
         ValueError: naming the row, for mismatched batch sizes, boundaries that are not strictly
             increasing within the completion, an empty probe, ``score_from`` outside the probe, a
             probe scored from its first token with an empty prompt, or a probe past the context.
     """
-    batch = prompt_ids.shape[0]
-    for name, value in (("boundaries", boundaries), ("probe_ids", probe_ids), ("score_from", score_from)):
-        if len(value) != batch:
-            raise ValueError(f"{name} has {len(value)} rows, the batch has {batch}")
+    size = len(batch)
+    per_row = (("boundaries", boundaries), ("probe_ids", batch.probe_ids), ("score_from", batch.score_from))
+    for name, value in per_row:
+        if len(value) != size:
+            raise ValueError(f"{name} has {len(value)} rows, the batch has {size}")
     rows = []
-    for i in range(batch):
-        prompt = _real_tokens(prompt_ids[i], prompt_mask[i], i, "left")
-        completion = _real_tokens(completion_ids[i], completion_mask[i], i, "right")
+    for i in range(size):
+        prompt = _real_tokens(batch.prompt_ids[i], batch.prompt_mask[i], i, "left")
+        completion = _real_tokens(batch.completion_ids[i], batch.completion_mask[i], i, "right")
         cuts = [int(b) for b in boundaries[i]]
-        probe = [int(t) for t in probe_ids[i]]
-        start = int(score_from[i])
+        probe = [int(t) for t in batch.probe_ids[i]]
+        start = int(batch.score_from[i])
         if any(b >= c for b, c in pairwise(cuts)):
             raise ValueError(f"row {i}: boundaries {cuts} are not strictly increasing")
         if cuts and not 0 <= cuts[0] <= cuts[-1] < len(completion):
@@ -294,32 +355,16 @@ def idle_forwards(model, count: int) -> None:
 
 @torch.no_grad()
 def naive_confidence(
-    model,
-    prompt_ids: Tensor,
-    prompt_mask: Tensor,
-    completion_ids: Tensor,
-    completion_mask: Tensor,
-    boundaries: Sequence[Sequence[int]],
-    probe_ids: Sequence[Sequence[int]],
-    score_from: Sequence[int],
-    temperature: float = 1.0,
+    model, batch: ProbeBatch, boundaries: Sequence[Sequence[int]], temperature: float = 1.0
 ) -> ProbeResult:
     """Reference confidences: for every row and every prefix (C_0 included) run
     ``prompt + completion[: b_k + 1] + probe`` unpadded through ``model`` on its own.
 
-    Slow (``Σ_i (K_i + 1)`` full forwards) and obviously right; see :func:`packed_confidence`.
+    Same arguments as :func:`packed_confidence`. Slow (``Σ_i (K_i + 1)`` full forwards) and
+    obviously right.
     """
     _check_temperature(temperature)
-    rows = rows_from_batch(
-        prompt_ids,
-        prompt_mask,
-        completion_ids,
-        completion_mask,
-        boundaries,
-        probe_ids,
-        score_from,
-        _max_positions(model),
-    )
+    rows = rows_from_batch(batch, boundaries, _max_positions(model))
     device = model.device
     num_probes = [len(r.boundaries) + 1 for r in rows]
     log_confidence = torch.zeros(len(rows), max(num_probes, default=1), device=device)
@@ -415,14 +460,6 @@ def packed_attention_mask(segment: Tensor, visible: Tensor, dtype: torch.dtype) 
     return mask.masked_fill_(~keep, torch.finfo(dtype).min)[:, None]
 
 
-def _pad(sequences: Sequence[Sequence[int]], value: int, device: torch.device) -> Tensor:
-    """Right-pad lists of ints to one (len(sequences), max_len) long tensor."""
-    width = max(len(s) for s in sequences)
-    return torch.tensor(
-        [[*s, *[value] * (width - len(s))] for s in sequences], dtype=torch.long, device=device
-    )
-
-
 def _packed_chunk(model, rows: Sequence[ProbeRow], temperature: float, width: int) -> Tensor:
     """Sum of scored log-probs (len(rows), width) for one chunk of rows, from one forward."""
     device = model.device
@@ -451,13 +488,8 @@ def _packed_chunk(model, rows: Sequence[ProbeRow], temperature: float, width: in
 @torch.no_grad()
 def packed_confidence(
     model,
-    prompt_ids: Tensor,
-    prompt_mask: Tensor,
-    completion_ids: Tensor,
-    completion_mask: Tensor,
+    batch: ProbeBatch,
     boundaries: Sequence[Sequence[int]],
-    probe_ids: Sequence[Sequence[int]],
-    score_from: Sequence[int],
     temperature: float = 1.0,
     chunk_size: int | None = None,
     min_chunks: int = 0,
@@ -472,10 +504,9 @@ def packed_confidence(
     Args:
         model: a causal LM with ``attn_implementation`` ``"eager"`` or ``"sdpa"``, in the mode the
             caller wants (no dropout for deterministic probes).
-        prompt_ids, prompt_mask: (B, P), left-padded.
-        completion_ids, completion_mask: (B, T), right-padded.
+        batch: the B rows: prompts (B, P) left-padded, completions (B, T) right-padded, and the
+            probes (see :class:`ProbeBatch`).
         boundaries: per row, strictly increasing completion-token indices (possibly none).
-        probe_ids, score_from: per row, from :func:`build_probe_ids`.
         temperature: the sampling temperature; logits are divided by it.
         chunk_size: rows per forward (default: all at once), to bound the (B, 1, L, L) mask and the
             activations. Rows are chunked in order of packed length, so a chunk pads little; the
@@ -489,16 +520,7 @@ def packed_confidence(
     """
     _check_temperature(temperature)
     _check_attention(model)
-    rows = rows_from_batch(
-        prompt_ids,
-        prompt_mask,
-        completion_ids,
-        completion_mask,
-        boundaries,
-        probe_ids,
-        score_from,
-        _max_positions(model),
-    )
+    rows = rows_from_batch(batch, boundaries, _max_positions(model))
     if chunk_size is not None and chunk_size <= 0:
         raise ValueError(f"chunk_size must be positive, got {chunk_size}")
     idle_forwards(model, min_chunks - num_chunks(len(rows), chunk_size))
@@ -576,12 +598,7 @@ def _probe_queries(
 @torch.no_grad()
 def cached_confidence(
     model,
-    prompt_ids: Tensor,
-    prompt_mask: Tensor,
-    completion_ids: Tensor,
-    completion_mask: Tensor,
-    probe_ids: Sequence[Sequence[int]],
-    score_from: Sequence[int],
+    batch: ProbeBatch,
     choose_boundaries,
     temperature: float = 1.0,
     chunk_size: int | None = None,
@@ -589,7 +606,8 @@ def cached_confidence(
 ) -> TrajectoryProbes:
     """One trajectory forward (with KV cache) + one small forward over the probe tokens.
 
-    The trajectory forward gives the completion's entropies at ``temperature``;
+    ``batch`` is as for :func:`packed_confidence` (prompts (B, P), completions (B, T)). The
+    trajectory forward gives the completion's entropies at ``temperature``;
     ``choose_boundaries(entropies (B, T), lengths, row_offset) -> list[list[int]]`` turns them
     into boundaries (``row_offset``: index of the first row in the whole batch, for chunks); then
     every probe copy runs over the cached trajectory with a 4-D mask and continued positions, so
@@ -601,32 +619,26 @@ def cached_confidence(
     """
     from psgrpo.vps_segments import token_entropies
 
-    batch = prompt_ids.shape[0]
-    idle_forwards(model, 2 * (min_chunks - num_chunks(batch, chunk_size)))
-    if chunk_size is not None and batch > chunk_size:
+    idle_forwards(model, 2 * (min_chunks - num_chunks(len(batch), chunk_size)))
+    if chunk_size is not None and len(batch) > chunk_size:
         parts = [
             cached_confidence(
                 model,
-                prompt_ids[i : i + chunk_size],
-                prompt_mask[i : i + chunk_size],
-                completion_ids[i : i + chunk_size],
-                completion_mask[i : i + chunk_size],
-                probe_ids[i : i + chunk_size],
-                score_from[i : i + chunk_size],
+                batch[i : i + chunk_size],
                 lambda entropies, lengths, offset, start=i: choose_boundaries(
                     entropies, lengths, start + offset
                 ),
                 temperature,
             )
-            for i in range(0, batch, chunk_size)
+            for i in range(0, len(batch), chunk_size)
         ]
         return _concat(parts)
     _check_temperature(temperature)
     _check_attention(model)
-    input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
-    attention = torch.cat([prompt_mask, completion_mask], dim=1)
+    input_ids = torch.cat([batch.prompt_ids, batch.completion_ids], dim=1)
+    attention = torch.cat([batch.prompt_mask, batch.completion_mask], dim=1)
     positions = (attention.cumsum(-1) - 1).clamp(min=0)
-    prompt_width, width = prompt_ids.shape[1], completion_ids.shape[1]
+    prompt_width, width = batch.prompt_ids.shape[1], batch.completion_ids.shape[1]
     out = model(
         input_ids=input_ids,
         attention_mask=attention,
@@ -635,20 +647,11 @@ def cached_confidence(
         logits_to_keep=width + 1,
     )
     logits = out.logits[:, :-1] if width else out.logits[:, :0]  # (B, T, V): logits[t] predicts completion t
-    mask = completion_mask.bool()
+    mask = batch.completion_mask.bool()
     entropies = token_entropies(logits, temperature, chunk_size=4096) * mask
-    lengths = completion_mask.sum(1).tolist()
+    lengths = batch.completion_mask.sum(1).tolist()
     boundaries = [list(b) for b in choose_boundaries(entropies, lengths, 0)]
-    rows = rows_from_batch(
-        prompt_ids,
-        prompt_mask,
-        completion_ids,
-        completion_mask,
-        boundaries,
-        probe_ids,
-        score_from,
-        _max_positions(model),
-    )
+    rows = rows_from_batch(batch, boundaries, _max_positions(model))
     cache_length = input_ids.shape[1]
     probe_input, probe_positions, probe_mask, scored = _probe_queries(
         rows, prompt_width, cache_length, input_ids.device, model.dtype

@@ -153,7 +153,13 @@ def probe_symmetry(out_dir: Path, model_dir: Path) -> None:
     from torch.distributed.fsdp import fully_shard
 
     from psgrpo.distributed import max_over_processes
-    from psgrpo.vps_probes import build_probe_ids, cached_confidence, num_chunks, packed_confidence
+    from psgrpo.vps_probes import (
+        ProbeBatch,
+        build_probe_ids,
+        cached_confidence,
+        num_chunks,
+        packed_confidence,
+    )
 
     class Gloo:  # the two things max_over_processes needs from an Accelerator
         num_processes = dist.get_world_size()
@@ -181,14 +187,8 @@ def probe_symmetry(out_dir: Path, model_dir: Path) -> None:
         tokenizer(COMPLETIONS[i % 5], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         for i in range(rows)
     ]
-    width_p, width_c = max(map(len, prompts)), max(map(len, completions))
-    prompt_ids = torch.tensor([[0] * (width_p - len(p)) + p for p in prompts])
-    prompt_mask = torch.tensor([[0] * (width_p - len(p)) + [1] * len(p) for p in prompts])
-    completion_ids = torch.tensor([c + [0] * (width_c - len(c)) for c in completions])
-    completion_mask = torch.tensor([[1] * len(c) + [0] * (width_c - len(c)) for c in completions])
-    probe_ids, score_from = build_probe_ids(tokenizer, data["answer"])
+    batch = ProbeBatch.from_lists(prompts, completions, *build_probe_ids(tokenizer, data["answer"]))
     boundaries = [list(range(3, 3 + 6 * (i + rank), 6)) for i in range(rows)]  # 0…4 cuts per row
-    batch = (prompt_ids, prompt_mask, completion_ids, completion_mask)
 
     def every_fifth(entropies, lengths, offset):
         return [list(range(2, n - 1, 5))[:3] for n in lengths]
@@ -197,21 +197,15 @@ def probe_symmetry(out_dir: Path, model_dir: Path) -> None:
     forwards = {"count": 0}
     sharded.register_forward_hook(lambda *_: forwards.__setitem__("count", forwards["count"] + 1))
     results: dict[str, Any] = {"rank": rank, "rows": rows, "chunks": chunks}
-    packed = packed_confidence(
-        sharded, *batch, boundaries, probe_ids, score_from, chunk_size=2, min_chunks=chunks
-    )
+    packed = packed_confidence(sharded, batch, boundaries, chunk_size=2, min_chunks=chunks)
     results["packed_forwards"] = forwards["count"]
-    cached = cached_confidence(
-        sharded, *batch, probe_ids, score_from, every_fifth, chunk_size=2, min_chunks=chunks
-    )
+    cached = cached_confidence(sharded, batch, every_fifth, chunk_size=2, min_chunks=chunks)
     results["cached_forwards"] = forwards["count"] - results["packed_forwards"]
     results["packed"] = packed.log_confidence
     results["cached"] = cached.probes.log_confidence
-    results["packed_reference"] = packed_confidence(
-        reference, *batch, boundaries, probe_ids, score_from, chunk_size=2
-    ).log_confidence
+    results["packed_reference"] = packed_confidence(reference, batch, boundaries, chunk_size=2).log_confidence
     results["cached_reference"] = cached_confidence(
-        reference, *batch, probe_ids, score_from, every_fifth, chunk_size=2
+        reference, batch, every_fifth, chunk_size=2
     ).probes.log_confidence
     torch.save(results, out_dir / f"probe_symmetry_rank{rank}.pt")
 

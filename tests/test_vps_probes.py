@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -12,6 +13,7 @@ from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.vps_probes import (
+    ProbeBatch,
     ProbeResult,
     build_probe_ids,
     cached_confidence,
@@ -50,31 +52,33 @@ def model(request, char_tokenizer):
 
 
 @pytest.fixture(scope="module")
-def batch(char_tokenizer) -> dict:
-    """Four arith rows as TRL has them: prompts left-padded, completions right-padded, 0–4 boundaries."""
+def batch(char_tokenizer) -> ProbeBatch:
+    """Four arith rows as TRL has them: prompts left-padded, completions right-padded."""
     rows = make_arith_dataset("test", n=4)
     encode = lambda text: char_tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
     prompts = [encode(p) for p in rows["prompt"]]
     completions = [encode(c)[: 40 + 9 * i] for i, c in enumerate(rows["completion"])]  # distinct lengths
-    P, T = max(map(len, prompts)), max(map(len, completions))
-    prompt_ids, prompt_mask = torch.zeros(4, P, dtype=torch.long), torch.zeros(4, P, dtype=torch.long)
-    completion_ids, completion_mask = torch.zeros(4, T, dtype=torch.long), torch.zeros(4, T, dtype=torch.long)
-    for i, (p, c) in enumerate(zip(prompts, completions, strict=True)):
-        prompt_ids[i, P - len(p) :], prompt_mask[i, P - len(p) :] = torch.tensor(p), 1
-        completion_ids[i, : len(c)], completion_mask[i, : len(c)] = torch.tensor(c), 1
-    n = [len(c) for c in completions]
-    boundaries = [[], [0, n[1] - 1], [5, 17, 30, n[2] - 1], [12]]
-    probe_ids, score_from = build_probe_ids(char_tokenizer, rows["answer"])
-    assert len(set(map(len, prompts))) > 1 and len(set(n)) == 4
-    return dict(
-        prompt_ids=prompt_ids,
-        prompt_mask=prompt_mask,
-        completion_ids=completion_ids,
-        completion_mask=completion_mask,
-        boundaries=boundaries,
-        probe_ids=probe_ids,
-        score_from=score_from,
-    )
+    assert len(set(map(len, prompts))) > 1 and len(set(map(len, completions))) == 4
+    return ProbeBatch.from_lists(prompts, completions, *build_probe_ids(char_tokenizer, rows["answer"]))
+
+
+@pytest.fixture(scope="module")
+def boundaries(batch) -> list[list[int]]:
+    """0–4 boundaries per row, the last completion token included."""
+    n = batch.completion_mask.sum(1).tolist()
+    return [[], [0, n[1] - 1], [5, 17, 30, n[2] - 1], [12]]
+
+
+def test_from_lists_pads_like_trl():
+    batch = ProbeBatch.from_lists([[7], [5, 6]], [[1, 2, 3], [4]], [[9], [9]], [0, 0])
+    assert batch.prompt_ids.tolist() == [[0, 7], [5, 6]] and batch.prompt_mask.tolist() == [[0, 1], [1, 1]]
+    assert batch.completion_ids.tolist() == [[1, 2, 3], [4, 0, 0]]
+    assert batch.completion_mask.tolist() == [[1, 1, 1], [1, 0, 0]]
+    assert batch.prompt_ids.dtype == batch.completion_mask.dtype == torch.long
+    second = batch[1:]
+    assert len(batch) == 2 and len(second) == 1
+    assert second.prompt_ids.tolist() == [[5, 6]] and second.completion_ids.tolist() == [[4, 0, 0]]
+    assert second.probe_ids == [[9]] and second.score_from == [0]
 
 
 def assert_same(a: ProbeResult, b: ProbeResult, atol: float = ATOL) -> None:
@@ -83,15 +87,15 @@ def assert_same(a: ProbeResult, b: ProbeResult, atol: float = ATOL) -> None:
 
 
 @pytest.mark.parametrize("scoring", ["answer", "whole_probe"])
-def test_packed_equals_naive(model, batch, scoring):
+def test_packed_equals_naive(model, batch, boundaries, scoring):
     if scoring == "whole_probe":  # the first scored token is predicted from the trajectory's last token
-        batch = {**batch, "score_from": [0] * 4}
-    naive = naive_confidence(model, **batch, temperature=TEMPERATURE)
-    packed = packed_confidence(model, **batch, temperature=TEMPERATURE)
+        batch = replace(batch, score_from=[0] * 4)
+    naive = naive_confidence(model, batch, boundaries, temperature=TEMPERATURE)
+    packed = packed_confidence(model, batch, boundaries, temperature=TEMPERATURE)
     assert packed.confidence.shape == packed.log_confidence.shape == (4, 5)
     assert_same(packed, naive)
 
-    padding = torch.tensor([[k > len(b) for k in range(5)] for b in batch["boundaries"]])
+    padding = torch.tensor([[k > len(b) for k in range(5)] for b in boundaries])
     for result in (naive, packed):
         assert torch.equal(result.confidence.isnan(), padding)
         assert torch.equal(result.log_confidence.isnan(), padding)
@@ -101,34 +105,31 @@ def test_packed_equals_naive(model, batch, scoring):
         torch.testing.assert_close(real_c, real_log.exp(), atol=1e-12, rtol=1e-5)
 
 
-def test_equality_is_a_sharp_check(model, batch):
+def test_equality_is_a_sharp_check(model, batch, boundaries):
     """Control: the probes really depend on the prefix and the temperature, so equality above means something."""
-    result = naive_confidence(model, **batch, temperature=TEMPERATURE)
+    result = naive_confidence(model, batch, boundaries, temperature=TEMPERATURE)
     row2 = result.log_confidence[2]
     assert (row2[1:] - row2[:-1]).abs().min() > 1e-3  # each boundary moves the confidence
-    hotter = packed_confidence(model, **batch, temperature=1.0)
+    hotter = packed_confidence(model, batch, boundaries, temperature=1.0)
     assert (hotter.log_confidence - result.log_confidence).nan_to_num().abs().max() > 1e-2
 
 
 @pytest.mark.parametrize("chunk_size", [1, 3, 100])
-def test_chunk_size_gives_same_result(model, batch, chunk_size):
-    whole = packed_confidence(model, **batch, temperature=TEMPERATURE)
-    chunked = packed_confidence(model, **batch, temperature=TEMPERATURE, chunk_size=chunk_size)
+def test_chunk_size_gives_same_result(model, batch, boundaries, chunk_size):
+    whole = packed_confidence(model, batch, boundaries, temperature=TEMPERATURE)
+    chunked = packed_confidence(model, batch, boundaries, temperature=TEMPERATURE, chunk_size=chunk_size)
     # Batch shape changes the float32 reduction order (SDPA, thread count): equal up to rounding.
     assert_same(chunked, whole, atol=1e-5)
 
 
-def test_probe_past_context_raises_naming_row(model, batch, monkeypatch):
-    used = [
-        int(batch["prompt_mask"][i].sum()) + (b[-1] + 1 if b else 0)
-        for i, b in enumerate(batch["boundaries"])
-    ]
-    fits = [u + len(p) for u, p in zip(used, batch["probe_ids"], strict=True)]
+def test_probe_past_context_raises_naming_row(model, batch, boundaries, monkeypatch):
+    used = [int(batch.prompt_mask[i].sum()) + (b[-1] + 1 if b else 0) for i, b in enumerate(boundaries)]
+    fits = [u + len(p) for u, p in zip(used, batch.probe_ids, strict=True)]
     monkeypatch.setattr(model.config, "max_position_embeddings", max(fits) - 1)
     worst = fits.index(max(fits))
     for run in (naive_confidence, packed_confidence):
         with pytest.raises(ValueError, match=f"row {worst}: .*exceed the model's context"):
-            run(model, **batch)
+            run(model, batch, boundaries)
 
 
 def test_check_probe_fits():
@@ -174,13 +175,23 @@ def test_build_probe_ids_rejects_answer_without_tokens():
 )
 def test_invalid_boundaries_raise(model, batch, boundaries, message):
     with pytest.raises(ValueError, match=message):
-        packed_confidence(model, **{**batch, "boundaries": boundaries})
+        packed_confidence(model, batch, boundaries)
 
 
-def test_unsupported_attention_raises(batch):
+@pytest.mark.parametrize("field", ["boundaries", "probe_ids", "score_from"])
+def test_per_row_input_of_wrong_length_raises(model, batch, boundaries, field):
+    if field == "boundaries":
+        boundaries = boundaries[:3]
+    else:
+        batch = replace(batch, **{field: getattr(batch, field)[:3]})
+    with pytest.raises(ValueError, match=f"^{field} has 3 rows, the batch has 4$"):
+        packed_confidence(model, batch, boundaries)
+
+
+def test_unsupported_attention_raises(batch, boundaries):
     flash = SimpleNamespace(config=SimpleNamespace(_attn_implementation="flash_attention_2"))
     with pytest.raises(ValueError, match="attn_implementation in \\('eager', 'sdpa'\\)"):
-        packed_confidence(flash, **batch)
+        packed_confidence(flash, batch, boundaries)
 
 
 # --------------------------------------------------------------------------------------------
@@ -189,29 +200,24 @@ def test_unsupported_attention_raises(batch):
 
 @pytest.mark.parametrize("scoring", ["after_open", "first_token"])
 @pytest.mark.parametrize("chunk_size", [None, 3])
-def test_cached_equals_naive_and_returns_entropies(model, batch, char_tokenizer, scoring, chunk_size):
-    from psgrpo.vps_probes import cached_confidence
+def test_cached_equals_naive_and_returns_entropies(model, batch, boundaries, scoring, chunk_size):
     from psgrpo.vps_segments import token_entropies
 
-    args = dict(batch)
-    boundaries = args.pop("boundaries")
     if scoring == "first_token":
-        args["score_from"] = [0] * len(boundaries)
+        batch = replace(batch, score_from=[0] * len(boundaries))
     seen = []
 
     def choose(entropies, lengths, offset):
         seen.append((entropies.clone(), offset))
         return boundaries[offset : offset + len(lengths)]
 
-    ref = naive_confidence(model, boundaries=boundaries, temperature=TEMPERATURE, **args)
-    got = cached_confidence(
-        model, choose_boundaries=choose, temperature=TEMPERATURE, chunk_size=chunk_size, **args
-    )
+    ref = naive_confidence(model, batch, boundaries, temperature=TEMPERATURE)
+    got = cached_confidence(model, batch, choose, temperature=TEMPERATURE, chunk_size=chunk_size)
     assert_same(got.probes, ref)
     assert got.boundaries == boundaries
     # the entropies handed to the chooser are those of an ordinary unpadded forward of row 0
-    prompt = args["prompt_ids"][0][args["prompt_mask"][0].bool()]
-    completion = args["completion_ids"][0][args["completion_mask"][0].bool()]
+    prompt = batch.prompt_ids[0][batch.prompt_mask[0].bool()]
+    completion = batch.completion_ids[0][batch.completion_mask[0].bool()]
     logits = model(input_ids=torch.cat([prompt, completion])[None]).logits[:, len(prompt) - 1 : -1]
     torch.testing.assert_close(
         seen[0][0][0, : len(completion)], token_entropies(logits, TEMPERATURE)[0], atol=ATOL, rtol=ATOL
@@ -233,10 +239,8 @@ def test_num_chunks_is_the_fewest_chunks_that_hold_every_row(rows, chunk_size):
 
 
 @pytest.mark.parametrize("mode", ["packed", "cached"])
-def test_min_chunks_pads_with_idle_forwards_and_changes_nothing(model, batch, mode):
+def test_min_chunks_pads_with_idle_forwards_and_changes_nothing(model, batch, boundaries, mode):
     """A rank with fewer chunks than another runs idle forwards up to the common count (ZeRO-3/FSDP)."""
-    args = dict(batch)
-    boundaries = args.pop("boundaries")
     forwards = []
     hook = model.register_forward_hook(lambda module, inputs, output: forwards.append(1))
 
@@ -244,12 +248,12 @@ def test_min_chunks_pads_with_idle_forwards_and_changes_nothing(model, batch, mo
         forwards.clear()
         if mode == "packed":
             result = packed_confidence(
-                model, boundaries=boundaries, temperature=TEMPERATURE, chunk_size=2, **args, **extra
+                model, batch, boundaries, temperature=TEMPERATURE, chunk_size=2, **extra
             )
         else:
             choose = lambda entropies, lengths, offset: boundaries[offset : offset + len(lengths)]  # noqa: E731
             result = cached_confidence(
-                model, choose_boundaries=choose, temperature=TEMPERATURE, chunk_size=2, **args, **extra
+                model, batch, choose, temperature=TEMPERATURE, chunk_size=2, **extra
             ).probes
         return result, len(forwards)
 
