@@ -62,7 +62,9 @@ class CompareConfig:
     )
     seeds: list[int] = field(
         default_factory=lambda: [0, 1, 2],
-        metadata={"help": "Training seeds, one run per method and seed (default: 0 1 2). More seeds, tighter spread."},
+        metadata={
+            "help": "Training seeds, one run per method and seed (default: 0 1 2). More seeds, tighter spread."
+        },
     )
     eval_every: int = field(
         default=20,
@@ -233,7 +235,9 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
 def _run_rows(method: str, seed: int, run_dir: Path) -> list[dict[str, Any]]:
     """The curve rows of one finished run, from its metrics.jsonl."""
     path = run_dir / "metrics.jsonl"
-    points = heldout_points(json.loads(line) for line in path.read_text().splitlines()) if path.exists() else []
+    points = (
+        heldout_points(json.loads(line) for line in path.read_text().splitlines()) if path.exists() else []
+    )
     if not points:
         raise ValueError(f"{path}: no heldout/accuracy records; delete {run_dir} to run it again")
     return curve_rows(method, seed, points)

@@ -22,8 +22,16 @@ from typing import Any
 
 PREFIX = "heldout/"
 # Fixed leading columns of curves.csv; any further held-out metric follows in sorted order.
-CURVE_COLUMNS = ("method", "seed", "step", "accuracy", "mean_tokens", "wall_seconds", "train_seconds",
-                 "completion_tokens")
+CURVE_COLUMNS = (
+    "method",
+    "seed",
+    "step",
+    "accuracy",
+    "mean_tokens",
+    "wall_seconds",
+    "train_seconds",
+    "completion_tokens",
+)
 REFERENCE_METHOD = "grpo"
 METHOD_COLOURS = {"grpo": "C0", "ps": "C1", "vps": "C2"}  # the same colour for a method in every plot
 
@@ -68,10 +76,16 @@ def read_curves_csv(path: Path) -> list[dict[str, Any]]:
     with Path(path).open(newline="") as f:
         for line, raw in enumerate(csv.DictReader(f), start=2):
             try:
-                row: dict[str, Any] = {"method": raw["method"], "seed": int(raw["seed"]), "step": int(raw["step"])}
+                row: dict[str, Any] = {
+                    "method": raw["method"],
+                    "seed": int(raw["seed"]),
+                    "step": int(raw["step"]),
+                }
                 row.update({k: float(v) for k, v in raw.items() if k not in row and v not in ("", None)})
             except (KeyError, ValueError) as err:
-                raise ValueError(f"{path} line {line}: expected method, int seed/step, numbers: {err}") from None
+                raise ValueError(
+                    f"{path} line {line}: expected method, int seed/step, numbers: {err}"
+                ) from None
             rows.append(row)
     return rows
 
@@ -181,11 +195,19 @@ def markdown_report(
     header += ["final mean tokens", "completion tokens / run", "train wall / run (s)"]
     lines = ["# psgrpo compare", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for s in summaries:
-        cells = [s.method, str(s.seeds), _fmt(s.start_accuracy, ".3f"),
-                 f"{s.final_accuracy:.3f} ± {s.final_accuracy_std:.3f}"]
+        cells = [
+            s.method,
+            str(s.seeds),
+            _fmt(s.start_accuracy, ".3f"),
+            f"{s.final_accuracy:.3f} ± {s.final_accuracy_std:.3f}",
+        ]
         if reference_target is not None:
             cells.append("not reached" if s.steps_to_reference is None else str(s.steps_to_reference))
-        cells += [_fmt(s.final_mean_tokens, ".1f"), _fmt(s.completion_tokens, ".0f"), _fmt(s.train_seconds, ".0f")]
+        cells += [
+            _fmt(s.final_mean_tokens, ".1f"),
+            _fmt(s.completion_tokens, ".0f"),
+            _fmt(s.train_seconds, ".0f"),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -234,14 +256,19 @@ def plot_curves(rows: Sequence[dict[str, Any]], path: Path) -> None:
     """``compare.png``: held-out accuracy and mean completion tokens vs step, seed mean ± min–max band."""
     plt = load_pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    panels = [("accuracy", "held-out accuracy (greedy)"), ("mean_tokens", "mean completion tokens (held-out)")]
+    panels = [
+        ("accuracy", "held-out accuracy (greedy)"),
+        ("mean_tokens", "mean completion tokens (held-out)"),
+    ]
     for i, method in enumerate(dict.fromkeys(row["method"] for row in rows)):
         colour = METHOD_COLOURS.get(method, f"C{3 + i}")
         for ax, (column, _) in zip(axes, panels, strict=True):
             curve = seed_curve(rows, method, column)
             steps = [p.step for p in curve]
             n_seeds = max((p.n for p in curve), default=0)
-            ax.plot(steps, [p.mean for p in curve], color=colour, marker="o", label=f"{method} ({n_seeds} seeds)")
+            ax.plot(
+                steps, [p.mean for p in curve], color=colour, marker="o", label=f"{method} ({n_seeds} seeds)"
+            )
             ax.fill_between(steps, [p.low for p in curve], [p.high for p in curve], color=colour, alpha=0.2)
     for ax, (_, label) in zip(axes, panels, strict=True):
         ax.xaxis.get_major_locator().set_params(integer=True)

@@ -137,4 +137,3 @@ class HeldOutEvalCallback(TrainerCallback):
             metrics = broadcast_object_list([metrics], from_process=0)[0]
         assert metrics is not None
         return metrics
-

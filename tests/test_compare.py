@@ -21,7 +21,19 @@ from psgrpo.compare import (
 
 
 def test_flag_values_normalise_names_and_keep_the_last():
-    flags = ["--max_steps", "2", "--methods=grpo", "--seeds", "0", "-1", "--eval-every", "5", "--bf16", "--max_steps", "3"]
+    flags = [
+        "--max_steps",
+        "2",
+        "--methods=grpo",
+        "--seeds",
+        "0",
+        "-1",
+        "--eval-every",
+        "5",
+        "--bf16",
+        "--max_steps",
+        "3",
+    ]
     assert flag_values(flags) == {
         "max_steps": ["3"],
         "methods": ["grpo"],
@@ -116,13 +128,17 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
     ]
     assert all(0 <= float(r["accuracy"]) <= 1 and 0 < float(r["mean_tokens"]) <= 8 for r in rows)
     assert all(float(r["completion_tokens"]) == 0 for r in rows if r["step"] == "0")
-    assert all(float(r["completion_tokens"]) > 0 and float(r["wall_seconds"]) > 0 for r in rows if r["step"] == "2")
+    assert all(
+        float(r["completion_tokens"]) > 0 and float(r["wall_seconds"]) > 0 for r in rows if r["step"] == "2"
+    )
 
     report = (out / "compare.md").read_text()
     assert "steps to reach grpo final" in report
-    assert [line.split("|")[1].strip() for line in report.splitlines() if line.startswith("| ") and "---" not in line][
-        1:
-    ] == ["grpo", "vps"]
+    assert [
+        line.split("|")[1].strip()
+        for line in report.splitlines()
+        if line.startswith("| ") and "---" not in line
+    ][1:] == ["grpo", "vps"]
     assert "psgrpo compare --methods grpo vps --seeds 0 1" in report
     assert report in capsys.readouterr().out  # also printed
     with Image.open(out / "compare.png") as image:
@@ -139,7 +155,9 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
     assert _skipped(caplog) == 3
     with (out / "curves.csv").open() as f:
         assert len(list(csv.DictReader(f))) == 8
-    held = [line for line in (run_dir / "metrics.jsonl").read_text().splitlines() if "heldout/accuracy" in line]
+    held = [
+        line for line in (run_dir / "metrics.jsonl").read_text().splitlines() if "heldout/accuracy" in line
+    ]
     assert len(held) == 2  # the restarted run's log holds only its own evaluations
 
     # Same directory, another budget: refused, naming the setting, before any run trains (ps comes first).

@@ -86,7 +86,11 @@ def test_seed_curve_mean_min_max_per_step():
 
 
 def test_steps_to_reach_first_step_at_or_above_target():
-    curve = [CurvePoint(0, 0.4, 0.4, 0.4, 2), CurvePoint(10, 0.65, 0.6, 0.7, 2), CurvePoint(20, 0.7, 0.6, 0.8, 2)]
+    curve = [
+        CurvePoint(0, 0.4, 0.4, 0.4, 2),
+        CurvePoint(10, 0.65, 0.6, 0.7, 2),
+        CurvePoint(20, 0.7, 0.6, 0.8, 2),
+    ]
     assert steps_to_reach(curve, 0.65) == 10
     assert steps_to_reach(curve, 0.3) == 0
     assert steps_to_reach(curve, 0.71) is None
@@ -108,7 +112,9 @@ def test_summarize_hand_computed():
     assert (vps.seeds, vps.start_accuracy) == (2, 0.4)
     assert vps.final_accuracy == pytest.approx(0.7)
     assert vps.final_accuracy_std == pytest.approx(0.1414213562)  # stdev(0.8, 0.6), n − 1
-    assert grpo.final_accuracy == pytest.approx(0.65) and grpo.final_accuracy_std == pytest.approx(0.0707106781)
+    assert grpo.final_accuracy == pytest.approx(0.65) and grpo.final_accuracy_std == pytest.approx(
+        0.0707106781
+    )
     assert (grpo.steps_to_reference, vps.steps_to_reference, ps.steps_to_reference) == (20, 10, None)
     assert vps.final_mean_tokens == pytest.approx(77.5)  # (78 + 77) / 2
     assert vps.completion_tokens == pytest.approx(2050.0)  # (2000 + 2100) / 2
