@@ -84,6 +84,17 @@ class ProbeBatch:
     probe_ids: Sequence[Sequence[int]]
     score_from: Sequence[int]
 
+    def __post_init__(self) -> None:
+        for ids, mask in (("prompt_ids", "prompt_mask"), ("completion_ids", "completion_mask")):
+            got, want = tuple(getattr(self, mask).shape), tuple(getattr(self, ids).shape)
+            if got != want:
+                raise ValueError(f"{mask} has shape {got}, {ids} has shape {want}; they must match")
+        if self.completion_ids.shape[0] != self.prompt_ids.shape[0]:
+            raise ValueError(
+                f"completion_ids has {self.completion_ids.shape[0]} rows, prompt_ids has "
+                f"{self.prompt_ids.shape[0]}; each completion needs its prompt"
+            )
+
     @classmethod
     def from_lists(
         cls,

@@ -188,6 +188,17 @@ def test_per_row_input_of_wrong_length_raises(model, batch, boundaries, field):
         packed_confidence(model, batch, boundaries)
 
 
+def test_mismatched_tensors_raise_at_construction(batch):
+    with pytest.raises(ValueError, match=r"^prompt_mask has shape \(4, 2\), prompt_ids has shape \(4, \d+\)"):
+        replace(batch, prompt_mask=batch.prompt_mask[:, :2])
+    with pytest.raises(ValueError, match="^completion_mask has shape"):
+        replace(batch, completion_mask=batch.completion_mask[:3])
+    with pytest.raises(
+        ValueError, match="^completion_ids has 3 rows, prompt_ids has 4; each completion needs"
+    ):
+        replace(batch, completion_ids=batch.completion_ids[:3], completion_mask=batch.completion_mask[:3])
+
+
 def test_unsupported_attention_raises(batch, boundaries):
     flash = SimpleNamespace(config=SimpleNamespace(_attn_implementation="flash_attention_2"))
     with pytest.raises(ValueError, match="attn_implementation in \\('eager', 'sdpa'\\)"):
