@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 import torch.distributed as dist
-from trainer_helpers import save_tiny_prm
+from trainer_helpers import save_tiny_prm, thread_names
 from transformers import AutoModelForCausalLM
 from transformers.integrations import deepspeed as hf_deepspeed
 from transformers.integrations import is_deepspeed_zero3_enabled
@@ -105,12 +105,11 @@ def test_close_process_group_destroys_the_group_and_stops_its_threads(tmp_path):
     The group's threads only stop when the group object is freed; the cycle here is only freed by
     the collector, as the trainer's are (see close_process_group).
     """
-    tasks = Path("/proc/self/task")
-    if not tasks.is_dir():
+    if not Path("/proc/self/task").is_dir():
         pytest.skip("needs /proc to list threads")
 
     def gloo_threads() -> int:
-        return sum((tasks / t / "comm").read_text().strip() == "pt_gloo_runloop" for t in os.listdir(tasks))
+        return thread_names().count("pt_gloo_runloop")
 
     before = gloo_threads()
     dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)

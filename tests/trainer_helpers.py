@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import torch
@@ -70,3 +71,11 @@ def save_tiny_prm(path: Path, tokenizer) -> Path:
     Qwen2ForTokenClassification(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def thread_names() -> list[str]:
+    """Names of this process's native threads, from /proc (Linux); empty where there is no /proc."""
+    tasks = Path("/proc/self/task")
+    if not tasks.is_dir():
+        return []
+    return sorted((tasks / t / "comm").read_text().strip() for t in os.listdir(tasks))

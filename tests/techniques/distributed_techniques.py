@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 
 from test_trainer_mixin import _fill_bank  # noqa: E402
-from trainer_helpers import record_batches, tiny_run_args  # noqa: E402
+from trainer_helpers import record_batches, thread_names, tiny_run_args  # noqa: E402
 
 from psgrpo.config import ProcessGRPOConfig  # noqa: E402
 from psgrpo.data.arith import make_arith_dataset  # noqa: E402
@@ -69,14 +69,6 @@ def main(out: Path) -> None:
         "rows": rows,
     }
     (out / f"rank{rank}.json").write_text(json.dumps(summary))
-
-
-def thread_names() -> list[str]:
-    """Names of this process's native threads (Linux; empty elsewhere)."""
-    tasks = Path("/proc/self/task")
-    if not tasks.is_dir():
-        return []
-    return sorted((tasks / t / "comm").read_text().strip() for t in os.listdir(tasks))
 
 
 if __name__ == "__main__":
