@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint warmstart clean
+.PHONY: demo test test-fast lint warmstart check-fresh clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ test-fast: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check psgrpo tests benchmarks
+
+# clone main into a temp dir, build, test, and time 3 demo steps with default precision vs --bf16 false
+# (ARGS="--emulate-avx2 --distributed-runs 20" imitates an AVX2-only CPU and repeats the 2-process test)
+check-fresh:
+	bash benchmarks/check_fresh.sh $(ARGS)
 
 warmstart: $(STAMP)
 	$(BIN)/psgrpo warmstart

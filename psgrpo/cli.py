@@ -105,16 +105,17 @@ def _print_table(title: str, rows: dict[str, dict[str, float]]) -> None:
 def train(argv: Sequence[str]) -> dict[str, Any]:
     """``psgrpo train``: build config, data, model; evaluate, train, evaluate; return the report."""
     import torch
-    from trl import ModelConfig, TrlParser, get_peft_config
+    from trl import ModelConfig, get_peft_config
 
     from psgrpo.config import ProcessGRPOConfig, TaskConfig
     from psgrpo.data.tasks import load_task_split
     from psgrpo.distributed import parameters_sharded
     from psgrpo.evaluate import evaluate_model
     from psgrpo.heldout_eval import HeldOutEvalCallback
+    from psgrpo.parsing import ConfigParser
     from psgrpo.trainer import ProcessGRPOTrainer
 
-    parser = TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig))
+    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig))
     task, args, model_args = parser.parse_args_and_config(_with_default_recipe(list(argv)))
     torch.manual_seed(args.seed)
     if task.eval_before_after and parameters_sharded(args):
@@ -177,12 +178,11 @@ def evaluate(argv: Sequence[str]) -> dict[str, float]:
 
 def warmstart(argv: Sequence[str]) -> dict[str, float]:
     """``psgrpo warmstart``: SFT the tiny model on arith and save the checkpoint."""
-    from trl import TrlParser
-
+    from psgrpo.parsing import ConfigParser
     from psgrpo.tiny.warmstart import WarmstartConfig
     from psgrpo.tiny.warmstart import warmstart as run_warmstart
 
-    (cfg,) = TrlParser((WarmstartConfig,)).parse_args_and_config(list(argv))
+    (cfg,) = ConfigParser((WarmstartConfig,)).parse_args_and_config(list(argv))
     result = run_warmstart(cfg)
     print(json.dumps(result, indent=2))
     return result

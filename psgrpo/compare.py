@@ -81,10 +81,11 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
     Without ``--config``: the demo recipe, with :data:`COMPARE_DEFAULTS` ahead of ``argv``'s flags.
     Everything is parsed and checked here, so a typo fails now, not after hours of training.
     """
-    from trl import ModelConfig, TrlParser
+    from trl import ModelConfig
 
     from psgrpo.cli import DEFAULT_RECIPE
     from psgrpo.config import ProcessGRPOConfig, TaskConfig
+    from psgrpo.parsing import ConfigParser
 
     argv = list(argv)
     if "--config" not in argv:
@@ -94,7 +95,7 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
         if i + 1 >= len(argv):
             raise ValueError("--config needs a YAML file path")
         config_path, flags = Path(argv[i + 1]), argv[:i] + argv[i + 2 :]
-    parser = TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig, CompareConfig))
+    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig, CompareConfig))
     _, args, _, cfg = parser.parse_args_and_config(["--config", str(config_path), *flags])
     _validate(cfg)
     return config_path, flags, args, cfg

@@ -11,14 +11,40 @@ so a YAML file and command-line flags set the same fields::
 
 from __future__ import annotations
 
+import inspect
 import json
-from dataclasses import dataclass, field
+import math
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from trl import GRPOConfig
 
+from psgrpo.options import (
+    Curriculum,
+    KLSchedule,
+    Method,
+    PsAdvantageMode,
+    ScorerErrorPolicy,
+    TrlImportanceSamplingLevel,
+    TrlLossType,
+    TrlMultiObjectiveAggregation,
+    TrlScaleRewards,
+    TruncatedMode,
+    VpsBoundaries,
+    ZeroVarianceMode,
+    allowed,
+    check_choice,
+    check_number,
+    check_registered,
+)
+from psgrpo.precision import resolve_bf16
+from psgrpo.scorers import STEP_SCORERS
+from psgrpo.segmentation import SEGMENTERS
 from psgrpo.techniques.options import check_technique_options
+from psgrpo.vps_segments import DEFAULT_ENTROPY_TOLERANCE
 
-METHODS = ("grpo", "ps", "vps")
+METHODS = allowed(Method)
 
 
 def json_object_option(name: str, value: dict | str | None) -> dict:
@@ -43,13 +69,21 @@ def json_object_option(name: str, value: dict | str | None) -> dict:
 class ProcessGRPOConfig(GRPOConfig):
     """``trl.GRPOConfig`` plus the process-supervision fields of psgrpo."""
 
-    method: str = field(
+    bf16: bool | None = field(
+        default=None,
+        metadata={
+            "help": "bf16 mixed precision (autocast). Default None = decided by the hardware: on a CUDA GPU, bf16 "
+            "when it supports it; on CPU, bf16 only when the CPU has native bf16 (x86 avx512_bf16/amx_bf16, ARM "
+            "bf16), else fp32 (emulated bf16 is several times slower, e.g. 7x on AVX2-only CPUs), logged once. "
+            "--bf16 true / false forces it (psgrpo.precision)."
+        },
+    )
+    method: Method = field(
         default="grpo",
         metadata={
             "help": "Credit assignment: 'grpo' (outcome, identical to TRL's GRPOTrainer), 'ps' (PS-GRPO, step "
             "scores from a verifier or PRM) or 'vps' (GRPO-VPS, policy confidence in the gold answer at segment "
             "boundaries). Default 'grpo'.",
-            "choices": list(METHODS),
         },
     )
     advantage_estimator: str | None = field(
@@ -87,7 +121,8 @@ class ProcessGRPOConfig(GRPOConfig):
         default="markers",
         metadata={
             "help": "How completions split into steps (method 'ps'): 'markers' (a regex, default 'Step N:'), "
-            "'newline', 'paragraph' or 'single'. Change it when your prompt asks for another step format."
+            "'newline', 'paragraph' or 'single'. Change it when your prompt asks for another step format.",
+            "choices": sorted(SEGMENTERS),  # the built-ins; Python users may register more
         },
     )
     segmenter_kwargs: dict | str | None = field(
@@ -102,7 +137,8 @@ class ProcessGRPOConfig(GRPOConfig):
         metadata={
             "help": "Step scorer (method 'ps'): 'arithmetic' (rule-based verifier: equation correctness and "
             "necessity, no extra model) or 'prm' (a Hugging Face process reward model; give its path in "
-            "step_scorer_kwargs). A Python callable can be passed to the trainer as `step_scorer=` instead."
+            "step_scorer_kwargs). A Python callable can be passed to the trainer as `step_scorer=` instead.",
+            "choices": list(STEP_SCORERS),
         },
     )
     step_scorer_kwargs: dict | str | None = field(
@@ -113,13 +149,12 @@ class ProcessGRPOConfig(GRPOConfig):
             '"token_classification"}\'.'
         },
     )
-    ps_advantage_mode: str = field(
+    ps_advantage_mode: PsAdvantageMode = field(
         default="reward_to_go",
         metadata={
             "help": "Token advantage from normalised step scores: 'reward_to_go' (sum over the current and later "
             "steps, DeepSeekMath; default), 'step' (each token gets its own step's score) or 'min' (soft minimum "
             "over the current and later steps, PURE-style).",
-            "choices": ["reward_to_go", "step", "min"],
         },
     )
     ps_outcome_weight: float = field(
@@ -138,13 +173,12 @@ class ProcessGRPOConfig(GRPOConfig):
             "help": "Temperature of the soft minimum in 'min' mode (default 0.1; smaller → closer to min)."
         },
     )
-    ps_on_scorer_error: str = field(
+    ps_on_scorer_error: ScorerErrorPolicy = field(
         default="raise",
         metadata={
             "help": "When the step scorer fails on a completion (raises, wrong number of scores, NaN): 'raise' "
             "(default, error names the scorer and sample) or 'outcome' (that completion falls back to the outcome "
             "advantage; counted in the metric ps/scorer_fallbacks).",
-            "choices": ["raise", "outcome"],
         },
     )
     ps_wrong_step_threshold: float = field(
@@ -155,12 +189,11 @@ class ProcessGRPOConfig(GRPOConfig):
     )
 
     # ---- GRPO-VPS (method="vps") ------------------------------------------------------------
-    vps_boundaries: str = field(
+    vps_boundaries: VpsBoundaries = field(
         default="entropy",
         metadata={
             "help": "Where segments end (method 'vps'): 'entropy' (adaptive: tokens whose policy entropy is in the "
             "top quantile, default) or 'markers' (the PS segmenter's steps, e.g. 'Step N:').",
-            "choices": ["entropy", "markers"],
         },
     )
     vps_max_segments: int = field(
@@ -174,6 +207,15 @@ class ProcessGRPOConfig(GRPOConfig):
     vps_min_segment_tokens: int = field(
         default=4,
         metadata={"help": "Minimum tokens per segment (default 4); short completions get fewer segments."},
+    )
+    vps_entropy_tolerance: float = field(
+        default=DEFAULT_ENTROPY_TOLERANCE,
+        metadata={
+            "help": "Cut candidates are ranked on a logarithmic entropy grid whose cells are this wide (relative; "
+            "default 0.01: one per cent); entropies in one cell tie and the earlier token wins. It makes boundaries a "
+            "function of the trajectory, not of float noise (batch shape, thread count, CPU kind). 0 ranks raw "
+            "values."
+        },
     )
     vps_snap_to_whitespace: bool = field(
         default=False,
@@ -195,20 +237,18 @@ class ProcessGRPOConfig(GRPOConfig):
         default=False,
         metadata={"help": "Use ΔC_k = log C_k − log C_{k−1} (clipped to [−1, 1]) instead of probabilities."},
     )
-    vps_zero_variance: str = field(
+    vps_zero_variance: ZeroVarianceMode = field(
         default="keep",
         metadata={
             "help": "Groups whose outcome rewards are all equal (A_i = 0): 'keep' (learn from α·ΔC alone, default) "
             "or 'drop' (no update from them).",
-            "choices": ["keep", "drop"],
         },
     )
-    vps_truncated: str = field(
+    vps_truncated: TruncatedMode = field(
         default="outcome",
         metadata={
             "help": "Completions cut at max_completion_length: 'outcome' (A_i only, no ΔC; default), 'keep' "
             "(ΔC like any other) or 'zero' (no update).",
-            "choices": ["outcome", "keep", "zero"],
         },
     )
     vps_probe_open: str = field(
@@ -239,14 +279,13 @@ class ProcessGRPOConfig(GRPOConfig):
     )
 
     # ---- Training techniques (docs/techniques.md); all off by default ------------------------
-    kl_schedule: str = field(
+    kl_schedule: KLSchedule = field(
         default="none",
         metadata={
             "help": "Decay the KL coefficient during training: 'none' (constant `beta`, default), 'linear' "
             "(β_t = max(beta_min, beta·(1 − step/max_steps))) or 'cosine' (β_t = max(beta_min, "
             "beta·½(1 + cos(π·step/max_steps)))). Needs beta > 0. Use it to keep the policy near the reference "
             "early and let it move later; logged as `beta`.",
-            "choices": ["none", "linear", "cosine"],
         },
     )
     beta_min: float = field(
@@ -260,13 +299,12 @@ class ProcessGRPOConfig(GRPOConfig):
             "only changes the advantages with scale_rewards='none' (group/batch scaling divides σ out again)."
         },
     )
-    curriculum: str = field(
+    curriculum: Curriculum = field(
         default="none",
         metadata={
             "help": "Sample training prompts easy → hard: 'none' (uniform, default) or 'linear' (the easiest "
             "curriculum_start_fraction of the rows at step 0, growing linearly to all rows at curriculum_steps). "
             "Difficulty comes from curriculum_difficulty_column.",
-            "choices": ["none", "linear"],
         },
     )
     curriculum_start_fraction: float = field(
@@ -306,24 +344,95 @@ class ProcessGRPOConfig(GRPOConfig):
     )
 
     def __post_init__(self) -> None:
+        self.bf16 = resolve_bf16(self.bf16, self.fp16, self.use_cpu)  # before TRL turns None into True
         super().__post_init__()
+        check_finite_floats(self)
+        check_choice("method", self.method, Method)
+        check_choice("ps_advantage_mode", self.ps_advantage_mode, PsAdvantageMode)
+        check_choice("ps_on_scorer_error", self.ps_on_scorer_error, ScorerErrorPolicy)
+        check_choice("vps_boundaries", self.vps_boundaries, VpsBoundaries)
+        check_choice("vps_zero_variance", self.vps_zero_variance, ZeroVarianceMode)
+        check_choice("vps_truncated", self.vps_truncated, TruncatedMode)
+        check_choice("kl_schedule", self.kl_schedule, KLSchedule)
+        check_choice("curriculum", self.curriculum, Curriculum)
+        check_choice("loss_type", self.loss_type, TrlLossType)
+        check_choice("scale_rewards", self.scale_rewards, TrlScaleRewards)
+        check_choice("importance_sampling_level", self.importance_sampling_level, TrlImportanceSamplingLevel)
+        check_choice(
+            "multi_objective_aggregation", self.multi_objective_aggregation, TrlMultiObjectiveAggregation
+        )
         check_technique_options(self)
         for name in ("segmenter_kwargs", "step_scorer_kwargs"):
             setattr(self, name, json_object_option(name, getattr(self, name)))
-        if self.ps_advantage_mode not in ("reward_to_go", "step", "min"):
-            raise ValueError(
-                f"ps_advantage_mode must be reward_to_go, step or min, got {self.ps_advantage_mode!r}"
-            )
-        if self.vps_max_segments < 1 or self.vps_min_segment_tokens < 1:
-            raise ValueError("vps_max_segments and vps_min_segment_tokens must be at least 1")
-        if self.ps_on_scorer_error not in ("raise", "outcome"):
-            raise ValueError(
-                f"ps_on_scorer_error must be 'raise' or 'outcome', got {self.ps_on_scorer_error!r}"
-            )
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
         if isinstance(self.reward_funcs, str):  # YAML/CLI may give "correctness,format"
             self.reward_funcs = [name.strip() for name in self.reward_funcs.split(",") if name.strip()]
+        check_number("correctness_rel_tol", self.correctness_rel_tol, low=0.0)
+        check_number("ps_lambda", self.ps_lambda, low=0.0)
+        check_number("ps_outcome_weight", self.ps_outcome_weight, low=0.0)
+        check_number("ps_min_temperature", self.ps_min_temperature, low=0.0, low_open=True)
+        check_number("vps_alpha", self.vps_alpha, low=0.0)
+        check_number("vps_max_segments", self.vps_max_segments, low=1)
+        check_number("vps_min_segment_tokens", self.vps_min_segment_tokens, low=1)
+        check_number("vps_entropy_quantile", self.vps_entropy_quantile, low=0.0, high=1.0)
+        check_number("vps_entropy_tolerance", self.vps_entropy_tolerance, low=0.0, high=1.0, high_open=True)
+        check_number("vps_boundary_jitter", self.vps_boundary_jitter, low=0)
+        check_number("vps_probe_chunk_size", self.vps_probe_chunk_size, low=1, allow_none=True)
+        check_components(self)
+
+
+def check_finite_floats(config: Any) -> None:
+    """Refuse NaN or infinite values in every float field (psgrpo's and TRL's): they would reach the weights."""
+    for f in fields(config):
+        value = getattr(config, f.name, None)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(
+                f"{f.name}={value} is not a finite number: a NaN or infinite value would reach the weights"
+            )
+
+
+def check_components(config: ProcessGRPOConfig) -> None:
+    """Names and keyword arguments of the segmenter, step scorer, estimator and rewards, before any loading.
+
+    Builds the segmenter (cheap), and checks the step scorer's keyword arguments against its
+    signature: unknown names, and numbers that are not finite numbers, fail here instead of
+    after the model has loaded.
+    """
+    from psgrpo.advantages import ADVANTAGE_ESTIMATORS
+    from psgrpo.rewards import REWARD_FUNCS
+    from psgrpo.scorers import step_scorer_class
+    from psgrpo.segmentation import get_segmenter
+
+    check_registered("segmenter", config.segmenter, SEGMENTERS)
+    try:
+        get_segmenter(config.segmenter, **config.segmenter_kwargs)
+    except (TypeError, ValueError, re.error) as err:
+        raise ValueError(
+            f"segmenter_kwargs={config.segmenter_kwargs!r} do not fit segmenter {config.segmenter!r}: {err}"
+        ) from None
+    check_registered(
+        "step_scorer", config.step_scorer, STEP_SCORERS, hint=", or pass a callable to the trainer"
+    )
+    check_keyword_arguments(
+        "step_scorer_kwargs", step_scorer_class(config.step_scorer), config.step_scorer_kwargs
+    )
+    if config.advantage_estimator is not None:
+        check_registered("advantage_estimator", config.advantage_estimator, ADVANTAGE_ESTIMATORS)
+    for name in config.reward_funcs:
+        check_registered("reward_funcs", name, REWARD_FUNCS)
+
+
+def check_keyword_arguments(option: str, target: Any, kwargs: dict[str, Any]) -> None:
+    """``kwargs`` must bind to ``target``'s signature; numbers where the default is a number must be finite numbers."""
+    signature = inspect.signature(target)
+    try:
+        signature.bind_partial(**kwargs)
+    except TypeError as err:
+        names = [p for p in signature.parameters if p != "self"]
+        raise ValueError(f"{option}={kwargs!r}: {err}; accepted: {', '.join(names)}") from None
+    for key, value in kwargs.items():
+        default = signature.parameters[key].default if key in signature.parameters else None
+        if isinstance(default, (int, float)) and not isinstance(default, bool):
+            check_number(f"{option}[{key!r}]", value)
 
 
 @dataclass

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from psgrpo.eval_metrics import ERROR_TYPES, check_pass_k, error_type_key
+from psgrpo.evaluate import BACKENDS
+from psgrpo.segmentation import SEGMENTERS
 
 if TYPE_CHECKING:
     from psgrpo.config import TaskConfig
@@ -76,7 +78,8 @@ class EvalConfig:
         default="hf",
         metadata={
             "help": "'hf' (transformers generate, default) or 'vllm' (much faster on a GPU; needs "
-            "pip install 'psgrpo[vllm]')."
+            "pip install 'psgrpo[vllm]').",
+            "choices": list(BACKENDS),
         },
     )
     vllm_kwargs: dict | str | None = field(
@@ -91,7 +94,8 @@ class EvalConfig:
         metadata={
             "help": "How completions split into steps for the step checks: 'markers' (default, 'Step N:'), "
             "'newline', 'paragraph', 'single' (see the PS-GRPO --segmenter). Use 'newline' for GSM8K-style "
-            "outputs without step markers."
+            "outputs without step markers.",
+            "choices": sorted(SEGMENTERS),
         },
     )
     segmenter_kwargs: dict | str | None = field(
@@ -110,7 +114,7 @@ class EvalConfig:
 
     def __post_init__(self) -> None:
         from psgrpo.config import json_object_option
-        from psgrpo.evaluate import BACKENDS, check_sampling
+        from psgrpo.evaluate import check_sampling
         from psgrpo.segmentation import get_segmenter
 
         for name in ("vllm_kwargs", "segmenter_kwargs"):
@@ -189,14 +193,13 @@ def _decoding(cfg: EvalConfig) -> str:
 
 def run_eval(argv: Sequence[str]) -> dict[str, float]:
     """``psgrpo eval``: parse options, load checkpoint and split, evaluate, print and write the report."""
-    from trl import TrlParser
-
     from psgrpo.cli import checkpoint_path, load_model_and_tokenizer, load_tokenizer
     from psgrpo.config import TaskConfig
     from psgrpo.data.tasks import load_task_split
     from psgrpo.evaluate import evaluate_samples
+    from psgrpo.parsing import ConfigParser
 
-    task, cfg = TrlParser((TaskConfig, EvalConfig)).parse_args_and_config(list(argv))
+    task, cfg = ConfigParser((TaskConfig, EvalConfig)).parse_args_and_config(list(argv))
     check_eval_limit(task)
     dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)
     if cfg.backend == "vllm":

@@ -53,14 +53,15 @@ class InspectConfig:
 
 def inspect(argv: Sequence[str]) -> InspectPage:
     """``psgrpo inspect``: parse options, build the trainer, sample, write the HTML; returns the page's data."""
-    from trl import ModelConfig, TrlParser
+    from trl import ModelConfig
 
     from psgrpo.cli import _with_default_recipe, load_policy
     from psgrpo.config import ProcessGRPOConfig, TaskConfig
     from psgrpo.data.tasks import load_task_split
+    from psgrpo.parsing import ConfigParser
     from psgrpo.trainer import ProcessGRPOTrainer
 
-    parser = TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig, InspectConfig))
+    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig, InspectConfig))
     # No trackers: nothing is trained or logged; a later --report_to flag still wins.
     task, args, model_args, cfg = parser.parse_args_and_config(
         _with_default_recipe(["--report_to", "none", *argv])

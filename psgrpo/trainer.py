@@ -285,6 +285,7 @@ class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
                         snap_positions=snap,
                         jitter=args.vps_boundary_jitter,
                         generator=generator,
+                        tolerance=args.vps_entropy_tolerance,
                     )
                 )
             return boundaries

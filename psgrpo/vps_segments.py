@@ -14,6 +14,7 @@ Conventions:
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Sequence
 
 import torch
@@ -50,6 +51,37 @@ def token_entropies(logits: torch.Tensor, temperature: float, *, chunk_size: int
     return out.view(B, T)
 
 
+DEFAULT_ENTROPY_TOLERANCE = 0.01
+"""Entropies within 1% of each other rank as equal (``vps_entropy_tolerance``)."""
+
+ENTROPY_FLOOR = 1e-6
+"""Nats; entropies below it all rank as equal (a fully certain token)."""
+
+
+def entropy_levels(entropies: torch.Tensor, tolerance: float) -> torch.Tensor:
+    """Entropies quantised onto a logarithmic grid whose cells are ``1 + tolerance`` wide.
+
+    Two entropies in the same cell rank as equal, so float noise (the last bits of a forward
+    that differ with the batch shape, the thread count or the CPU's vector width, about 1e-7
+    relative) moves a value to another cell only when it lies within that noise of a cell
+    edge: for noise ε and tolerance τ, with probability about 2ε/τ per value (2e-5 for 1e-7 and
+    1%). Entropies below :data:`ENTROPY_FLOOR` share one cell.
+
+    Args:
+        entropies: (n,) float entropies in nats (NaN allowed: it stays NaN).
+        tolerance: relative cell width, >= 0; 0 returns the entropies unchanged.
+
+    Returns:
+        (n,) float64 levels, monotone non-decreasing in the entropy.
+    """
+    if tolerance < 0:
+        raise ValueError(f"tolerance must be >= 0, got {tolerance}")
+    values = entropies.detach().double().cpu()
+    if tolerance == 0:
+        return values
+    return torch.floor(torch.log(values.clamp(min=ENTROPY_FLOOR)) / math.log1p(tolerance))
+
+
 def _allowed_range(n: int, min_segment_tokens: int, protect_from: int | None) -> tuple[int, int]:
     """Inclusive range ``[lo, hi]`` of legal cut positions (empty when ``lo > hi``).
 
@@ -83,12 +115,16 @@ def select_boundaries(
     snap_positions: Sequence[int] | None = None,
     jitter: int = 0,
     generator: torch.Generator | None = None,
+    tolerance: float = DEFAULT_ENTROPY_TOLERANCE,
 ) -> list[int]:
     """Adaptive entropy boundaries of ONE completion (GRPO-VPS step 2).
 
-    1. Candidates: positions with entropy ``>= τ``, ``τ`` the ``quantile`` of this completion's
-       entropies (NaN entropies are ignored for ``τ`` and are never candidates).
-    2. Greedy by descending entropy (ties: earlier position first): each candidate is snapped
+    0. Entropies are ranked through :func:`entropy_levels`: values within ``tolerance``
+       (relative) of each other are ties, so the result is a function of the trajectory and
+       not of float noise in the forward that produced the entropies.
+    1. Candidates: positions with level ``>= τ``, ``τ`` the ``quantile`` of this completion's
+       levels (NaN entropies are ignored for ``τ`` and are never candidates).
+    2. Greedy by descending level (ties: earlier position first): each candidate is snapped
        (if ``snap_positions`` is given) to the nearest snap position at or before it, then
        kept if it is legal: at least ``min_segment_tokens`` tokens on each side and from every
        kept cut, strictly before ``protect_from``, never the last token. Otherwise it is
@@ -110,6 +146,7 @@ def select_boundaries(
         snap_positions: allowed cut positions (e.g. whitespace/newline tokens).
         jitter: max shift of each cut (the seed's "noise at step boundaries"); 0 = none.
         generator: source of the jitter (deterministic given its seed).
+        tolerance: relative width of an entropy tie (see :func:`entropy_levels`); 0 = raw values.
 
     Returns:
         Sorted boundary positions ``b_1 < … < b_{K'-1}``, ``K' <= max_segments``.
@@ -127,7 +164,7 @@ def select_boundaries(
 
     n = entropies.numel()
     lo, hi = _allowed_range(n, min_segment_tokens, protect_from)
-    values = entropies.detach().double().cpu()
+    values = entropy_levels(entropies, tolerance)
     finite = ~torch.isnan(values)
     if max_segments == 1 or lo > hi or not bool(finite.any()):
         return []

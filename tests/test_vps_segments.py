@@ -10,8 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from psgrpo.vps_segments import (
+    DEFAULT_ENTROPY_TOLERANCE,
+    ENTROPY_FLOOR,
     answer_span_start,
     boundaries_from_spans,
+    entropy_levels,
     segment_index_from_boundaries,
     select_boundaries,
     spans_from_boundaries,
@@ -160,6 +163,85 @@ def test_bad_arguments_raise():
             select_boundaries(ent, **kwargs)
     with pytest.raises(ValueError):
         select_boundaries(torch.ones(2, 5))
+
+
+# --------------------------------------------------------------------------------------------
+# stability: boundaries are a function of the trajectory, not of float noise
+
+
+def realistic_entropies(generator: torch.Generator, n: int) -> torch.Tensor:
+    """(n,) entropies like a trained policy's: mostly near-certain tokens, a few uncertain ones."""
+    low = torch.exp(torch.randn(n, generator=generator) - 3.0)  # ~0.05 nats, log-normal
+    high = torch.rand(n, generator=generator) * 2.0
+    return torch.where(torch.rand(n, generator=generator) < 0.15, high, low)
+
+
+def perturbed(entropies: torch.Tensor, generator: torch.Generator, size: float = 1e-6) -> torch.Tensor:
+    """``entropies`` moved by float noise of about ``size``: relative for large values, absolute near 0."""
+    noise = (torch.rand(entropies.shape, generator=generator, dtype=torch.float64) * 2 - 1) * size
+    return (entropies.double() * (1 + noise) + noise * 1e-2).float()
+
+
+def test_boundaries_do_not_move_under_entropy_noise():
+    """1e-6 of noise (more than the last-bit differences between batch shapes or CPUs) moves no cut."""
+    generator = torch.Generator().manual_seed(0)
+    moved = 0
+    for _ in range(300):
+        n = int(torch.randint(16, 160, (1,), generator=generator))
+        entropies = realistic_entropies(generator, n)
+        kwargs = dict(max_segments=4, quantile=0.8, min_segment_tokens=4, protect_from=n - 6)
+        reference = select_boundaries(entropies, **kwargs)
+        assert reference, "the test needs cuts"
+        moved += select_boundaries(perturbed(entropies, generator), **kwargs) != reference
+    assert moved == 0
+
+
+def test_near_uniform_entropies_tie_and_cut_at_the_earliest_legal_positions():
+    """A random model's entropies are all within 1e-3 of log V: they tie, noise or not (the 1-vs-2-process case)."""
+    generator = torch.Generator().manual_seed(1)
+    entropies = 5.5605 + 2e-3 * torch.rand(60, generator=generator)
+    kwargs = dict(max_segments=4, quantile=0.8, min_segment_tokens=2)
+    assert select_boundaries(entropies, **kwargs) == [1, 3, 5]
+    assert select_boundaries(perturbed(entropies, generator), **kwargs) == [1, 3, 5]
+    # without the tolerance the same noise reorders the near-ties: the test above can fail
+    raw = [
+        select_boundaries(perturbed(entropies, generator, 1e-4), **kwargs, tolerance=0.0) for _ in range(5)
+    ]
+    assert len({tuple(cuts) for cuts in raw}) > 1
+
+
+def test_tolerance_still_cuts_at_clear_entropy_spikes():
+    entropies = spikes(40, {7: 1.00, 19: 1.50, 30: 0.90})
+    assert select_boundaries(entropies, quantile=0.9, min_segment_tokens=3) == [7, 19, 30]
+    # 1.000 and 1.005 tie (same 1% cell): the earlier token wins, whichever is larger by a hair
+    entropies = spikes(40, {7: 1.005, 19: 1.000})
+    assert entropies[7] > entropies[19]
+    assert select_boundaries(entropies, max_segments=2, quantile=0.9, min_segment_tokens=3) == [7]
+    entropies = spikes(40, {7: 1.000, 19: 1.005})
+    assert select_boundaries(entropies, max_segments=2, quantile=0.9, min_segment_tokens=3) == [7]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(0.0, 10.0), min_size=1, max_size=50), st.sampled_from([0.0, 0.01, 0.1]))
+def test_entropy_levels_are_monotone(values, tolerance):
+    entropies = torch.tensor(values, dtype=torch.float64)
+    levels = entropy_levels(entropies, tolerance)
+    order = torch.argsort(entropies)
+    assert bool((levels[order][1:] >= levels[order][:-1]).all())
+    if tolerance == 0:
+        assert torch.equal(levels, entropies)
+
+
+def test_entropy_levels_cells_and_floor():
+    levels = entropy_levels(
+        torch.tensor([0.0, 1e-9, ENTROPY_FLOOR / 2, 1.0, 1.005, 1.02, float("nan")]), 0.01
+    )
+    assert levels[0] == levels[1] == levels[2]  # below the floor: one cell
+    assert levels[3] == levels[4] < levels[5]  # 1.000 and 1.005 share a 1% cell; 1.02 does not
+    assert math.isnan(levels[6])
+    assert DEFAULT_ENTROPY_TOLERANCE == 0.01
+    with pytest.raises(ValueError, match="tolerance"):
+        entropy_levels(torch.ones(3), -0.1)
 
 
 @st.composite

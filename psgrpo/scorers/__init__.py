@@ -18,20 +18,28 @@ from typing import Any
 STEP_SCORERS = ("arithmetic", "prm")
 
 
+def step_scorer_class(name: str) -> type:
+    """The class that the built-in step scorer ``name`` builds (imports it; loads no model)."""
+    if name == "arithmetic":
+        from psgrpo.scorers.arithmetic import ArithmeticVerifier
+
+        return ArithmeticVerifier
+    if name == "prm":
+        from psgrpo.scorers.prm import PRMScorer
+
+        return PRMScorer
+    raise ValueError(f"unknown step scorer {name!r}; built-ins: {list(STEP_SCORERS)}, or pass a callable")
+
+
 def build_step_scorer(spec: str | Callable[..., Any], **kwargs: Any) -> Callable[..., list[list[float]]]:
     """A step scorer from a built-in name (with its keyword arguments) or a user callable."""
     if callable(spec):
         from psgrpo.scorers.base import CallableScorer
 
         return CallableScorer(spec)
-    if spec == "arithmetic":
-        from psgrpo.scorers.arithmetic import ArithmeticVerifier
-
-        return ArithmeticVerifier(**kwargs)
+    scorer_class = step_scorer_class(spec)
     if spec == "prm":
-        from psgrpo.scorers.prm import PRMScorer
-
         if "model" not in kwargs:
             raise ValueError('step_scorer="prm" needs step_scorer_kwargs={"model": "<path or hub id>", ...}')
-        return PRMScorer(kwargs.pop("model"), **kwargs)
-    raise ValueError(f"unknown step scorer {spec!r}; built-ins: {list(STEP_SCORERS)}, or pass a callable")
+        return scorer_class(kwargs.pop("model"), **kwargs)
+    return scorer_class(**kwargs)

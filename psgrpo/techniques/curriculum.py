@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 import torch
 from torch.utils.data import Sampler
 
-CURRICULA = ("none", "linear")
+from psgrpo.options import Curriculum, check_choice
 
 
 def curriculum_fraction(schedule: str, progress: float, start_fraction: float) -> float:
@@ -36,7 +36,8 @@ def curriculum_fraction(schedule: str, progress: float, start_fraction: float) -
         return 1.0
     if schedule == "linear":
         return start_fraction + (1.0 - start_fraction) * min(max(progress, 0.0), 1.0)
-    raise ValueError(f"curriculum must be one of {CURRICULA}, got {schedule!r}")
+    check_choice("curriculum", schedule, Curriculum)
+    raise AssertionError(f"curriculum {schedule!r} is allowed but has no schedule")
 
 
 def easiest_first(difficulties: Sequence[float], seed: int) -> list[int]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-KL_SCHEDULES = ("none", "linear", "cosine")
+from psgrpo.options import KLSchedule, check_choice
 
 
 def kl_coefficient(schedule: str, beta: float, beta_min: float, progress: float) -> float:
@@ -33,14 +33,14 @@ def kl_coefficient(schedule: str, beta: float, beta_min: float, progress: float)
     elif schedule == "cosine":
         decay = 0.5 * (1.0 + math.cos(math.pi * p))
     else:
-        raise ValueError(f"kl_schedule must be one of {KL_SCHEDULES}, got {schedule!r}")
+        check_choice("kl_schedule", schedule, KLSchedule)
+        raise AssertionError(f"kl_schedule {schedule!r} is allowed but has no formula")
     return max(beta_min, beta * decay)
 
 
 def check_kl_schedule(schedule: str, beta: float, beta_min: float) -> None:
     """Raise ValueError (naming the option) when a schedule cannot mean anything."""
-    if schedule not in KL_SCHEDULES:
-        raise ValueError(f"kl_schedule must be one of {KL_SCHEDULES}, got {schedule!r}")
+    check_choice("kl_schedule", schedule, KLSchedule)
     if schedule == "none":
         return
     if beta <= 0:

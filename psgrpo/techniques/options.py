@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from psgrpo.techniques.curriculum import CURRICULA
 from psgrpo.techniques.kl_schedule import check_kl_schedule
 
 logger = logging.getLogger(__name__)
@@ -28,8 +27,6 @@ def check_technique_options(args: Any) -> None:
                 "by a std again. Use --scale_rewards none to get A = (r − group mean) / running std.",
                 args.scale_rewards,
             )
-    if args.curriculum not in CURRICULA:
-        raise ValueError(f"curriculum must be one of {CURRICULA}, got {args.curriculum!r}")
     if not 0.0 < args.curriculum_start_fraction <= 1.0:
         raise ValueError(f"curriculum_start_fraction must be in (0, 1], got {args.curriculum_start_fraction}")
     if args.curriculum_steps is not None and args.curriculum_steps <= 0:

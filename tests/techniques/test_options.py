@@ -23,13 +23,16 @@ def test_everything_off_by_default(tmp_path):
     ("fields", "message"),
     [
         ({"kl_schedule": "cosine", "beta": 0.0}, "needs beta > 0"),
-        ({"kl_schedule": "exp", "beta": 0.1}, "kl_schedule must be one of"),
+        (
+            {"kl_schedule": "exp", "beta": 0.1},
+            "kl_schedule='exp' is not allowed; choose one of 'none', 'linear', 'cosine'",
+        ),
         ({"reward_norm_momentum": 1.5}, r"reward_norm_momentum must be in \[0, 1\)"),
         (
             {"reward_norm_momentum": 0.9, "multi_objective_aggregation": "normalize_then_sum"},
             "sum_then_normalize",
         ),
-        ({"curriculum": "steps"}, "curriculum must be one of"),
+        ({"curriculum": "steps"}, "curriculum='steps' is not allowed"),
         (
             {"curriculum": "linear", "curriculum_start_fraction": 0.0, "max_steps": 5},
             "curriculum_start_fraction",

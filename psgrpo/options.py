@@ -1,0 +1,125 @@
+"""Every psgrpo option with a fixed set of values, defined once, and the checks that use them.
+
+Each ``Literal`` below is the single definition of an option's allowed values. The same object
+feeds three places, so they cannot drift apart:
+
+- the command-line parser's ``choices`` (``HfArgumentParser`` reads a ``Literal`` field type);
+- validation in the config dataclasses' ``__post_init__`` (:func:`check_choice`), which also
+  catches values that come from a YAML file or from Python, where argparse never looks;
+- the estimators and stages that branch on the value (they compare against :func:`allowed`).
+
+Options whose values come from a registry (segmenters, step scorers, advantage estimators,
+reward functions) are checked against that registry instead, so names registered by a user
+are accepted too (:func:`check_registered`).
+
+Numeric options are checked with :func:`check_number`: non-finite values (``nan``, ``inf``)
+and values outside the documented range are refused before anything is loaded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any, Literal, get_args
+
+Method = Literal["grpo", "ps", "vps"]
+"""Credit assignment: outcome GRPO, PS-GRPO (step scores) or GRPO-VPS (confidence probes)."""
+
+PsAdvantageMode = Literal["reward_to_go", "step", "min"]
+"""How normalised step scores become token advantages (see :mod:`psgrpo.advantages`)."""
+
+ScorerErrorPolicy = Literal["raise", "outcome"]
+"""What a step scorer failure does: stop training, or fall back to the outcome advantage."""
+
+VpsBoundaries = Literal["entropy", "markers"]
+"""Where GRPO-VPS segments end: high-entropy tokens, or the PS segmenter's step ends."""
+
+ZeroVarianceMode = Literal["keep", "drop"]
+"""GRPO-VPS groups whose outcome rewards are all equal: learn from α·ΔC alone, or drop them."""
+
+TruncatedMode = Literal["outcome", "keep", "zero"]
+"""GRPO-VPS completions cut at the length limit: A_i only, the hybrid formula, or no update."""
+
+KLSchedule = Literal["none", "linear", "cosine"]
+"""Decay of the KL coefficient β over training."""
+
+Curriculum = Literal["none", "linear"]
+"""Order of training prompts by difficulty."""
+
+
+# TRL's own string options (trl 1.16 accepts exactly these; it checks some of them only at the first
+# loss computation, after the model has loaded, so psgrpo checks them at config time).
+
+TrlLossType = Literal["grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo"]
+TrlScaleRewards = Literal["group", "batch", "none"]
+TrlImportanceSamplingLevel = Literal["token", "sequence"]
+TrlMultiObjectiveAggregation = Literal["sum_then_normalize", "normalize_then_sum"]
+
+
+def allowed(option_type: Any) -> tuple[str, ...]:
+    """The allowed values of a ``Literal`` option type, in definition order."""
+    values = get_args(option_type)
+    if not values:
+        raise TypeError(f"{option_type!r} is not a Literal option type")
+    return values
+
+
+def _listing(values: Iterable[Any]) -> str:
+    return ", ".join(repr(v) for v in values)
+
+
+def check_choice(option: str, value: Any, option_type: Any) -> None:
+    """Raise ValueError naming ``option``, the bad ``value`` and the allowed values.
+
+    Args:
+        option: the config field name, as the user writes it (``vps_boundaries``).
+        value: the value given (from the CLI, a YAML file or Python).
+        option_type: a ``Literal`` from this module.
+    """
+    values = allowed(option_type)
+    if value not in values:
+        raise ValueError(f"{option}={value!r} is not allowed; choose one of {_listing(values)}")
+
+
+def check_registered(option: str, value: Any, registry: Iterable[str], hint: str = "") -> None:
+    """Raise ValueError when ``value`` is not a registered name (``registry``: the registry's names)."""
+    names = sorted(registry)
+    if value not in names:
+        raise ValueError(f"{option}={value!r} is not registered; choose one of {_listing(names)}{hint}")
+
+
+def check_number(
+    option: str,
+    value: float | int | None,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    allow_none: bool = False,
+) -> None:
+    """Refuse a non-finite or out-of-range numeric option with a message naming it.
+
+    Args:
+        option: the config field name.
+        value: the value; ``None`` only passes with ``allow_none``.
+        low, high: bounds (``None``: unbounded on that side).
+        low_open, high_open: exclude the bound itself.
+    """
+    if value is None:
+        if allow_none:
+            return
+        raise ValueError(f"{option} must be a number, got None")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{option} must be a number, got {value!r} ({type(value).__name__})")
+    if not math.isfinite(value):
+        raise ValueError(
+            f"{option}={value} is not a finite number: a NaN or infinite value would reach the weights"
+        )
+    too_low = low is not None and (value <= low if low_open else value < low)
+    too_high = high is not None and (value >= high if high_open else value > high)
+    if too_low or too_high:
+        left = "(" if low_open else "["
+        right = ")" if high_open else "]"
+        interval = f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
+        raise ValueError(f"{option}={value} is outside its range {interval}")

@@ -1,0 +1,68 @@
+"""``ConfigParser``: TRL's ``TrlParser`` that also checks what a YAML config file sets.
+
+``TrlParser`` turns a YAML file's values into argparse *defaults*, and argparse checks
+``choices`` only for values typed on the command line. A typo in a recipe
+(``vps_boundaries: marker``) therefore used to pass silently. This parser checks every YAML
+value of an option that has choices (psgrpo's ``Literal`` options, and TRL's and
+transformers' own) before parsing, and names the file, the option, the value and the allowed
+values. Errors raised by the dataclasses' ``__post_init__`` (ranges, registries) are re-raised
+with the config file named, since the value may have come from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+from typing import Any
+
+from trl import TrlParser
+
+
+class ConfigError(ValueError):
+    """A bad option value; the message names the option, the value, what is allowed and its source."""
+
+
+class ConfigParser(TrlParser):
+    """``TrlParser`` with validation of config-file values (see the module docstring)."""
+
+    config_path: str | None = None
+
+    def parse_args_and_config(self, args: Iterable[str] | None = None, **kwargs: Any) -> tuple[Any, ...]:
+        args = list(args) if args is not None else None
+        self.config_path = None
+        if args is not None and "--config" in args:
+            index = args.index("--config")
+            if index + 1 >= len(args):
+                raise ConfigError("--config needs a path to a YAML file")
+            self.config_path = args[index + 1]
+        try:
+            return super().parse_args_and_config(args, **kwargs)
+        except FileNotFoundError as err:
+            if self.config_path is not None and err.filename == self.config_path:
+                raise ConfigError(f"config file {self.config_path} does not exist") from None
+            raise
+        except ConfigError:
+            raise
+        except ValueError as err:
+            source = (
+                f" (options come from {self.config_path} and the command line)" if self.config_path else ""
+            )
+            raise ConfigError(f"{err}{source}") from err
+
+    def set_defaults_with_config(self, **kwargs: Any) -> list[str]:
+        for action in self._actions:
+            if action.dest in kwargs and action.choices is not None:
+                _check_config_value(action, kwargs[action.dest], self.config_path)
+        return super().set_defaults_with_config(**kwargs)
+
+
+def _check_config_value(action: argparse.Action, value: Any, path: str | None) -> None:
+    """Raise :class:`ConfigError` when a YAML ``value`` is not among ``action.choices``."""
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        converted = action.type(item) if isinstance(item, str) and callable(action.type) else item
+        if converted not in action.choices:
+            allowed = ", ".join(repr(getattr(c, "value", c)) for c in action.choices)
+            raise ConfigError(
+                f"{path or 'config file'}: {action.dest}: {item!r} is not allowed; choose one of {allowed}"
+            )

@@ -1,0 +1,67 @@
+"""A typo in a YAML recipe is an error naming the file, the option, the value and the allowed values."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from trl import ModelConfig
+
+from psgrpo.config import ProcessGRPOConfig, TaskConfig
+from psgrpo.parsing import ConfigError, ConfigParser
+
+
+def _parse(tmp_path, recipe: dict, *flags: str):
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump({"output_dir": str(tmp_path / "out"), "use_cpu": True, **recipe}))
+    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig))
+    return path, parser.parse_args_and_config(["--config", str(path), *flags])
+
+
+@pytest.mark.parametrize(
+    ("option", "typo", "allowed"),
+    [
+        ("vps_boundaries", "marker", "'entropy', 'markers'"),
+        ("method", "vsp", "'grpo', 'ps', 'vps'"),
+        ("ps_advantage_mode", "reward-to-go", "'reward_to_go', 'step', 'min'"),
+        ("segmenter", "lines", "'markers', 'newline', 'paragraph', 'single'"),
+        ("step_scorer", "verifier", "'arithmetic', 'prm'"),
+        ("kl_schedule", "exp", "'none', 'linear', 'cosine'"),
+    ],
+)
+def test_a_yaml_typo_names_file_option_value_and_allowed_values(tmp_path, option, typo, allowed):
+    with pytest.raises(ConfigError) as err:
+        _parse(tmp_path, {option: typo})
+    message = str(err.value)
+    assert str(tmp_path / "recipe.yaml") in message
+    assert f"{option}: {typo!r} is not allowed; choose one of {allowed}" in message
+
+
+def test_trl_choice_options_are_checked_in_yaml_too(tmp_path):
+    path = tmp_path / "recipe.yaml"
+    with pytest.raises(ConfigError, match=f"{path}: lr_scheduler_type: 'constnt' is not allowed"):
+        _parse(tmp_path, {"lr_scheduler_type": "constnt"})
+    # TRL checks these only at the first loss, after loading; psgrpo at config time
+    for option, typo in (
+        ("loss_type", "grpoo"),
+        ("scale_rewards", "groups"),
+        ("importance_sampling_level", "seq"),
+    ):
+        with pytest.raises(ConfigError, match=rf"{option}='{typo}' is not allowed; choose one of .*{path}"):
+            _parse(tmp_path, {option: typo})
+
+
+def test_good_yaml_values_parse_and_flags_override(tmp_path):
+    _, (_, args, _) = _parse(tmp_path, {"vps_boundaries": "markers", "method": "vps"}, "--method", "ps")
+    assert args.vps_boundaries == "markers" and args.method == "ps"
+
+
+def test_range_errors_name_the_config_file(tmp_path):
+    path = tmp_path / "recipe.yaml"
+    with pytest.raises(ConfigError, match=rf"vps_alpha=nan is not a finite number.*{path}"):
+        _parse(tmp_path, {"vps_alpha": float("nan")})
+
+
+def test_missing_config_file(tmp_path):
+    parser = ConfigParser((ProcessGRPOConfig,))
+    with pytest.raises(ConfigError, match="config file .*nope.yaml does not exist"):
+        parser.parse_args_and_config(["--config", str(tmp_path / "nope.yaml")])
