@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 import yaml
 from trl import GRPOConfig, TrlParser
 
-from psgrpo.cli import DEFAULT_RECIPE
 from psgrpo.config import METHODS, ProcessGRPOConfig, TaskConfig
+from psgrpo.loading import DEFAULT_RECIPE
 
 TRAINERS = ("trl", *METHODS)
 """``trl`` is stock ``trl.GRPOTrainer``; the others are ``ProcessGRPOTrainer`` with that method."""

@@ -3,7 +3,7 @@
     python benchmarks/bench_memory_bank.py [--max_steps 200] [--output_root outputs/bench-memory-bank]
                                            [extra psgrpo train flags, e.g. --method grpo]
 
-Runs ``python -m psgrpo.cli train`` (the embedded demo recipe, same seed and steps) twice, with
+Runs ``python -m psgrpo train`` (the embedded demo recipe, same seed and steps) twice, with
 ``--memory_bank false`` and ``--memory_bank true``, and prints one markdown row per run: held-out
 accuracy before/after, the share of groups without reward variance (no learning signal), groups
 rescued by the bank and its final size. Each run logs every step (``--logging_steps 1``) so the
@@ -26,7 +26,7 @@ def run_demo(flags: list[str], output_dir: Path) -> dict:
     command = [
         sys.executable,
         "-m",
-        "psgrpo.cli",
+        "psgrpo",
         "train",
         *flags,
         "--output_dir",

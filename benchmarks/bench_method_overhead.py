@@ -18,8 +18,8 @@ import tempfile
 import torch
 from _common import logged_medians, markdown_table, peak_rss_mib, recipe_configs, run_isolated
 
-from psgrpo.cli import load_model_and_tokenizer
 from psgrpo.data.tasks import load_task_split
+from psgrpo.loading import load_model_and_tokenizer
 from psgrpo.trainer import ProcessGRPOTrainer
 
 

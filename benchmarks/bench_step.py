@@ -73,8 +73,8 @@ from _common import (
 from transformers import PrinterCallback, TrainerCallback, set_seed
 from trl import GRPOTrainer
 
-from psgrpo.cli import load_model_and_tokenizer
 from psgrpo.data.tasks import load_task_split
+from psgrpo.loading import load_model_and_tokenizer
 from psgrpo.rewards import get_reward_funcs
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.trainer import ProcessGRPOTrainer

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from psgrpo.data.gsm8k import solution_steps
 from psgrpo.numbers import format_number, parse_number
-from psgrpo.scorers.arithmetic import extract_equations
+from psgrpo.ps.scorers.arithmetic import extract_equations
 
 REPO = Path(__file__).resolve().parent.parent
 ANNOTATION_RE = re.compile(r"<<(?P<expr>[^<>=]*)=(?P<result>[^<>=]*)>>(?P<shown>-?\$?-?[\d,]*\.?\d+)?")

@@ -3,14 +3,14 @@
     python benchmarks/bench_vps_probes.py [--rows 64] [--ks 4 8] [--repeats 3] [--chunk-size 16] [--threads 1]
 
 Trajectories are arith test prompts with their gold completions, on the embedded tiny model
-(``psgrpo.cli.load_model_and_tokenizer(None)``); each row gets ``K`` evenly spaced boundaries, so
+(``psgrpo.loading.load_model_and_tokenizer(None)``); each row gets ``K`` evenly spaced boundaries, so
 ``K + 1`` probes (C_0 included). Three ways to compute the same confidences:
 
-* ``packed``: :func:`psgrpo.vps_probes.packed_confidence`, one forward for all rows, and with
+* ``packed``: :func:`psgrpo.vps.packed.packed_confidence`, one forward for all rows, and with
   ``chunk_size`` rows per forward (chunks of similar packed length, so less padding);
 * ``per-boundary``: a batched baseline that re-runs the prefix once per boundary (``K + 1``
   right-padded batched forwards of ``prompt + completion[: b_k + 1] + probe``);
-* ``naive``: :func:`psgrpo.vps_probes.naive_confidence`, one unbatched forward per (row, probe).
+* ``naive``: :func:`psgrpo.vps.probes.naive_confidence`, one unbatched forward per (row, probe).
 
 Reported: median seconds over ``--repeats`` runs after one warm-up, speed-ups of packed, the max
 |Δ log C| of each method against naive, and the process's peak RSS after each stage (cumulative,
@@ -29,14 +29,14 @@ from functools import partial
 
 import torch
 
-from psgrpo.cli import load_model_and_tokenizer
 from psgrpo.data.arith import make_arith_dataset
-from psgrpo.vps_probes import (
+from psgrpo.loading import load_model_and_tokenizer
+from psgrpo.vps.packed import packed_confidence
+from psgrpo.vps.probes import (
     ProbeBatch,
     ProbeResult,
     build_probe_ids,
     naive_confidence,
-    packed_confidence,
     rows_from_batch,
     token_log_probs,
 )

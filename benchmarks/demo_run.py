@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 
-from psgrpo.cli import train
+from psgrpo.commands.train import train
 
 
 def main(argv: list[str]) -> None:

@@ -1,6 +1,6 @@
 """psgrpo: process-supervised GRPO (outcome, PS-GRPO, GRPO-VPS) on Hugging Face TRL.
 
-Data flow of one training step (DESIGN.md §1)::
+Data flow of one training step (docs/design.md)::
 
     rollout -> rewards -> segments -> process signal -> advantages -> loss
 

@@ -7,7 +7,7 @@ padding, which TRL's ``GRPOTrainer._compute_loss`` consumes directly.
 Keyword arguments every estimator receives:
 
 - ``outcome_advantages`` (B,): the group-normalised outcome advantage A_i that TRL computed
-  for the local completions (DESIGN.md §2, "Outcome GRPO").
+  for the local completions (docs/design.md, "Outcome GRPO").
 - ``completion_mask`` (B, T): 1 on completion tokens, 0 on right padding.
 
 Process estimators (PS-GRPO, GRPO-VPS) receive their own signals as further keywords and
@@ -15,7 +15,7 @@ ignore what they do not need (hence ``**_``).
 
 Register a new one with::
 
-    @register_advantage_estimator("my_estimator")
+    @ADVANTAGE_ESTIMATORS.register("my_estimator")
     def my_estimator(*, outcome_advantages, completion_mask, **_): ...
 """
 
@@ -25,70 +25,15 @@ from collections.abc import Callable
 
 import torch
 
+from psgrpo.options import PsAdvantageMode, TruncatedMode, ZeroVarianceMode, check_choice
+from psgrpo.registry import Registry
+
 AdvantageEstimator = Callable[..., torch.Tensor]
 
-ADVANTAGE_ESTIMATORS: dict[str, AdvantageEstimator] = {}
+ADVANTAGE_ESTIMATORS: Registry[AdvantageEstimator] = Registry("advantage estimator")
 
 METHOD_ESTIMATORS: dict[str, str] = {"grpo": "outcome", "ps": "process", "vps": "hybrid"}
 """The estimator each method uses unless ``advantage_estimator`` overrides it."""
-
-
-def register_advantage_estimator(name: str) -> Callable[[AdvantageEstimator], AdvantageEstimator]:
-    """Decorator: add ``fn`` to :data:`ADVANTAGE_ESTIMATORS` under ``name`` (names are unique)."""
-
-    def decorator(fn: AdvantageEstimator) -> AdvantageEstimator:
-        if name in ADVANTAGE_ESTIMATORS and ADVANTAGE_ESTIMATORS[name] is not fn:
-            raise ValueError(f"an advantage estimator named {name!r} is already registered")
-        ADVANTAGE_ESTIMATORS[name] = fn
-        return fn
-
-    return decorator
-
-
-def get_advantage_estimator(name: str) -> AdvantageEstimator:
-    """Look an estimator up by name; the error lists the registered ones."""
-    try:
-        return ADVANTAGE_ESTIMATORS[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown advantage estimator {name!r}; registered: {sorted(ADVANTAGE_ESTIMATORS)}"
-        ) from None
-
-
-def group_normalize(
-    values: torch.Tensor, num_generations: int, scale: str = "group", eps: float = 1e-4
-) -> torch.Tensor:
-    """Group-relative advantages of per-completion values, exactly as TRL computes them.
-
-    Args:
-        values: (N,) one value per completion, groups of ``num_generations`` consecutive rows
-            (the whole generation batch, gathered across processes). NaN marks an unscorable
-            row: it is left out of its group's statistics and gets advantage 0.
-        num_generations: G, completions per prompt.
-        scale: ``"group"`` divides by the group's std (GRPO), ``"batch"`` by the batch std,
-            ``"none"`` does not divide (Dr. GRPO).
-        eps: added to the std (TRL uses 1e-4).
-
-    Returns:
-        (N,) advantages (v_i − mean_group) / (std + eps).
-    """
-    if num_generations < 1 or values.dim() != 1 or values.numel() % num_generations != 0:
-        raise ValueError(
-            f"values must be 1-D with a length divisible by num_generations={num_generations}, "
-            f"got shape {tuple(values.shape)}"
-        )
-    grouped = values.view(-1, num_generations)
-    mean = torch.nanmean(grouped, dim=1, keepdim=True)
-    advantages = (grouped - mean).view(-1)
-    if scale == "group":
-        std = _nanstd(grouped, dim=1, keepdim=True) if num_generations > 1 else torch.zeros_like(mean)
-        advantages = advantages / (std.expand_as(grouped).reshape(-1) + eps)
-    elif scale == "batch":
-        std = _nanstd(values) if values.numel() > 1 else torch.zeros(())
-        advantages = advantages / (std + eps)
-    elif scale != "none":
-        raise ValueError(f"scale must be 'group', 'batch' or 'none', got {scale!r}")
-    return torch.nan_to_num(advantages, nan=0.0)
 
 
 def group_has_variance(advantages: torch.Tensor, num_generations: int) -> torch.Tensor:
@@ -110,19 +55,7 @@ def group_has_variance(advantages: torch.Tensor, num_generations: int) -> torch.
     return (spread > 0).repeat_interleave(num_generations)
 
 
-def _nanstd(x: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> torch.Tensor:
-    """Unbiased standard deviation ignoring NaN (Bessel's correction, as ``torch.std``)."""
-    mean = torch.nanmean(x, dim=dim, keepdim=True)
-    count = (~torch.isnan(x)).sum(dim=dim, keepdim=keepdim) if dim is not None else (~torch.isnan(x)).sum()
-    sq = (
-        torch.nansum((x - mean) ** 2, dim=dim, keepdim=keepdim)
-        if dim is not None
-        else torch.nansum((x - mean) ** 2)
-    )
-    return torch.sqrt(sq / (count - 1))
-
-
-@register_advantage_estimator("outcome")
+@ADVANTAGE_ESTIMATORS.register("outcome")
 def outcome_token_advantages(
     *, outcome_advantages: torch.Tensor, completion_mask: torch.Tensor, **_: object
 ) -> torch.Tensor:
@@ -140,41 +73,6 @@ def outcome_token_advantages(
 
 # --------------------------------------------------------------------------------------------
 # Process supervision (PS-GRPO, DeepSeekMath §4.1.3)
-
-
-def normalize_step_scores(
-    scores: list[list[float] | None], num_generations: int, eps: float = 1e-4
-) -> list[list[float] | None]:
-    """Normalise step scores over *all* steps of each group: r̃ = (r − mean(R)) / (std(R) + eps).
-
-    Args:
-        scores: one list of step scores per completion, for the whole generation batch
-            (gathered across processes), groups of ``num_generations`` consecutive rows.
-            ``None`` marks a completion whose scorer failed (fallback): it is left out of its
-            group's statistics and stays ``None``.
-        num_generations: G.
-        eps: added to the std, as for outcome rewards.
-
-    Returns:
-        The normalised scores, same nesting. A group whose step scores are all equal (or that
-        has a single step score) gets zeros: there is nothing to prefer.
-    """
-    if num_generations < 1 or len(scores) % num_generations:
-        raise ValueError(f"{len(scores)} completions do not split into groups of {num_generations}")
-    out: list[list[float] | None] = []
-    for start in range(0, len(scores), num_generations):
-        group = scores[start : start + num_generations]
-        flat = torch.tensor([s for row in group if row is not None for s in row], dtype=torch.float64)
-        mean = flat.mean() if flat.numel() else torch.tensor(0.0, dtype=torch.float64)
-        std = flat.std() if flat.numel() > 1 else torch.tensor(0.0, dtype=torch.float64)
-        for row in group:
-            if row is None:
-                out.append(None)
-            elif std == 0:
-                out.append([0.0] * len(row))
-            else:
-                out.append(((torch.tensor(row, dtype=torch.float64) - mean) / (std + eps)).tolist())
-    return out
 
 
 def _step_values_per_token(step_values: torch.Tensor, step_index: torch.Tensor) -> torch.Tensor:
@@ -222,10 +120,7 @@ def soft_min_to_go(
     return values * step_mask
 
 
-PROCESS_MODES = ("reward_to_go", "step", "min")
-
-
-@register_advantage_estimator("process")
+@ADVANTAGE_ESTIMATORS.register("process")
 def process_token_advantages(
     *,
     outcome_advantages: torch.Tensor,
@@ -233,13 +128,13 @@ def process_token_advantages(
     step_advantages: torch.Tensor,
     step_index: torch.Tensor,
     process_valid: torch.Tensor | None = None,
-    mode: str = "reward_to_go",
+    advantage_mode: PsAdvantageMode = "reward_to_go",
     outcome_weight: float = 1.0,
-    process_weight: float = 1.0,
+    lambda_: float = 1.0,
     min_temperature: float = 0.1,
     **_: object,
 ) -> torch.Tensor:
-    """PS-GRPO token advantages: A_t = w_o·A_i + λ·A^proc_t.
+    """PS-GRPO token advantages: A_t = w_o·A_i + λ·A^proc_t (DeepSeekMath, arXiv 2402.03300 §4.1.3).
 
     Args:
         outcome_advantages: (B,) A_i.
@@ -248,12 +143,12 @@ def process_token_advantages(
         step_index: (B, T) step of each completion token, -1 on padding.
         process_valid: (B,) bool; False where the scorer failed and the user opted into the
             outcome fallback: those rows get exactly A_i.
-        mode: ``reward_to_go`` (A^proc_t = Σ_{steps j ending at or after t} r̃_j, DeepSeekMath),
-            ``step`` (every token of step j gets r̃_j, the seed's backfill) or ``min`` (soft
+        advantage_mode: ``reward_to_go`` (A^proc_t = Σ_{steps j ending at or after t} r̃_j, DeepSeekMath),
+            ``step`` (every token of step j gets r̃_j, "backfill") or ``min`` (soft
             minimum of r̃ over the current and later steps).
         outcome_weight: w_o, weight of the outcome advantage (default 1; 0 = pure process
             supervision as in DeepSeekMath).
-        process_weight: λ.
+        lambda_: λ (``ps_lambda``).
         min_temperature: temperature of the soft minimum (``min`` mode).
 
     Returns:
@@ -263,17 +158,16 @@ def process_token_advantages(
     step_mask = (torch.arange(step_advantages.shape[1], device=step_index.device) < n_steps.unsqueeze(1)).to(
         step_advantages.dtype
     )
-    if mode == "reward_to_go":
+    check_choice("advantage_mode", advantage_mode, PsAdvantageMode)
+    if advantage_mode == "reward_to_go":
         per_step = reward_to_go(step_advantages, step_mask)
-    elif mode == "step":
+    elif advantage_mode == "step":
         per_step = step_advantages * step_mask
-    elif mode == "min":
+    else:  # "min"
         per_step = soft_min_to_go(step_advantages, step_mask, min_temperature)
-    else:
-        raise ValueError(f"process advantage mode must be one of {PROCESS_MODES}, got {mode!r}")
     mask = completion_mask.to(outcome_advantages.dtype)
     process = _step_values_per_token(per_step.to(outcome_advantages.dtype), step_index) * mask
-    advantages = outcome_weight * outcome_advantages.unsqueeze(1) * mask + process_weight * process
+    advantages = outcome_weight * outcome_advantages.unsqueeze(1) * mask + lambda_ * process
     if process_valid is not None:
         fallback = outcome_advantages.unsqueeze(1) * mask
         advantages = torch.where(process_valid.unsqueeze(1), advantages, fallback)
@@ -282,10 +176,6 @@ def process_token_advantages(
 
 # --------------------------------------------------------------------------------------------
 # GRPO-VPS (verifiable process supervision): hybrid advantage
-
-
-ZERO_VARIANCE_MODES = ("keep", "drop")
-TRUNCATED_MODES = ("outcome", "keep", "zero")
 
 
 def confidence_progress(confidence: torch.Tensor, log_form: bool = False) -> torch.Tensor:
@@ -307,7 +197,7 @@ def confidence_progress(confidence: torch.Tensor, log_form: bool = False) -> tor
     return delta.clamp(-1.0, 1.0)
 
 
-@register_advantage_estimator("hybrid")
+@ADVANTAGE_ESTIMATORS.register("hybrid")
 def hybrid_token_advantages(
     *,
     outcome_advantages: torch.Tensor,
@@ -316,13 +206,13 @@ def hybrid_token_advantages(
     segment_index: torch.Tensor,
     alpha: float = 1.2,
     log_form: bool = False,
-    zero_variance: str = "keep",
+    zero_variance: ZeroVarianceMode = "keep",
     group_has_variance: torch.Tensor | None = None,
-    truncated: torch.Tensor | None = None,
-    truncated_mode: str = "outcome",
+    is_truncated: torch.Tensor | None = None,
+    truncated: TruncatedMode = "outcome",
     **_: object,
 ) -> torch.Tensor:
-    """GRPO-VPS hybrid token advantages: Ã_t = A_i + α·ΔC_k for the tokens of segment k.
+    """GRPO-VPS hybrid token advantages: Ã_t = A_i + α·ΔC_k for the tokens of segment k (arXiv 2604.20659).
 
     Segment k (1-based) of o_i covers tokens (b_{k−1}, b_k], i.e. 0-based segment index
     j = k − 1, and gets ΔC_k = C_k − C_{k−1} (see :func:`confidence_progress`, clipped to
@@ -335,7 +225,7 @@ def hybrid_token_advantages(
         outcome_advantages: (B,) A_i.
         completion_mask: (B, T) 1 on completion tokens.
         confidence: (B, K+1) probe probabilities C_0..C_K, NaN beyond each row's K_i.
-        segment_index: (B, T) long, from ``vps_segments.segment_index_from_boundaries``
+        segment_index: (B, T) long, from ``psgrpo.vps.boundaries.segment_index_from_boundaries``
             (0..K_i on tokens, −1 on padding). K_i is read from it (the row's maximum).
         alpha: α, weight of the progress (1.2 is the paper's best on MATH; 0 = outcome GRPO).
         log_form: use log-probability progress (see :func:`confidence_progress`).
@@ -343,17 +233,15 @@ def hybrid_token_advantages(
             group got the same reward, so A_i = 0): ``"keep"`` uses α·ΔC alone (the same
             formula), ``"drop"`` zeroes the whole row.
         group_has_variance: (B,) bool; None = every group has variance.
-        truncated: (B,) bool, True where the completion hit the length limit without EOS.
-        truncated_mode: for truncated rows: ``"outcome"`` → A_i only (no ΔC), ``"keep"`` → the
+        is_truncated: (B,) bool, True where the completion hit the length limit without EOS.
+        truncated: for truncated rows: ``"outcome"`` → A_i only (no ΔC), ``"keep"`` → the
             hybrid formula, ``"zero"`` → 0.
 
     Returns:
         (B, T) token advantages in the dtype of ``outcome_advantages``, 0 on padding.
     """
-    if zero_variance not in ZERO_VARIANCE_MODES:
-        raise ValueError(f"zero_variance must be one of {ZERO_VARIANCE_MODES}, got {zero_variance!r}")
-    if truncated_mode not in TRUNCATED_MODES:
-        raise ValueError(f"truncated_mode must be one of {TRUNCATED_MODES}, got {truncated_mode!r}")
+    check_choice("zero_variance", zero_variance, ZeroVarianceMode)
+    check_choice("truncated", truncated, TruncatedMode)
     if segment_index.numel() and int(segment_index.max()) >= confidence.shape[1]:
         raise ValueError(
             f"segment_index reaches {int(segment_index.max())} but confidence has only "
@@ -370,11 +258,11 @@ def hybrid_token_advantages(
 
     outcome = outcome_advantages.unsqueeze(1) * mask
     advantages = outcome + alpha * progress * mask
-    if truncated is not None:
-        cut = truncated.to(torch.bool).unsqueeze(1)
-        if truncated_mode == "outcome":
+    if is_truncated is not None:
+        cut = is_truncated.to(torch.bool).unsqueeze(1)
+        if truncated == "outcome":
             advantages = torch.where(cut, outcome, advantages)
-        elif truncated_mode == "zero":
+        elif truncated == "zero":
             advantages = torch.where(cut, torch.zeros_like(advantages), advantages)
     if zero_variance == "drop" and group_has_variance is not None:
         keep = group_has_variance.to(torch.bool).unsqueeze(1)

@@ -11,12 +11,7 @@ so a YAML file and command-line flags set the same fields::
 
 from __future__ import annotations
 
-import inspect
-import json
-import math
-import re
 from dataclasses import dataclass, field, fields
-from typing import Any
 
 from trl import GRPOConfig
 
@@ -35,39 +30,31 @@ from psgrpo.options import (
     ZeroVarianceMode,
     allowed,
     check_choice,
+    check_components,
+    check_finite_floats,
     check_number,
-    check_registered,
+    json_object_option,
 )
 from psgrpo.precision import resolve_bf16
-from psgrpo.scorers import STEP_SCORERS
-from psgrpo.segmentation import SEGMENTERS
+from psgrpo.ps.scorers import STEP_SCORERS
+from psgrpo.ps.segmentation import SEGMENTERS
 from psgrpo.techniques.options import check_technique_options
-from psgrpo.vps_segments import DEFAULT_ENTROPY_TOLERANCE
+from psgrpo.vps.boundaries import DEFAULT_ENTROPY_TOLERANCE
 
 METHODS = allowed(Method)
 
 
-def json_object_option(name: str, value: dict | str | None) -> dict:
-    """A dict option given as a dict (YAML), a JSON object string (CLI) or ``None`` (→ ``{}``).
-
-    Raises:
-        ValueError: naming the option, when the value is not a JSON object.
-    """
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{name} must be a JSON object, got {value!r}: {err}") from None
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ValueError(f"{name} must be a JSON object, got {value!r}")
-    return value
-
-
 @dataclass
 class ProcessGRPOConfig(GRPOConfig):
-    """``trl.GRPOConfig`` plus the process-supervision fields of psgrpo."""
+    """``trl.GRPOConfig`` plus the process-supervision fields of psgrpo.
+
+    Every field of ``trl.GRPOConfig`` / ``transformers.TrainingArguments`` works unchanged. The
+    parameter sections below (method, rewards, PS-GRPO, GRPO-VPS, training techniques) are
+    generated from the fields' help texts, which are also what ``psgrpo train --help`` prints, so
+    the two cannot drift. Every value is checked in ``__post_init__``, wherever it came from
+    (CLI flag, YAML, Python): allowed values (:mod:`psgrpo.options`), finite numbers, ranges,
+    registered names and the segmenter / step scorer keyword arguments.
+    """
 
     bf16: bool | None = field(
         default=None,
@@ -223,9 +210,7 @@ class ProcessGRPOConfig(GRPOConfig):
     )
     vps_boundary_jitter: int = field(
         default=0,
-        metadata={
-            "help": "Shift each cut by a random ±N tokens (the seed's boundary noise; default 0 = off)."
-        },
+        metadata={"help": "Shift each cut by a random ±N tokens (boundary noise; default 0 = off)."},
     )
     vps_alpha: float = field(
         default=1.2,
@@ -338,7 +323,7 @@ class ProcessGRPOConfig(GRPOConfig):
         default=None,
         metadata={
             "help": "Flat warm-up: learning rate for the first warmup_steps optimizer steps, after which "
-            "lr_scheduler_type runs without warm-up (e.g. 1e-6 then learning_rate 5e-6, as the seed recipe). "
+            "lr_scheduler_type runs without warm-up (e.g. 1e-6 then learning_rate 5e-6, as the GSM8K recipe). "
             "Default None: transformers' usual warm-up (a ramp from 0)."
         },
     )
@@ -380,59 +365,45 @@ class ProcessGRPOConfig(GRPOConfig):
         check_components(self)
 
 
-def check_finite_floats(config: Any) -> None:
-    """Refuse NaN or infinite values in every float field (psgrpo's and TRL's): they would reach the weights."""
-    for f in fields(config):
-        value = getattr(config, f.name, None)
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(
-                f"{f.name}={value} is not a finite number: a NaN or infinite value would reach the weights"
+CONFIG_SECTIONS: dict[str, tuple[str, ...]] = {
+    "Method and precision": ("method", "advantage_estimator", "bf16"),
+    "Rewards": ("reward_funcs", "correctness_exact", "correctness_close", "correctness_rel_tol"),
+    "PS-GRPO (method='ps')": ("segmenter", "segmenter_kwargs", "step_scorer", "step_scorer_kwargs", "ps_"),
+    "GRPO-VPS (method='vps')": ("vps_",),
+    "Training techniques (docs/techniques.md; all off by default)": (
+        "kl_schedule",
+        "beta_min",
+        "reward_norm_",
+        "curriculum",
+        "memory_bank",
+        "warmup_lr",
+    ),
+}
+"""Docstring sections of :class:`ProcessGRPOConfig`: field names, or prefixes ending in ``_``."""
+
+
+def parameter_sections(cls: type, sections: dict[str, tuple[str, ...]]) -> str:
+    """TRL-style ``Parameters:`` docs of ``cls``'s own fields, grouped by ``sections``, from their help texts."""
+    import textwrap
+
+    lines = ["", "    Parameters:"]
+    for title, names in sections.items():
+        lines += ["", f"        > {title}", ""]
+        for f in fields(cls):
+            own = f.name in names or any(n.endswith("_") and f.name.startswith(n) for n in names)
+            if not own or "help" not in f.metadata:
+                continue
+            default = f.default_factory() if callable(f.default_factory) else f.default
+            lines.append(f"        {f.name} (*optional*, defaults to `{default!r}`):")
+            lines += textwrap.wrap(
+                f.metadata["help"], width=100, initial_indent=" " * 12, subsequent_indent=" " * 12
             )
+    return "\n".join(lines) + "\n"
 
 
-def check_components(config: ProcessGRPOConfig) -> None:
-    """Names and keyword arguments of the segmenter, step scorer, estimator and rewards, before any loading.
-
-    Builds the segmenter (cheap), and checks the step scorer's keyword arguments against its
-    signature: unknown names, and numbers that are not finite numbers, fail here instead of
-    after the model has loaded.
-    """
-    from psgrpo.advantages import ADVANTAGE_ESTIMATORS
-    from psgrpo.rewards import REWARD_FUNCS
-    from psgrpo.scorers import step_scorer_class
-    from psgrpo.segmentation import get_segmenter
-
-    check_registered("segmenter", config.segmenter, SEGMENTERS)
-    try:
-        get_segmenter(config.segmenter, **config.segmenter_kwargs)
-    except (TypeError, ValueError, re.error) as err:
-        raise ValueError(
-            f"segmenter_kwargs={config.segmenter_kwargs!r} do not fit segmenter {config.segmenter!r}: {err}"
-        ) from None
-    check_registered(
-        "step_scorer", config.step_scorer, STEP_SCORERS, hint=", or pass a callable to the trainer"
-    )
-    check_keyword_arguments(
-        "step_scorer_kwargs", step_scorer_class(config.step_scorer), config.step_scorer_kwargs
-    )
-    if config.advantage_estimator is not None:
-        check_registered("advantage_estimator", config.advantage_estimator, ADVANTAGE_ESTIMATORS)
-    for name in config.reward_funcs:
-        check_registered("reward_funcs", name, REWARD_FUNCS)
-
-
-def check_keyword_arguments(option: str, target: Any, kwargs: dict[str, Any]) -> None:
-    """``kwargs`` must bind to ``target``'s signature; numbers where the default is a number must be finite numbers."""
-    signature = inspect.signature(target)
-    try:
-        signature.bind_partial(**kwargs)
-    except TypeError as err:
-        names = [p for p in signature.parameters if p != "self"]
-        raise ValueError(f"{option}={kwargs!r}: {err}; accepted: {', '.join(names)}") from None
-    for key, value in kwargs.items():
-        default = signature.parameters[key].default if key in signature.parameters else None
-        if isinstance(default, (int, float)) and not isinstance(default, bool):
-            check_number(f"{option}[{key!r}]", value)
+ProcessGRPOConfig.__doc__ = (ProcessGRPOConfig.__doc__ or "") + parameter_sections(
+    ProcessGRPOConfig, CONFIG_SECTIONS
+)
 
 
 @dataclass
@@ -453,8 +424,8 @@ class TaskConfig:
     prompt_template: str | None = field(
         default=None,
         metadata={
-            "help": "Prompt template: 'seed', 'compact' or a pattern with {question}. Default: 'compact' for arith "
-            "(character-level model), 'seed' otherwise."
+            "help": "Prompt template: 'tags' (asks for <reasoning>/<answer> tags), 'compact' or a pattern with "
+            "{question}. Default: 'compact' for arith (character-level model), 'tags' otherwise."
         },
     )
     chat: bool = field(
@@ -488,7 +459,7 @@ class TaskConfig:
         metadata={
             "help": "Every N optimizer steps, also evaluate greedy accuracy on the held-out split (same rows and "
             "settings as the before/after report) and log it as heldout/* to TensorBoard and metrics.jsonl "
-            "(psgrpo.heldout_eval). Default 0 = off. Set it to draw learning curves; each evaluation costs one "
+            "(psgrpo.eval.heldout). Default 0 = off. Set it to draw learning curves; each evaluation costs one "
             "pass of generation over max_eval_examples rows. `psgrpo compare` sets it from --eval_every."
         },
     )

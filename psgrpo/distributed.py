@@ -7,7 +7,7 @@ it by ``process_index``). Two things then need care beyond what TRL does:
   parameters, a collective that *every* process must join. A process that runs fewer
   forwards than the others leaves them waiting forever. :func:`max_over_processes` lets the
   VPS probes agree on one number of forward chunks before running any (see
-  :func:`psgrpo.vps_probes.idle_forwards`).
+  :func:`psgrpo.vps.probes.idle_forwards`).
 * A model the trainer does not wrap (the PRM of PS-GRPO) must be loaded whole on every
   process. ``transformers`` would otherwise partition it at load time under ZeRO-3
   (``deepspeed.zero.Init``), or load real weights on local rank 0 only under FSDP's
@@ -39,6 +39,16 @@ def max_over_processes(value: int, accelerator: Any) -> int:
         return value
     local = torch.tensor([value], dtype=torch.long, device=accelerator.device)
     return int(accelerator.gather(local).max().item())
+
+
+def local_rows(accelerator: Any, n_local: int) -> slice:
+    """This process's rows of a batch gathered from all processes, each holding ``n_local`` rows.
+
+    ``accelerate``'s gathers concatenate the processes' rows in rank order, so process ``r`` owns
+    rows ``[r · n_local, (r + 1) · n_local)`` of the gathered batch.
+    """
+    start = accelerator.process_index * n_local
+    return slice(start, start + n_local)
 
 
 def _env_flag(name: str) -> bool:

@@ -18,8 +18,12 @@ and values outside the documented range are refused before anything is loaded.
 
 from __future__ import annotations
 
+import inspect
+import json
 import math
+import re
 from collections.abc import Iterable
+from dataclasses import fields
 from typing import Any, Literal, get_args
 
 Method = Literal["grpo", "ps", "vps"]
@@ -123,3 +127,76 @@ def check_number(
         right = ")" if high_open else "]"
         interval = f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
         raise ValueError(f"{option}={value} is outside its range {interval}")
+
+
+def json_object_option(name: str, value: dict | str | None) -> dict:
+    """A dict option given as a dict (YAML), a JSON object string (CLI) or ``None`` (→ ``{}``).
+
+    Raises:
+        ValueError: naming the option, when the value is not a JSON object.
+    """
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{name} must be a JSON object, got {value!r}: {err}") from None
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a JSON object, got {value!r}")
+    return value
+
+
+def check_finite_floats(config: Any) -> None:
+    """Refuse NaN or infinite values in every float field (psgrpo's and TRL's): they would reach the weights."""
+    for f in fields(config):
+        value = getattr(config, f.name, None)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(
+                f"{f.name}={value} is not a finite number: a NaN or infinite value would reach the weights"
+            )
+
+
+def check_components(config: Any) -> None:
+    """Names and keyword arguments of the segmenter, step scorer, estimator and rewards, before any loading.
+
+    Builds the segmenter (cheap), and checks the step scorer's keyword arguments against its
+    signature: unknown names, and numbers that are not finite numbers, fail here instead of
+    after the model has loaded.
+    """
+    from psgrpo.advantages import ADVANTAGE_ESTIMATORS
+    from psgrpo.ps.scorers import STEP_SCORERS
+    from psgrpo.ps.segmentation import SEGMENTERS, get_segmenter
+    from psgrpo.rewards import REWARD_FUNCS
+
+    check_registered("segmenter", config.segmenter, SEGMENTERS)
+    try:
+        get_segmenter(config.segmenter, **config.segmenter_kwargs)
+    except (TypeError, ValueError, re.error) as err:
+        raise ValueError(
+            f"segmenter_kwargs={config.segmenter_kwargs!r} do not fit segmenter {config.segmenter!r}: {err}"
+        ) from None
+    check_registered(
+        "step_scorer", config.step_scorer, STEP_SCORERS, hint=", or pass a callable to the trainer"
+    )
+    check_keyword_arguments(
+        "step_scorer_kwargs", STEP_SCORERS.get(config.step_scorer), config.step_scorer_kwargs
+    )
+    if config.advantage_estimator is not None:
+        check_registered("advantage_estimator", config.advantage_estimator, ADVANTAGE_ESTIMATORS)
+    for name in config.reward_funcs:
+        check_registered("reward_funcs", name, REWARD_FUNCS)
+
+
+def check_keyword_arguments(option: str, target: Any, kwargs: dict[str, Any]) -> None:
+    """``kwargs`` must bind to ``target``'s signature; numbers where the default is a number must be finite numbers."""
+    signature = inspect.signature(target)
+    try:
+        signature.bind(**kwargs)
+    except TypeError as err:
+        names = [p for p in signature.parameters if p != "self"]
+        raise ValueError(f"{option}={kwargs!r}: {err}; accepted: {', '.join(names)}") from None
+    for key, value in kwargs.items():
+        default = signature.parameters[key].default if key in signature.parameters else None
+        if isinstance(default, (int, float)) and not isinstance(default, bool):
+            check_number(f"{option}[{key!r}]", value)

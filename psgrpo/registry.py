@@ -44,7 +44,8 @@ class Registry(Generic[T]):
         try:
             return self._entries[name]
         except KeyError:
-            raise ValueError(f"unknown {self.kind} {name!r}; registered: {', '.join(self.names())}") from None
+            registered = ", ".join(repr(n) for n in self.names())
+            raise ValueError(f"unknown {self.kind} {name!r}; registered: {registered}") from None
 
     def names(self) -> list[str]:
         """The registered names, sorted."""

@@ -5,7 +5,7 @@ holds plain strings or conversational message lists (the last message is scored)
 arrive as keyword lists (the gold answer column is ``answer``). Each returns one float per
 completion, never ``None``, also for empty output. TRL logs each reward under its ``__name__``.
 
-The scale (DESIGN.md §2):
+The scale (docs/design.md, "Outcome GRPO"):
 
 - ``correctness_reward``: 2.0 exact, 1.5 numerically close (``|p - g| <= rel_tol * max(1, |g|)``,
   ``rel_tol`` = 1e-2 by default, 0 disables close credit), else 0.
@@ -39,6 +39,7 @@ from math_verify import verify as mv_verify
 from math_verify.errors import TimeoutException
 
 from psgrpo.numbers import parse_number
+from psgrpo.registry import Registry
 
 RewardFunc = Callable[..., list[float]]
 
@@ -303,11 +304,10 @@ def strict_format_reward(completions: list[Any], **kwargs: Any) -> list[float]:
 # -----------------------------------------------------------------------------
 # registry
 
-REWARD_FUNCS: dict[str, RewardFunc] = {
-    "correctness": correctness_reward,
-    "format": format_reward,
-    "strict_format": strict_format_reward,
-}
+REWARD_FUNCS: Registry[RewardFunc] = Registry("reward function")
+REWARD_FUNCS.register("correctness")(correctness_reward)
+REWARD_FUNCS.register("format")(format_reward)
+REWARD_FUNCS.register("strict_format")(strict_format_reward)
 
 
 def get_reward_funcs(names: Sequence[str] | str, **correctness_kwargs: Any) -> list[RewardFunc]:
@@ -320,15 +320,14 @@ def get_reward_funcs(names: Sequence[str] | str, **correctness_kwargs: Any) -> l
     """
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
-    unknown = [n for n in names if n not in REWARD_FUNCS]
-    if unknown:
-        raise ValueError(f"unknown reward function(s) {unknown}; valid names: {', '.join(REWARD_FUNCS)}")
+    for name in names:
+        REWARD_FUNCS.get(name)  # an unknown name: ValueError listing the registered ones
     repeated = sorted({n for n in names if list(names).count(n) > 1})
     if repeated:
         raise ValueError(f"reward function(s) {repeated} listed more than once")
     return [
         make_correctness_reward(**correctness_kwargs)
         if n == "correctness" and correctness_kwargs
-        else REWARD_FUNCS[n]
+        else REWARD_FUNCS.get(n)
         for n in names
     ]

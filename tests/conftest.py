@@ -8,6 +8,9 @@ import pytest
 import torch
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# `psgrpo.commands.cli.main` turns user errors into one "psgrpo: error: ..." line; tests that call it want the
+# exception itself. tests/commands/test_cli.py checks the one-line form with PSGRPO_DEBUG=0.
+os.environ.setdefault("PSGRPO_DEBUG", "1")
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
 

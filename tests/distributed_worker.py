@@ -153,13 +153,9 @@ def probe_symmetry(out_dir: Path, model_dir: Path) -> None:
     from torch.distributed.fsdp import fully_shard
 
     from psgrpo.distributed import max_over_processes
-    from psgrpo.vps_probes import (
-        ProbeBatch,
-        build_probe_ids,
-        cached_confidence,
-        num_chunks,
-        packed_confidence,
-    )
+    from psgrpo.vps.cached import cached_confidence
+    from psgrpo.vps.packed import packed_confidence
+    from psgrpo.vps.probes import ProbeBatch, build_probe_ids, num_chunks
 
     class Gloo:  # the two things max_over_processes needs from an Accelerator
         num_processes = dist.get_world_size()
@@ -190,8 +186,8 @@ def probe_symmetry(out_dir: Path, model_dir: Path) -> None:
     batch = ProbeBatch.from_lists(prompts, completions, *build_probe_ids(tokenizer, data["answer"]))
     boundaries = [list(range(3, 3 + 6 * (i + rank), 6)) for i in range(rows)]  # 0…4 cuts per row
 
-    def every_fifth(entropies, lengths, offset):
-        return [list(range(2, n - 1, 5))[:3] for n in lengths]
+    def every_fifth(entropies, row):
+        return list(range(2, len(entropies) - 1, 5))[:3]
 
     chunks = max_over_processes(num_chunks(rows, 2), Gloo)
     forwards = {"count": 0}

@@ -18,7 +18,7 @@ from accelerate.utils import DeepSpeedPlugin, DistributedType, FullyShardedDataP
 from accelerate.utils.launch import prepare_deepspeed_cmd_env, prepare_multi_gpu_env
 from transformers.integrations import unset_hf_deepspeed_config
 
-from psgrpo.cli import RECIPES_DIR
+from psgrpo.loading import RECIPES_DIR
 
 ACCELERATE_DIR = RECIPES_DIR / "accelerate"
 EXPECTED = {

@@ -27,7 +27,7 @@ from psgrpo.distributed import (
     parameters_sharded,
     replicated_loading,
 )
-from psgrpo.scorers.prm import PRMScorer
+from psgrpo.ps.scorers.prm import PRMScorer
 from psgrpo.tiny.model import build_tiny_model
 
 

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from psgrpo.advantages import (
+    ADVANTAGE_ESTIMATORS,
     METHOD_ESTIMATORS,
     confidence_progress,
-    get_advantage_estimator,
     hybrid_token_advantages,
 )
-from psgrpo.vps_segments import segment_index_from_boundaries
+from psgrpo.vps.boundaries import segment_index_from_boundaries
 
 NAN = float("nan")
 
@@ -84,11 +84,11 @@ def test_truncated_modes():
     ex = example()
     truncated = torch.tensor([True, False])
     full = hybrid_token_advantages(**ex, alpha=1.0)
-    outcome = hybrid_token_advantages(**ex, alpha=1.0, truncated=truncated, truncated_mode="outcome")
+    outcome = hybrid_token_advantages(**ex, alpha=1.0, is_truncated=truncated, truncated="outcome")
     torch.testing.assert_close(outcome[0], torch.tensor([1.0, 1, 1, 1, 1, 1, 0]))
-    keep = hybrid_token_advantages(**ex, alpha=1.0, truncated=truncated, truncated_mode="keep")
+    keep = hybrid_token_advantages(**ex, alpha=1.0, is_truncated=truncated, truncated="keep")
     torch.testing.assert_close(keep, full)
-    zero = hybrid_token_advantages(**ex, alpha=1.0, truncated=truncated, truncated_mode="zero")
+    zero = hybrid_token_advantages(**ex, alpha=1.0, is_truncated=truncated, truncated="zero")
     assert torch.equal(zero[0], torch.zeros(7))
     for adv in (outcome, zero):
         torch.testing.assert_close(adv[1], full[1])
@@ -122,14 +122,14 @@ def test_bad_arguments_raise():
     with pytest.raises(ValueError):
         hybrid_token_advantages(**ex, zero_variance="maybe")
     with pytest.raises(ValueError):
-        hybrid_token_advantages(**ex, truncated_mode="clip")
+        hybrid_token_advantages(**ex, truncated="clip")
     ex["confidence"] = ex["confidence"][:, :2]  # row 0 has 3 segments → needs C_0..C_2
     with pytest.raises(ValueError):
         hybrid_token_advantages(**ex)
 
 
 def test_registry_lookup():
-    assert get_advantage_estimator("hybrid") is hybrid_token_advantages
+    assert ADVANTAGE_ESTIMATORS.get("hybrid") is hybrid_token_advantages
     assert METHOD_ESTIMATORS["vps"] == "hybrid"
-    adv = get_advantage_estimator("hybrid")(**example(), unused_signal=object())
+    adv = ADVANTAGE_ESTIMATORS.get("hybrid")(**example(), unused_signal=object())
     assert adv.shape == (2, 7)

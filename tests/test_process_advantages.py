@@ -8,13 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from psgrpo.advantages import (
-    PROCESS_MODES,
-    get_advantage_estimator,
-    normalize_step_scores,
+    ADVANTAGE_ESTIMATORS,
     process_token_advantages,
     reward_to_go,
 )
-from psgrpo.process_signal import step_tensors
+from psgrpo.options import PsAdvantageMode, allowed
+from psgrpo.ps.signal import normalize_step_scores, step_tensors
 
 
 @st.composite
@@ -57,7 +56,12 @@ def brute_force(steps, values, mode, outcome, w, lam, width, temperature=0.1):
     return out
 
 
-@given(batches(), st.sampled_from(PROCESS_MODES), st.sampled_from([0.0, 1.0]), st.sampled_from([0.5, 1.0]))
+@given(
+    batches(),
+    st.sampled_from(allowed(PsAdvantageMode)),
+    st.sampled_from([0.0, 1.0]),
+    st.sampled_from([0.5, 1.0]),
+)
 @settings(max_examples=100, deadline=None)
 def test_matches_brute_force_and_is_zero_on_padding(batch, mode, w, lam):
     steps, values, pad = batch
@@ -68,9 +72,9 @@ def test_matches_brute_force_and_is_zero_on_padding(batch, mode, w, lam):
         completion_mask=mask,
         step_advantages=tensors.step_advantages,
         step_index=tensors.step_index,
-        mode=mode,
+        advantage_mode=mode,
         outcome_weight=w,
-        process_weight=lam,
+        lambda_=lam,
     )
     assert adv.shape == mask.shape
     assert torch.all(adv[mask == 0] == 0)
@@ -78,14 +82,14 @@ def test_matches_brute_force_and_is_zero_on_padding(batch, mode, w, lam):
     torch.testing.assert_close(adv, expected, atol=1e-5, rtol=1e-5)
 
 
-@given(batches(), st.sampled_from(PROCESS_MODES))
+@given(batches(), st.sampled_from(allowed(PsAdvantageMode)))
 @settings(max_examples=50, deadline=None)
 def test_invariant_to_padding_length(batch, mode):
     steps, values, _ = batch
     short, short_mask = build(steps, values, 0)
     long, long_mask = build(steps, values, 5)
     outcome = torch.ones(len(steps))
-    kwargs = dict(outcome_advantages=outcome, mode=mode)
+    kwargs = dict(outcome_advantages=outcome, advantage_mode=mode)
     a = process_token_advantages(
         completion_mask=short_mask,
         step_advantages=short.step_advantages,
@@ -140,6 +144,13 @@ def test_errors():
             completion_mask=mask,
             step_advantages=tensors.step_advantages,
             step_index=tensors.step_index,
-            mode="avg",
+            advantage_mode="avg",
         )
-    assert get_advantage_estimator("process") is process_token_advantages
+    assert ADVANTAGE_ESTIMATORS.get("process") is process_token_advantages
+
+
+def test_equal_step_scores_normalise_to_exact_zeros():
+    """Seven steps of 0.7: the float mean is not exactly 0.7, yet nothing is preferred, so r̃ is exactly 0."""
+    scores = [[0.7, 0.7, 0.7], [0.7], [0.7, 0.7, 0.7]]
+    assert torch.tensor([0.7] * 7, dtype=torch.float64).std() > 0  # the pitfall: std of equal floats
+    assert normalize_step_scores(scores, num_generations=3) == [[0.0] * 3, [0.0], [0.0] * 3]

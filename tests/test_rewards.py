@@ -323,7 +323,10 @@ def test_registry():
 
 
 def test_registry_errors():
-    with pytest.raises(ValueError, match="valid names: correctness, format, strict_format"):
+    with pytest.raises(
+        ValueError,
+        match="unknown reward function 'lenght'; registered: 'correctness', 'format', 'strict_format'",
+    ):
         get_reward_funcs(["correctness", "lenght"])
     with pytest.raises(ValueError, match="more than once"):
         get_reward_funcs(["format", "format"])

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import psgrpo.trainer
-from psgrpo.cli import main
+from psgrpo.commands.cli import main
 
 peft = pytest.importorskip("peft")
 

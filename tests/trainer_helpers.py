@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -49,22 +48,17 @@ def record_batches(trainer) -> list[dict]:
     return outputs
 
 
-def read_metrics(output_dir: str | Path) -> list[dict]:
-    """The trainer's metrics.jsonl records."""
-    return [json.loads(line) for line in (Path(output_dir) / "metrics.jsonl").read_text().splitlines()]
-
-
 def save_tiny_prm(path: Path, tokenizer) -> Path:
     """Save a random 1-layer token-classification PRM (2 labels) and ``tokenizer`` to ``path``."""
-    from transformers import Qwen2Config, Qwen2ForTokenClassification
+    from transformers import Qwen2ForTokenClassification
 
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
+    from psgrpo.tiny.model import tiny_qwen2_config
+
+    config = tiny_qwen2_config(
+        len(tokenizer),
         hidden_size=32,
         intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        num_layers=1,
         num_labels=2,
         pad_token_id=tokenizer.pad_token_id,
     )

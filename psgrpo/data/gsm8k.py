@@ -303,7 +303,7 @@ def _check_limit(limit: int | None) -> None:
 def load_gsm8k(
     source: str = GSM8K_HUB_ID,
     split: str = "train",
-    template: str = "seed",
+    template: str = "tags",
     chat: bool = False,
     system_prompt: str | None = None,
     limit: int | None = None,

@@ -1,6 +1,6 @@
 """Prompt templates shared by every task.
 
-A template is a ``str.format`` pattern with one field, ``{question}``. The seed
+A template is a ``str.format`` pattern with one field, ``{question}``. The ``tags``
 template asks for the ``<reasoning>…</reasoning><answer>…</answer>`` format
 that :mod:`psgrpo.rewards` scores.
 """
@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-SEED_TEMPLATE = "Respond in format:\n<reasoning>...</reasoning>\n<answer>...</answer>\n\nQuestion: {question}"
-"""The seed prompt (DESIGN.md §3). Default for GSM8K."""
+TAGS_TEMPLATE = "Respond in format:\n<reasoning>...</reasoning>\n<answer>...</answer>\n\nQuestion: {question}"
+"""Asks for the reasoning and answer tags the rewards read. Default for GSM8K."""
 
 COMPACT_TEMPLATE = "Question: {question}\n"
 """Short prompt for the embedded character-level model, where every character is a token."""
 
-TEMPLATES: dict[str, str] = {"seed": SEED_TEMPLATE, "compact": COMPACT_TEMPLATE}
+TEMPLATES: dict[str, str] = {"tags": TAGS_TEMPLATE, "compact": COMPACT_TEMPLATE}
 
 
 def resolve_template(template: str) -> str:
-    """Return the pattern for a template name (``seed``, ``compact``) or a literal pattern.
+    """Return the pattern for a template name (``tags``, ``compact``) or a literal pattern.
 
     Raises:
         ValueError: when a literal pattern lacks the ``{question}`` field.
@@ -34,7 +34,7 @@ def resolve_template(template: str) -> str:
 
 
 def format_prompt(
-    question: str, template: str = "seed", chat: bool = False, system_prompt: str | None = None
+    question: str, template: str = "tags", chat: bool = False, system_prompt: str | None = None
 ) -> str | list[dict[str, Any]]:
     """Format one question.
 

@@ -20,7 +20,7 @@ def default_template(task: TaskConfig) -> str:
     """The prompt template of a task: the configured one, else 'compact' for arith and 'seed' for GSM8K."""
     if task.prompt_template is not None:
         return task.prompt_template
-    return "compact" if task.dataset == "arith" else "seed"
+    return "compact" if task.dataset == "arith" else "tags"
 
 
 def load_task_split(task: TaskConfig, split: str, limit: int | None = None) -> Dataset:

@@ -1,4 +1,4 @@
-"""Training techniques from the seed documents, each behind one ``ProcessGRPOConfig`` option.
+"""Training techniques of the reference GRPO recipe, each behind one ``ProcessGRPOConfig`` option.
 
 Every module holds the pure logic of one technique (tested on its own); :mod:`.trainer_mixin`
 wires them into ``ProcessGRPOTrainer``. All are off by default. See docs/techniques.md.

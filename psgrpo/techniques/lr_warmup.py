@@ -1,6 +1,6 @@
 """Flat learning-rate warm-up: ``warmup_lr`` for the first ``warmup_steps`` steps, then the usual schedule.
 
-The seed recipe trains at 1e-6 for its first steps and at 5e-6 afterwards. None of transformers'
+The GSM8K recipe trains at 1e-6 for its first steps and at 5e-6 afterwards. None of transformers'
 schedulers does that: ``constant_with_warmup`` and ``warmup_stable_decay`` ramp from 0 (or from
 ``min_lr_ratio`` · lr) up to ``learning_rate``; they never hold a low rate flat. So the factor of
 the learning rate at optimizer step s is

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import torch
 from trl.trainer.utils import nanstd
 
+from psgrpo.options import TrlScaleRewards, check_choice
+
 EPS = 1e-4
 """Added to σ before dividing (TRL uses the same constant for its group std)."""
 
@@ -89,8 +91,7 @@ def group_advantages(rewards: torch.Tensor, num_generations: int, scale_rewards:
     batch's (``batch``) or not at all (``none``). NaN rewards are left out of the statistics and
     get advantage 0. Matches ``trl.GRPOTrainer`` exactly (tested).
     """
-    if scale_rewards not in ("group", "batch", "none"):
-        raise ValueError(f"scale_rewards must be 'group', 'batch' or 'none', got {scale_rewards!r}")
+    check_choice("scale_rewards", scale_rewards, TrlScaleRewards)
     grouped = rewards.view(-1, num_generations)
     advantages = rewards - torch.nanmean(grouped, dim=1).repeat_interleave(num_generations)
     if scale_rewards == "group":

@@ -24,6 +24,7 @@ import torch
 from accelerate.utils import gather_object
 from trl.models.utils import disable_gradient_checkpointing
 
+from psgrpo.distributed import local_rows
 from psgrpo.techniques.curriculum import CurriculumRepeatSampler, check_difficulties
 from psgrpo.techniques.kl_schedule import KLScheduleCallback
 from psgrpo.techniques.lr_warmup import flat_warmup_scheduler
@@ -69,11 +70,6 @@ class TechniquesMixin:
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is not None and self._technique_states():
             load_technique_state(self._technique_states(), checkpoint)
-
-    def _local_rows(self, n_local: int) -> slice:
-        """This process's rows of a batch gathered from all processes (n_local rows each)."""
-        start = self.accelerator.process_index * n_local
-        return slice(start, start + n_local)
 
     # ---- curriculum ------------------------------------------------------------------------
     def _get_train_sampler(self, dataset: Any = None) -> Any:
@@ -148,7 +144,7 @@ class TechniquesMixin:
         self.reward_normalizer.update(rewards)
         normalized = self.reward_normalizer.normalize(rewards)
         advantages = group_advantages(normalized, self.num_generations, self.scale_rewards)
-        output["advantages"] = advantages[self._local_rows(len(output["advantages"]))]
+        output["advantages"] = advantages[local_rows(self.accelerator, len(output["advantages"]))]
         self._metrics["train"]["reward_norm/mean"].append(self.reward_normalizer.mean)
         self._metrics["train"]["reward_norm/std"].append(self.reward_normalizer.std)
 
@@ -167,7 +163,7 @@ class TechniquesMixin:
             [is_correct(c, x["answer"]) for c, x in zip(completions, inputs, strict=True)]
         )
         self._rescued_rows = plan_rescues(keys, correct, self.num_generations, self.memory_bank)
-        local = self._local_rows(len(prompts))
+        local = local_rows(self.accelerator, len(prompts))
         for row, key in self._rescued_rows.items():
             if local.start <= row < local.stop:
                 entry, i = self.memory_bank.peek(key), row - local.start
@@ -189,7 +185,7 @@ class TechniquesMixin:
         if output.get("old_per_token_logps") is None:
             output["old_per_token_logps"] = self._current_logps(output)
         old, ids = output["old_per_token_logps"], output["completion_ids"]
-        local = self._local_rows(ids.size(0))
+        local = local_rows(self.accelerator, ids.size(0))
         for row, key in self._rescued_rows.items():
             if local.start <= row < local.stop:
                 logps = torch.tensor(self.memory_bank.peek(key).logps, dtype=old.dtype, device=old.device)

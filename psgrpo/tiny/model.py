@@ -6,6 +6,8 @@ trainer takes on it is the one it takes on the real model.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from transformers import PreTrainedTokenizerBase, Qwen2Config, Qwen2ForCausalLM
 
@@ -20,8 +22,14 @@ def tiny_qwen2_config(
     max_position_embeddings: int = 512,
     pad_token_id: int | None = None,
     eos_token_id: int | None = None,
+    tie_word_embeddings: bool = True,
+    **extra: Any,
 ) -> Qwen2Config:
-    """A small ``Qwen2Config`` (defaults: 4 layers × 128 wide, grouped-query attention, ~0.8M params)."""
+    """A small ``Qwen2Config`` (defaults: 4 layers × 128 wide, grouped-query attention, ~0.8M params).
+
+    ``extra`` goes to ``Qwen2Config`` as it is (``num_labels`` for a PRM head, ``initializer_range``,
+    ``attn_implementation`` …): the one place tests and benchmarks build tiny configs from.
+    """
     return Qwen2Config(
         vocab_size=vocab_size,
         hidden_size=hidden_size,
@@ -30,11 +38,12 @@ def tiny_qwen2_config(
         num_attention_heads=num_heads,
         num_key_value_heads=num_kv_heads,
         max_position_embeddings=max_position_embeddings,
-        tie_word_embeddings=True,
+        tie_word_embeddings=tie_word_embeddings,
         use_sliding_window=False,
         pad_token_id=pad_token_id,
         eos_token_id=eos_token_id,
         bos_token_id=None,
+        **extra,
     )
 
 

@@ -25,7 +25,7 @@ from transformers import TrainerCallback
 from trl import SFTConfig, SFTTrainer
 
 from psgrpo.data.arith import make_arith_dataset
-from psgrpo.evaluate import evaluate_model
+from psgrpo.eval.generation import evaluate_model
 from psgrpo.tiny import CHECKPOINT_DIR
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.tiny.tokenizer import build_char_tokenizer

@@ -206,7 +206,7 @@ def test_compact_template_is_the_default():
 
 
 def test_seed_template_is_applied():
-    row = make_arith_dataset("test", n=3, template="seed")[0]
+    row = make_arith_dataset("test", n=3, template="tags")[0]
     assert row["prompt"].startswith("Respond in format:")
     assert row["prompt"].endswith(f"Question: {row['question']}")
 

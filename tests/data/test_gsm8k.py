@@ -109,7 +109,7 @@ def test_load_local_jsonl(tmp_path: Path) -> None:
     assert ds["difficulty"] == [2, 1, 2]
     assert ds["question"] == [row["question"] for row in ROWS]
     assert ds["solution"] == [row["answer"] for row in ROWS]
-    assert ds[0]["prompt"] == format_prompt(ROWS[0]["question"], template="seed")
+    assert ds[0]["prompt"] == format_prompt(ROWS[0]["question"], template="tags")
     assert ds[0]["prompt"].startswith("Respond in format:\n<reasoning>")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from psgrpo.data.prompts import COMPACT_TEMPLATE, SEED_TEMPLATE, TEMPLATES, format_prompt, resolve_template
+from psgrpo.data.prompts import COMPACT_TEMPLATE, TAGS_TEMPLATE, TEMPLATES, format_prompt, resolve_template
 
 QUESTION = "Tom has 3 apples and buys 4 more. How many now?"
 
@@ -12,7 +12,7 @@ QUESTION = "Tom has 3 apples and buys 4 more. How many now?"
 def test_seed_template_is_the_design_prompt() -> None:
     expected = "Respond in format:\n<reasoning>...</reasoning>\n<answer>...</answer>\n\nQuestion: " + QUESTION
     assert format_prompt(QUESTION) == expected
-    assert format_prompt(QUESTION, template="seed") == expected
+    assert format_prompt(QUESTION, template="tags") == expected
 
 
 def test_compact_template() -> None:
@@ -24,8 +24,8 @@ def test_literal_pattern() -> None:
 
 
 def test_named_templates_resolve() -> None:
-    assert TEMPLATES == {"seed": SEED_TEMPLATE, "compact": COMPACT_TEMPLATE}
-    assert resolve_template("seed") is SEED_TEMPLATE
+    assert TEMPLATES == {"tags": TAGS_TEMPLATE, "compact": COMPACT_TEMPLATE}
+    assert resolve_template("tags") is TAGS_TEMPLATE
     assert resolve_template("X {question}") == "X {question}"
 
 
@@ -48,5 +48,5 @@ def test_system_prompt_is_ignored_without_chat() -> None:
 
 @pytest.mark.parametrize("template", ["nope", "Answer this:", ""])
 def test_bad_template_is_rejected(template: str) -> None:
-    with pytest.raises(ValueError, match=r"neither a known name \(seed, compact\).*\{question\}"):
+    with pytest.raises(ValueError, match=r"neither a known name \(tags, compact\).*\{question\}"):
         format_prompt(QUESTION, template=template)

@@ -75,8 +75,8 @@ def test_rejects_non_lambda_schedulers():
 def test_gsm8k_recipe_uses_the_seed_warmup():
     from trl import ModelConfig, TrlParser
 
-    from psgrpo.cli import RECIPES_DIR
     from psgrpo.config import ProcessGRPOConfig, TaskConfig
+    from psgrpo.loading import RECIPES_DIR
 
     _, args, _ = TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig)).parse_args_and_config(
         ["--config", str(RECIPES_DIR / "gsm8k_qwen2.5_0.5b.yaml"), "--use_cpu", "true"]

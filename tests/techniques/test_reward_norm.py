@@ -6,8 +6,9 @@ import math
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from trl.trainer.utils import nanstd
 
 from psgrpo.techniques.reward_norm import EPS, RunningRewardStats, group_advantages, weighted_rewards
 
@@ -97,3 +98,134 @@ def test_normalisation_only_matters_without_std_scaling():
     torch.testing.assert_close(
         group_advantages(normalized, 4, "none"), group_advantages(rewards, 4, "none") / (stats.std + EPS)
     )
+
+
+# TRL-equivalence of the group advantage that runs (moved from tests/test_advantages.py)
+
+
+def trl_reference(rewards: torch.Tensor, num_generations: int, scale: str) -> torch.Tensor:
+    """TRL 1.16 ``GRPOTrainer`` group advantages (``sum_then_normalize``), copied formula by formula."""
+    mean_grouped = torch.nanmean(rewards.view(-1, num_generations), dim=1)
+    mean_grouped = mean_grouped.repeat_interleave(num_generations, dim=0)
+    if scale in ["group", "none"]:
+        if num_generations > 1:
+            std = nanstd(rewards.view(-1, num_generations), dim=1).repeat_interleave(num_generations, dim=0)
+        else:
+            std = torch.zeros_like(rewards)
+    else:  # batch
+        std = nanstd(rewards).expand_as(rewards) if rewards.numel() > 1 else torch.zeros_like(rewards)
+    result = rewards - mean_grouped
+    if scale != "none":
+        result = result / (std + 1e-4)
+    return torch.nan_to_num(result, nan=0.0)
+
+
+# Rewards on a quarter grid (exact in binary floating point), like real reward sums (2.0, 0.8, ...).
+REWARD = st.integers(-12, 12).map(lambda k: k / 4)
+
+
+@st.composite
+def grouped_rewards(draw, allow_nan: bool = False):
+    g = draw(st.integers(1, 6))
+    n_groups = draw(st.integers(1, 5))
+    element = st.one_of(REWARD, st.just(math.nan)) if allow_nan else REWARD
+    values = draw(st.lists(element, min_size=g * n_groups, max_size=g * n_groups))
+    return torch.tensor(values, dtype=torch.float64), g
+
+
+# -----------------------------------------------------------------------------
+# group_advantages: hand-computed values
+
+
+def test_group_advantages_hand_example():
+    rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 2.0, 2.0, 2.0, 2.0])
+    std = math.sqrt(1 / 3)  # unbiased std of [1, 0, 0, 1]: sum of squares 4 * 0.25 = 1, over n - 1 = 3
+    a = 0.5 / (std + EPS)
+    expected = torch.tensor([a, -a, -a, a, 0.0, 0.0, 0.0, 0.0])
+    torch.testing.assert_close(group_advantages(rewards, 4, "group"), expected)
+
+
+def test_group_advantages_scale_none_only_centres():
+    rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 2.0, 2.0, 2.0, 2.0])
+    expected = torch.tensor([0.5, -0.5, -0.5, 0.5, 0.0, 0.0, 0.0, 0.0])
+    torch.testing.assert_close(group_advantages(rewards, 4, "none"), expected)
+
+
+def test_group_advantages_scale_batch_divides_by_batch_std():
+    rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 2.0, 2.0, 2.0, 2.0])
+    # batch mean 1.25; squared deviations 2 * 0.0625 (1s) + 2 * 1.5625 (0s) + 4 * 0.5625 (2s) = 5.5
+    batch_std = math.sqrt(5.5 / 7)
+    expected = torch.tensor([0.5, -0.5, -0.5, 0.5, 0.0, 0.0, 0.0, 0.0]) / (batch_std + EPS)
+    torch.testing.assert_close(group_advantages(rewards, 4, "batch"), expected)
+
+
+def test_group_advantages_two_completions():
+    # G = 2: unbiased std of [3, 1] is sqrt(2), deviations +-1
+    a = 1 / (math.sqrt(2) + EPS)
+    torch.testing.assert_close(group_advantages(torch.tensor([3.0, 1.0]), 2, "group"), torch.tensor([a, -a]))
+
+
+def test_group_advantages_single_generation_gives_zero():
+    torch.testing.assert_close(group_advantages(torch.tensor([1.0, 5.0, -2.0]), 1, "group"), torch.zeros(3))
+
+
+def test_group_advantages_nan_rows_are_excluded_and_get_zero():
+    rewards = torch.tensor([1.0, float("nan"), 0.0, 2.0])
+    # group stats over [1, 0, 2]: mean 1, unbiased std 1
+    expected = torch.tensor([0.0, 0.0, -1 / (1 + EPS), 1 / (1 + EPS)])
+    torch.testing.assert_close(group_advantages(rewards, 4, "group"), expected)
+
+
+def test_group_advantages_all_nan_group_is_zero():
+    rewards = torch.tensor([float("nan"), float("nan"), 1.0, 3.0])
+    a = 1 / (math.sqrt(2) + EPS)
+    torch.testing.assert_close(group_advantages(rewards, 2, "group"), torch.tensor([0.0, 0.0, -a, a]))
+
+
+# -----------------------------------------------------------------------------
+# group_advantages: properties
+
+
+@pytest.mark.parametrize("scale", ["group", "none", "batch"])
+@given(case=grouped_rewards(allow_nan=True))
+@settings(max_examples=60, deadline=None)
+def test_group_advantages_matches_trl(scale, case):
+    rewards, g = case
+    torch.testing.assert_close(group_advantages(rewards, g, scale), trl_reference(rewards, g, scale))
+
+
+@pytest.mark.parametrize("scale", ["group", "none", "batch"])
+def test_group_advantages_matches_trl_float32(scale):
+    rewards = torch.tensor([2.8, 0.8, 0.0, 2.8, 1.2, float("nan"), 0.4, 0.4, 2.0, 2.0, 2.0, 2.0])
+    torch.testing.assert_close(group_advantages(rewards, 4, scale), trl_reference(rewards, 4, scale))
+
+
+@given(case=grouped_rewards(), shift=REWARD, data=st.data())
+@settings(max_examples=100, deadline=None)
+def test_group_advantages_is_shift_invariant_per_group(case, shift, data):
+    rewards, g = case
+    group = data.draw(st.integers(0, rewards.numel() // g - 1))
+    shifted = rewards.clone()
+    shifted[group * g : (group + 1) * g] += shift
+    torch.testing.assert_close(group_advantages(shifted, g, "group"), group_advantages(rewards, g, "group"))
+    torch.testing.assert_close(group_advantages(shifted, g, "none"), group_advantages(rewards, g, "none"))
+
+
+@given(case=grouped_rewards(allow_nan=True), data=st.data())
+@settings(max_examples=100, deadline=None)
+def test_group_advantages_is_permutation_equivariant_within_groups(case, data):
+    rewards, g = case
+    n_groups = rewards.numel() // g
+    perm = torch.cat([torch.tensor(data.draw(st.permutations(range(g)))) + k * g for k in range(n_groups)])
+    torch.testing.assert_close(
+        group_advantages(rewards[perm], g, "group"), group_advantages(rewards, g, "group")[perm]
+    )
+
+
+@given(case=grouped_rewards(allow_nan=True))
+@settings(max_examples=100, deadline=None)
+def test_group_advantages_sums_to_zero_per_group(case):
+    rewards, g = case
+    result = group_advantages(rewards, g, "group").view(-1, g)
+    assert torch.isfinite(result).all()
+    torch.testing.assert_close(result.sum(dim=1), torch.zeros(result.shape[0], dtype=result.dtype))

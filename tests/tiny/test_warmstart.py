@@ -6,7 +6,7 @@ import json
 
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from psgrpo.cli import main
+from psgrpo.commands.cli import main
 from psgrpo.tiny.warmstart import WarmstartConfig, save_checkpoint, warmstart
 
 

@@ -1,0 +1,1 @@
+"""The ``psgrpo`` command line: ``cli`` dispatches to ``train``, ``evaluate``, ``compare``, ``inspect_credit``."""

@@ -1,0 +1,89 @@
+"""The ``psgrpo`` command line: one subcommand per module of :mod:`psgrpo.commands`; this file only dispatches.
+
+Every subcommand parses its dataclasses with :class:`psgrpo.parsing.ConfigParser` (TRL's parser:
+``--config FILE.yaml`` sets values, flags override them). A user error (a bad option value, a
+missing file, a malformed dataset row, a missing package) ends with one ``psgrpo: error: …``
+line and exit status 2; ``--debug`` (or ``PSGRPO_DEBUG=1``) shows the Python traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+SUBCOMMANDS = {
+    "train": (
+        "psgrpo.commands.train:train",
+        "train a policy with grpo / ps / vps (default: the embedded demo)",
+    ),
+    "eval": (
+        "psgrpo.commands.evaluate:run_eval",
+        "accuracy, pass@k, error types of a checkpoint; JSON + markdown + per-sample JSONL",
+    ),
+    "warmstart": (
+        "psgrpo.commands.warmstart:warmstart",
+        "reproduce the embedded warm-start checkpoint (SFT of the tiny model)",
+    ),
+    "inspect": (
+        "psgrpo.commands.inspect_credit:inspect",
+        "HTML page of the credit each token gets on a few sampled groups",
+    ),
+    "compare": (
+        "psgrpo.commands.compare:compare",
+        "train methods × seeds on one budget; held-out curves, plot and table (docs/compare.md)",
+    ),
+}
+"""``name → ("module:function", help)``; the function takes the remaining argv."""
+
+USER_ERRORS = (ValueError, ImportError, OSError)
+"""Exceptions that report a problem with the user's input or environment, shown without a traceback."""
+
+
+def _usage(argv: list[str]) -> int:
+    top = argparse.ArgumentParser(
+        prog="psgrpo",
+        description="Process-supervised GRPO on TRL. `psgrpo SUBCOMMAND --help` lists a subcommand's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="subcommands:\n"
+        + "\n".join(f"  {k:10s} {v[1]}" for k, v in SUBCOMMANDS.items())
+        + "\n\n--debug (or PSGRPO_DEBUG=1) shows Python tracebacks of errors.",
+    )
+    top.add_argument("subcommand", choices=list(SUBCOMMANDS))
+    top.parse_args(argv[:1])  # prints usage / error and exits
+    return 2
+
+
+def _error_message(err: BaseException) -> str:
+    return str(err).strip() or type(err).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``psgrpo`` console script (and ``python -m psgrpo``)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv or os.environ.get("PSGRPO_DEBUG", "") not in ("", "0")
+    argv = [a for a in argv if a != "--debug"]
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in SUBCOMMANDS:
+        return _usage(argv)
+    module_name, function_name = SUBCOMMANDS[argv[0]][0].split(":")
+    command = getattr(importlib.import_module(module_name), function_name)
+    try:
+        command(argv[1:])
+    except USER_ERRORS as err:
+        if debug:
+            raise
+        print(f"psgrpo: error: {_error_message(err)}", file=sys.stderr)
+        print("psgrpo: (run with --debug or PSGRPO_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 2
+    from psgrpo.distributed import close_process_group
+
+    close_process_group()  # under torchrun: the trainer is unreachable now, so its process group can go
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,244 @@
+"""``psgrpo compare``: train several methods × seeds on one budget and compare held-out curves.
+
+Each (method, seed) is an ordinary ``psgrpo train`` run (the same function, :func:`psgrpo.commands.train.train`)
+with the held-out evaluation callback every ``--eval_every`` steps, in
+``OUTPUT_DIR/runs/<method>-seed<seed>/``. Runs go one after another; a run whose
+``report.json`` exists is finished and skipped, so an interrupted comparison continues where it
+stopped (an unfinished run restarts from scratch). Then, in ``OUTPUT_DIR``:
+
+- ``curves.csv``: one row per (method, seed, evaluation step), see :mod:`psgrpo.commands.compare_report`;
+- ``compare.png``: held-out accuracy and mean completion length vs step;
+- ``compare.md``: the table per method and the command line;
+- ``recipe.yaml``: the recipe every run read (the ``--config`` file without compare's own keys).
+
+Without ``--config`` the embedded demo recipe runs with the options in :data:`COMPARE_DEFAULTS`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from psgrpo.commands.compare_report import (
+    curve_rows,
+    heldout_points,
+    load_pyplot,
+    markdown_report,
+    plot_curves,
+    reference_accuracy,
+    summarize,
+    write_curves_csv,
+)
+from psgrpo.metrics_log import METRICS_FILE, read_metrics
+
+logger = logging.getLogger(__name__)
+
+# Sized for the embedded default on 2 CPU cores: 3 methods × 3 seeds = 9 runs of 100 steps, each
+# evaluated 6 times (steps 0, 20, …, 100) on 100 held-out problems. Flags after these override them.
+COMPARE_DEFAULTS = [
+    "--output_dir", "outputs/compare",
+    "--max_steps", "100",
+    "--max_eval_examples", "100",
+    "--save_strategy", "no",
+]  # fmt: skip
+RUN_SPEC = "compare_run.json"
+
+
+@dataclass
+class CompareConfig:
+    """Options of ``psgrpo compare`` besides those of ``psgrpo train``."""
+
+    methods: list[str] = field(
+        default_factory=lambda: ["grpo", "ps", "vps"],
+        metadata={
+            "help": "Methods to train, in this order (default: grpo ps vps). Include grpo to get the 'steps to "
+            "reach outcome GRPO' column."
+        },
+    )
+    seeds: list[int] = field(
+        default_factory=lambda: [0, 1, 2],
+        metadata={
+            "help": "Training seeds, one run per method and seed (default: 0 1 2). More seeds, tighter spread."
+        },
+    )
+    eval_every: int = field(
+        default=20,
+        metadata={
+            "help": "Held-out evaluation every N optimizer steps, plus step 0 and the last step (default 20). "
+            "Smaller: finer curves, more evaluation time."
+        },
+    )
+
+
+def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, CompareConfig]:
+    """A compare command line → (recipe path, the other flags, ProcessGRPOConfig, CompareConfig).
+
+    Without ``--config``: the demo recipe, with :data:`COMPARE_DEFAULTS` ahead of ``argv``'s flags.
+    Everything is parsed and checked here, so a typo fails now, not after hours of training.
+    """
+    from trl import ModelConfig
+
+    from psgrpo.config import ProcessGRPOConfig, TaskConfig
+    from psgrpo.loading import DEFAULT_RECIPE
+    from psgrpo.parsing import ConfigParser
+
+    argv = list(argv)
+    if "--config" not in argv:
+        config_path, flags = DEFAULT_RECIPE, [*COMPARE_DEFAULTS, *argv]
+    else:
+        i = argv.index("--config")
+        if i + 1 >= len(argv):
+            raise ValueError("--config needs a YAML file path")
+        config_path, flags = Path(argv[i + 1]), argv[:i] + argv[i + 2 :]
+    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig, CompareConfig))
+    _, args, _, cfg = parser.parse_args_and_config(["--config", str(config_path), *flags])
+    _validate(cfg)
+    return config_path, flags, args, cfg
+
+
+def strip_compare_flags(flags: Sequence[str]) -> list[str]:
+    """``flags`` without compare's own options (``--methods a b``, ``--seeds=0``, …): what a run gets."""
+    from transformers import HfArgumentParser
+
+    # No abbreviations: `--seed 3` (the training seed) must not be taken for `--seeds`.
+    _, rest = HfArgumentParser(CompareConfig, allow_abbrev=False).parse_known_args(list(flags))
+    return rest
+
+
+def run_recipe(config: dict[str, Any]) -> dict[str, Any]:
+    """The recipe a run reads: the YAML mapping without compare's own keys."""
+    own = {f.name for f in fields(CompareConfig)}
+    return {key: value for key, value in config.items() if key not in own}
+
+
+def _validate(cfg: CompareConfig) -> None:
+    from psgrpo.config import METHODS
+
+    unknown = [m for m in cfg.methods if m not in METHODS]
+    if unknown or not cfg.methods:
+        raise ValueError(f"--methods takes one or more of {', '.join(METHODS)}; got {cfg.methods}")
+    for name, values in (("methods", cfg.methods), ("seeds", cfg.seeds)):
+        if len(set(values)) != len(values) or not values:
+            raise ValueError(f"--{name} must list distinct values, got {values}")
+    if cfg.eval_every < 1:
+        raise ValueError(f"--eval_every must be a positive number of steps, got {cfg.eval_every}")
+
+
+def flag_values(flags: Sequence[str]) -> dict[str, list[str]]:
+    """``["--max_steps", "2", "--methods=a", "--seeds", "0", "1"]`` → ``{"max_steps": ["2"], ...}``.
+
+    Names are normalised (``--eval-every`` → ``eval_every``) and a repeated flag keeps its last
+    values, as argparse does, so two command lines that set the same options compare equal.
+    """
+    values: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for token in flags:
+        if token.startswith("--"):
+            name, eq, value = token[2:].partition("=")
+            current = values[name.replace("-", "_")] = [value] if eq else []
+        elif current is None:
+            raise ValueError(f"expected an option (--name) before {token!r} in {list(flags)}")
+        else:
+            current.append(token)
+    return values
+
+
+def settings_diff(previous: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """``"section.name: old → new"`` for every setting that differs between two run specs."""
+    changes = []
+    for section in sorted(set(previous) | set(current)):
+        old, new = previous.get(section, {}), current.get(section, {})
+        for name in sorted(set(old) | set(new)):
+            if old.get(name) != new.get(name):
+                changes.append(f"{section}.{name}: {old.get(name)} → {new.get(name)}")
+    return changes
+
+
+def _prepare_run(run_dir: Path, spec: dict[str, Any], is_main: bool) -> bool:
+    """Return True when ``run_dir`` holds a finished run of this ``spec``; else clear it for a fresh run.
+
+    Raises:
+        ValueError when a finished run was made with other settings (its results would not compare).
+    """
+    spec_file = run_dir / RUN_SPEC
+    if (run_dir / "report.json").exists():
+        previous = json.loads(spec_file.read_text()) if spec_file.exists() else {}
+        changes = settings_diff(previous, spec)
+        if changes:
+            raise ValueError(
+                f"{run_dir} holds a finished run made with other settings ({'; '.join(changes)}); use another "
+                "--output_dir, or delete that run directory to train it again"
+            )
+        return True
+    if is_main:
+        if run_dir.exists():
+            logger.info("%s: unfinished run, starting it again", run_dir)
+            shutil.rmtree(run_dir)
+        run_dir.mkdir(parents=True)
+        spec_file.write_text(json.dumps(spec, indent=2))
+    return False
+
+
+def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
+    """``psgrpo compare``: run every (method, seed), then write curves.csv, compare.png, compare.md.
+
+    Returns the curve rows (one dict per method, seed and evaluation step).
+    """
+    import yaml
+
+    from psgrpo.commands.train import train
+
+    argv = list(argv)
+    config_path, flags, args, cfg = parse_compare_args(argv)
+    load_pyplot()  # fail before training, not after, when matplotlib is missing
+    root = Path(args.output_dir)
+    is_main = args.process_index == 0
+    recipe = run_recipe(yaml.safe_load(config_path.read_text()) or {})
+    with args.main_process_first(local=False, desc="compare setup"):  # under accelerate launch: main writes
+        if is_main:
+            root.mkdir(parents=True, exist_ok=True)
+            (root / "recipe.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
+    run_flags = strip_compare_flags(flags)
+
+    runs = {(m, seed): root / "runs" / f"{m}-seed{seed}" for m in cfg.methods for seed in cfg.seeds}
+    plan = []  # every run is checked before any trains: a settings mismatch fails at once
+    for (method, seed), run_dir in runs.items():
+        overrides = ["--method", method, "--seed", str(seed), "--output_dir", str(run_dir),
+                     "--heldout_eval_steps", str(cfg.eval_every), "--eval_before_after", "false"]  # fmt: skip
+        flags_of_run = [*run_flags, *overrides]
+        # JSON round trip: the spec compares equal to the one a previous invocation saved.
+        spec = json.loads(json.dumps({"recipe": recipe, "flags": flag_values(flags_of_run)}))
+        with args.main_process_first(local=False, desc="compare run setup"):
+            finished = _prepare_run(run_dir, spec, is_main)
+        plan.append((method, seed, run_dir, flags_of_run, finished))
+    for i, (method, seed, run_dir, flags_of_run, finished) in enumerate(plan, start=1):
+        if finished:
+            logger.info("run %d/%d (%s, seed %d): finished earlier, skipped", i, len(plan), method, seed)
+        else:
+            logger.info("run %d/%d (%s, seed %d) → %s", i, len(plan), method, seed, run_dir)
+            train(["--config", str(root / "recipe.yaml"), *flags_of_run])
+    if not is_main:  # metrics.jsonl and the outputs are the main process's
+        return []
+    rows = [row for (method, seed), run_dir in runs.items() for row in _run_rows(method, seed, run_dir)]
+    write_curves_csv(rows, root / "curves.csv")
+    command = shlex.join(["psgrpo", "compare", *argv])
+    (root / "compare.md").write_text(markdown_report(summarize(rows), command, reference_accuracy(rows)))
+    plot_curves(rows, root / "compare.png")
+    print((root / "compare.md").read_text())
+    return rows
+
+
+def _run_rows(method: str, seed: int, run_dir: Path) -> list[dict[str, Any]]:
+    """The curve rows of one finished run, from its metrics.jsonl."""
+    points = heldout_points(read_metrics(run_dir))
+    if not points:
+        raise ValueError(
+            f"{run_dir / METRICS_FILE}: no heldout/accuracy records; delete {run_dir} to run it again"
+        )
+    return curve_rows(method, seed, points)

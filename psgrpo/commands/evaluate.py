@@ -1,0 +1,247 @@
+"""``psgrpo eval``: evaluate one checkpoint on a held-out split and write a report.
+
+::
+
+    psgrpo eval --model_name_or_path outputs/demo --dataset arith --eval_split test \\
+        --num_samples 8 --do_sample true --temperature 0.7 --pass_k 1 4 8 --output_dir outputs/eval
+
+prints a markdown summary and writes into ``--output_dir``:
+
+* ``summary.json``: ``{"metrics": {...}, "config": {...}}``, the metrics of
+  :func:`psgrpo.eval.metrics.summarize` and the options that produced them;
+* ``summary.md``: the printed markdown (metric table and error-type breakdown);
+* ``samples.jsonl``: one record per completion (:func:`psgrpo.eval.generation.sample_record`).
+
+Definitions of every metric: docs/evaluation.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from psgrpo.eval.generation import BACKENDS
+from psgrpo.eval.metrics import ERROR_TYPES, check_pass_k, error_type_key
+from psgrpo.ps.segmentation import SEGMENTERS
+
+if TYPE_CHECKING:
+    from psgrpo.config import TaskConfig
+    from psgrpo.eval.generation import EvalResult
+
+logger = logging.getLogger("psgrpo")
+
+SUMMARY_JSON, SUMMARY_MD, SAMPLES_JSONL = "summary.json", "summary.md", "samples.jsonl"
+DEFAULT_EVAL_MAX_NEW_TOKENS = 256
+TRAIN_ONLY_TASK_FIELDS = {"train_split", "max_train_examples", "eval_before_after"}
+"""TaskConfig fields that do not affect ``psgrpo eval`` (left out of summary.json's config)."""
+
+
+@dataclass
+class EvalConfig:
+    """Options of ``psgrpo eval`` besides the task fields (dataset, eval_split, max_eval_examples ...)."""
+
+    model_name_or_path: str | None = field(
+        default=None,
+        metadata={"help": "Checkpoint dir or hub id. Default: the embedded warm-start checkpoint."},
+    )
+    dtype: str | None = field(
+        default=None,
+        metadata={
+            "help": "Weights dtype for backend hf: 'auto', 'bfloat16', 'float32' ... (default None: transformers' "
+            "default). Use bfloat16 for real models on a GPU."
+        },
+    )
+    num_samples: int = field(
+        default=1,
+        metadata={
+            "help": "Completions per prompt (default 1). More than 1 needs --do_sample true; raise it for pass@k."
+        },
+    )
+    pass_k: list[int] | None = field(
+        default=None,
+        metadata={
+            "help": "The k of pass@k, e.g. --pass_k 1 4 8; each at most --num_samples. Default: 1 and num_samples."
+        },
+    )
+    do_sample: bool = field(
+        default=False, metadata={"help": "Sample instead of greedy decoding (default greedy)."}
+    )
+    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (with --do_sample)."})
+    top_k: int | None = field(default=None, metadata={"help": "Top-k sampling (with --do_sample)."})
+    top_p: float | None = field(default=None, metadata={"help": "Top-p sampling (with --do_sample)."})
+    seed: int = field(default=0, metadata={"help": "Random seed of sampling (default 0)."})
+    backend: str = field(
+        default="hf",
+        metadata={
+            "help": "'hf' (transformers generate, default) or 'vllm' (much faster on a GPU; needs "
+            "pip install 'psgrpo[vllm]').",
+            "choices": list(BACKENDS),
+        },
+    )
+    vllm_kwargs: dict | str | None = field(
+        default=None,
+        metadata={
+            "help": "Extra vllm.LLM arguments with --backend vllm, a dict (YAML) or JSON string, e.g. "
+            '\'{"gpu_memory_utilization": 0.5, "dtype": "bfloat16"}\' (default none).'
+        },
+    )
+    segmenter: str = field(
+        default="markers",
+        metadata={
+            "help": "How completions split into steps for the step checks: 'markers' (default, 'Step N:'), "
+            "'newline', 'paragraph', 'single' (see the PS-GRPO --segmenter). Use 'newline' for GSM8K-style "
+            "outputs without step markers.",
+            "choices": sorted(SEGMENTERS),
+        },
+    )
+    segmenter_kwargs: dict | str | None = field(
+        default=None,
+        metadata={"help": 'Segmenter arguments, e.g. \'{"pattern": "(?m)^[0-9]+[.]"}\' (default none).'},
+    )
+    output_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "Write summary.json, summary.md and samples.jsonl here (default: none, print the summary only)."
+        },
+    )
+    output_file: str | None = field(
+        default=None, metadata={"help": "Also write the metrics alone as JSON here (default: none)."}
+    )
+
+    def __post_init__(self) -> None:
+        from psgrpo.eval.generation import check_sampling
+        from psgrpo.options import json_object_option
+        from psgrpo.ps.segmentation import get_segmenter
+
+        for name in ("vllm_kwargs", "segmenter_kwargs"):
+            setattr(self, name, json_object_option(name, getattr(self, name)))
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {list(BACKENDS)}, got {self.backend!r}")
+        get_segmenter(self.segmenter, **self.segmenter_kwargs)  # a bad name or pattern fails before any work
+        check_sampling(self.num_samples, self.do_sample)
+        if self.pass_k is None:
+            self.pass_k = sorted({1, self.num_samples})
+        check_pass_k(self.pass_k, self.num_samples)
+
+
+def check_eval_limit(task: TaskConfig) -> None:
+    """``max_eval_examples`` must leave rows to evaluate (``None`` = the whole split)."""
+    limit = task.max_eval_examples
+    if limit is not None and limit < 1:
+        raise ValueError(
+            f"--max_eval_examples {limit} leaves no rows of {task.dataset!r} split {task.eval_split!r} to "
+            "evaluate: pass a positive number, or None for the whole split"
+        )
+
+
+def _rate(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def summary_markdown(summary: dict[str, float], title: str, setup: str) -> str:
+    """The readable report: a metric table and the error-type breakdown (counts and shares)."""
+    pass_keys = [key for key in summary if key.startswith("pass@")]
+    rows = [
+        ("accuracy (sample 0 of each prompt)", _rate(summary["accuracy"])),
+        *((f"{key} (unbiased estimate)", _rate(summary[key])) for key in pass_keys),
+        ("format compliance (all four tags)", _rate(summary["format_rate"])),
+        ("answer rate (a parsable answer)", _rate(summary["answer_rate"])),
+        ("step completeness (all checked steps verify)", _rate(summary["step_complete_rate"])),
+        ("completions with checkable arithmetic", _rate(summary["step_checked_rate"])),
+        ("mean completion tokens", f"{summary['mean_tokens']:.1f}"),
+        ("median completion tokens", f"{summary['median_tokens']:.1f}"),
+    ]
+    total = int(summary["n_completions"])
+    counts = {t: round(summary[error_type_key(t)] * total) for t in ERROR_TYPES}
+    wrong = total - counts["correct"]
+    lines = [f"## {title}", "", setup, "", "| metric | value |", "|---|---|"]
+    lines += [f"| {name} | {value} |" for name, value in rows]
+    lines += ["", f"### Error types ({total} completions)", ""]
+    lines += ["| type | count | share of completions | share of wrong ones |", "|---|---|---|---|"]
+    for t in ERROR_TYPES:
+        of_wrong = "-" if t == "correct" or wrong == 0 else _rate(counts[t] / wrong)
+        lines.append(f"| {t} | {counts[t]} | {_rate(counts[t] / total)} | {of_wrong} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_eval_outputs(
+    output_dir: str | Path, result: EvalResult, markdown: str, config: dict[str, Any]
+) -> dict[str, Path]:
+    """Write ``summary.json``, ``summary.md`` and ``samples.jsonl`` into ``output_dir``; return their paths."""
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {name: out / name for name in (SUMMARY_JSON, SUMMARY_MD, SAMPLES_JSONL)}
+    paths[SUMMARY_JSON].write_text(json.dumps({"metrics": result.summary, "config": config}, indent=2) + "\n")
+    paths[SUMMARY_MD].write_text(markdown)
+    with paths[SAMPLES_JSONL].open("w", encoding="utf-8") as handle:
+        for record in result.samples:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return paths
+
+
+def _decoding(cfg: EvalConfig) -> str:
+    if not cfg.do_sample:
+        return "greedy"
+    options = [f"temperature {cfg.temperature}"]
+    options += [f"{name} {value}" for name, value in (("top-k", cfg.top_k), ("top-p", cfg.top_p)) if value]
+    return "sampled, " + ", ".join(options)
+
+
+def run_eval(argv: Sequence[str]) -> dict[str, float]:
+    """``psgrpo eval``: parse options, load checkpoint and split, evaluate, print and write the report."""
+    from psgrpo.config import TaskConfig
+    from psgrpo.data.tasks import load_task_split
+    from psgrpo.eval.generation import evaluate_samples
+    from psgrpo.loading import checkpoint_path, load_model_and_tokenizer, load_tokenizer
+    from psgrpo.parsing import ConfigParser
+
+    task, cfg = ConfigParser((TaskConfig, EvalConfig)).parse_args_and_config(list(argv))
+    check_eval_limit(task)
+    dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)
+    if cfg.backend == "vllm":
+        from psgrpo.eval.vllm_backend import import_vllm
+
+        import_vllm()  # fail before loading anything
+        model: Any = checkpoint_path(cfg.model_name_or_path)
+        tokenizer = load_tokenizer(cfg.model_name_or_path)
+    else:
+        model, tokenizer = load_model_and_tokenizer(cfg.model_name_or_path, dtype=cfg.dtype)
+    max_new_tokens = task.eval_max_new_tokens or DEFAULT_EVAL_MAX_NEW_TOKENS
+    result = evaluate_samples(
+        model,
+        tokenizer,
+        dataset,
+        num_samples=cfg.num_samples,
+        pass_k=cfg.pass_k or (),
+        max_new_tokens=max_new_tokens,
+        batch_size=task.eval_batch_size,
+        segmenter=cfg.segmenter,
+        segmenter_kwargs=cfg.segmenter_kwargs,  # type: ignore[arg-type]
+        backend=cfg.backend,
+        seed=cfg.seed,
+        vllm_kwargs=cfg.vllm_kwargs,  # type: ignore[arg-type]
+        do_sample=cfg.do_sample,
+        temperature=cfg.temperature,
+        top_k=cfg.top_k,
+        top_p=cfg.top_p,
+    )
+    model_name = cfg.model_name_or_path or "embedded checkpoint"
+    setup = (
+        f"{int(result.summary['n'])} prompts × {cfg.num_samples} sample(s), {_decoding(cfg)}, "
+        f"at most {max_new_tokens} new tokens, backend {cfg.backend}, steps by segmenter '{cfg.segmenter}'"
+    )
+    markdown = summary_markdown(result.summary, f"{model_name} on {task.dataset}/{task.eval_split}", setup)
+    print(markdown)
+    if cfg.output_dir:
+        task_options = {k: v for k, v in asdict(task).items() if k not in TRAIN_ONLY_TASK_FIELDS}
+        config = {**task_options, **asdict(cfg), "model": model_name, "max_new_tokens": max_new_tokens}
+        paths = write_eval_outputs(cfg.output_dir, result, markdown, config)
+        logger.info("wrote %s", ", ".join(str(p) for p in paths.values()))
+    if cfg.output_file:
+        Path(cfg.output_file).parent.mkdir(parents=True, exist_ok=True)
+        Path(cfg.output_file).write_text(json.dumps(result.summary, indent=2))
+    return result.summary

@@ -1,0 +1,97 @@
+"""``psgrpo train``: config → data → model → held-out accuracy before → train → accuracy after.
+
+With no ``--config`` the embedded demo recipe is used (tiny checkpoint, arith task, CPU); any
+option of ``ProcessGRPOConfig`` / ``TaskConfig`` / TRL's ``ModelConfig`` can be set in YAML or as
+a flag. The report (method, timings, accuracy before/after) is printed as a table and saved as
+``report.json`` in ``output_dir``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("psgrpo")
+
+REPORT_KEYS = ("accuracy", "format_rate", "answer_rate", "mean_tokens")
+
+
+def train(argv: Sequence[str]) -> dict[str, Any]:
+    """``psgrpo train``: build config, data, model; evaluate, train, evaluate; return the report."""
+    import torch
+    from trl import ModelConfig, get_peft_config
+
+    from psgrpo.config import ProcessGRPOConfig, TaskConfig
+    from psgrpo.data.tasks import load_task_split
+    from psgrpo.distributed import parameters_sharded
+    from psgrpo.eval.generation import evaluate_model
+    from psgrpo.eval.heldout import HeldOutEvalCallback
+    from psgrpo.loading import load_policy, with_default_recipe
+    from psgrpo.parsing import ConfigParser
+    from psgrpo.trainer import ProcessGRPOTrainer
+
+    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig))
+    task, args, model_args = parser.parse_args_and_config(with_default_recipe(argv))
+    torch.manual_seed(args.seed)
+    if task.eval_before_after and parameters_sharded(args):
+        logger.warning(
+            "ZeRO-3/FSDP shard the model, so the before/after evaluation is skipped; evaluate the saved "
+            "checkpoint with `psgrpo eval --model_name_or_path %s`",
+            args.output_dir,
+        )
+        task.eval_before_after = False
+    model, tokenizer = load_policy(model_args, trust_remote_code=args.trust_remote_code)
+    train_dataset = load_task_split(task, task.train_split, limit=task.max_train_examples)
+    eval_dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)
+    eval_kwargs = {
+        "max_new_tokens": task.eval_max_new_tokens or args.max_completion_length,
+        "batch_size": task.eval_batch_size,
+    }
+    report: dict[str, Any] = {"method": args.method, "dataset": task.dataset, "output_dir": args.output_dir}
+    if task.eval_before_after:
+        model.to(args.device)  # the training device (this process's GPU), not the CPU it was loaded on
+        report["before"] = evaluate_model(model, tokenizer, eval_dataset, **eval_kwargs)
+        logger.info("held-out before training: %s", report["before"])
+    trainer = ProcessGRPOTrainer(
+        model=model,
+        args=args,
+        train_dataset=train_dataset,
+        processing_class=tokenizer,
+        peft_config=get_peft_config(model_args),
+    )
+    if task.heldout_eval_steps:
+        trainer.add_callback(
+            HeldOutEvalCallback(
+                trainer, eval_dataset, task.heldout_eval_steps, task.heldout_eval_on_start, **eval_kwargs
+            )
+        )
+    start = time.perf_counter()
+    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
+    report["train_seconds"] = time.perf_counter() - start
+    trainer.save_model(args.output_dir)
+    tokenizer.save_pretrained(args.output_dir)
+    if task.eval_before_after:
+        report["after"] = evaluate_model(trainer.model, tokenizer, eval_dataset, **eval_kwargs)
+    if task.eval_before_after and trainer.is_world_process_zero():
+        print_table(
+            f"held-out accuracy on {task.dataset}/{task.eval_split} (n={len(eval_dataset)}, greedy), "
+            f"method={args.method}, {report['train_seconds']:.0f} s of training",
+            {"before": report["before"], "after": report["after"]},
+        )
+    if trainer.is_world_process_zero():
+        Path(args.output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(args.output_dir) / "report.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
+def print_table(title: str, rows: dict[str, dict[str, float]]) -> None:
+    """A markdown table of :data:`REPORT_KEYS` per row (before/after)."""
+    print(f"\n{title}")
+    print("| " + " | ".join(["", *REPORT_KEYS]) + " |")
+    print("|" + "---|" * (len(REPORT_KEYS) + 1))
+    for name, metrics in rows.items():
+        print("| " + " | ".join([name, *(f"{metrics[k]:.3f}" for k in REPORT_KEYS)]) + " |")

@@ -1,0 +1,1 @@
+"""Evaluation: batched generation (transformers or vLLM), per-sample metrics, the held-out training callback."""

@@ -1,0 +1,312 @@
+"""Held-out evaluation: batched generation, then accuracy, pass@k, format, steps and error types.
+
+``evaluate_model`` is what the before/after report of ``psgrpo train`` calls; ``psgrpo eval``
+calls :func:`evaluate_samples`, which also returns one record per sample. Both generate
+``num_samples`` completions per prompt (one greedy completion by default; more need sampled
+decoding) with ``transformers``' ``generate`` (backend ``hf``) or vLLM (backend ``vllm``), then
+score them with the same answer extraction and correctness check as the training rewards
+(metrics: :mod:`psgrpo.eval.metrics`; definitions: docs/evaluation.md)::
+
+    result = evaluate_samples(model, tokenizer, dataset, num_samples=8, pass_k=[1, 8], do_sample=True)
+    result.summary["pass@8"], result.samples[0]["error_type"]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from datasets import Dataset
+from tqdm.auto import tqdm
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from psgrpo.data.validation import validate_columns
+from psgrpo.eval.metrics import CompletionGrade, check_pass_k, grade_completion, summarize
+from psgrpo.ps.segmentation import TextSegmenter, get_segmenter
+
+BACKENDS = ("hf", "vllm")
+"""Generation backends: ``hf`` (``model.generate``, default) and ``vllm`` (optional extra)."""
+
+
+def _prompt_ids(tokenizer: PreTrainedTokenizerBase, prompt: str | list[dict[str, Any]]) -> list[int]:
+    """Token ids of one prompt; conversational prompts go through the chat template."""
+    if isinstance(prompt, str):
+        return tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    return tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=True)[
+        "input_ids"
+    ]
+
+
+@torch.no_grad()
+def generate_completions(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    prompts: Sequence[str | list[dict[str, Any]]],
+    max_new_tokens: int = 256,
+    batch_size: int = 32,
+    do_sample: bool = False,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    show_progress: bool = True,
+    num_samples: int = 1,
+) -> tuple[list[str], list[int]]:
+    """Generate ``num_samples`` completions per prompt in left-padded batches.
+
+    A batch holds ``max(1, batch_size // num_samples)`` prompts, so about ``batch_size``
+    sequences are generated at once.
+
+    Returns:
+        (texts, lengths): P·num_samples decoded completions (special tokens removed), prompt-major
+        (prompt p's samples at ``p*num_samples ...``), and their token counts (up to and
+        including EOS).
+    """
+    check_sampling(num_samples, do_sample)
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    texts: list[str] = []
+    lengths: list[int] = []
+    sampling: dict[str, Any] = {"do_sample": do_sample, "num_return_sequences": num_samples}
+    if do_sample:
+        sampling.update(temperature=temperature, top_k=top_k, top_p=top_p)
+    prompts_per_batch = max(1, batch_size // num_samples)
+    for start in tqdm(
+        range(0, len(prompts), prompts_per_batch), desc="generate", disable=not show_progress, leave=False
+    ):
+        batch = [_prompt_ids(tokenizer, p) for p in prompts[start : start + prompts_per_batch]]
+        width = max(len(ids) for ids in batch)
+        input_ids = torch.tensor([[pad_id] * (width - len(ids)) + ids for ids in batch], device=device)
+        attention_mask = torch.tensor(
+            [[0] * (width - len(ids)) + [1] * len(ids) for ids in batch], device=device
+        )
+        out = model.generate(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            max_new_tokens=max_new_tokens,
+            pad_token_id=pad_id,
+            eos_token_id=tokenizer.eos_token_id,
+            **sampling,
+        )
+        for row in out[:, width:].tolist():
+            n = row.index(tokenizer.eos_token_id) + 1 if tokenizer.eos_token_id in row else len(row)
+            lengths.append(n)
+            texts.append(tokenizer.decode(row[:n], skip_special_tokens=True))
+    model.train(was_training)
+    return texts, lengths
+
+
+def check_sampling(num_samples: int, do_sample: bool) -> None:
+    """Several samples per prompt need sampled decoding (greedy would repeat one completion).
+
+    Raises:
+        ValueError: ``num_samples < 1``, or ``num_samples > 1`` with greedy decoding.
+    """
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
+        raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}")
+    if num_samples > 1 and not do_sample:
+        raise ValueError(
+            f"num_samples={num_samples} asks for several completions per prompt, which needs sampled "
+            f"decoding: pass do_sample=True (CLI: --do_sample true, with --temperature / --top_p / --top_k); "
+            f"greedy decoding would return {num_samples} copies of the same completion"
+        )
+
+
+@dataclass
+class EvalResult:
+    """What :func:`evaluate_samples` returns.
+
+    Attributes:
+        summary: the metrics of :func:`psgrpo.eval.metrics.summarize` (all floats).
+        samples: one JSON-serialisable record per completion, prompt-major (see :func:`sample_record`).
+    """
+
+    summary: dict[str, float]
+    samples: list[dict[str, Any]]
+
+
+def sample_record(
+    prompt_index: int,
+    sample_index: int,
+    prompt: Any,
+    completion: str,
+    gold: str,
+    tokens: int,
+    grade: CompletionGrade,
+) -> dict[str, Any]:
+    """One line of ``samples.jsonl``: where the sample comes from, its text and every verdict on it.
+
+    ``step_verdicts`` has one entry per step: ``true`` (its equations hold), ``false`` (one fails)
+    or ``null`` (no checkable equation).
+    """
+    return {
+        "prompt_index": prompt_index,
+        "sample_index": sample_index,
+        "prompt": prompt,
+        "completion": completion,
+        "answer": grade.answer,
+        "gold": gold,
+        "correct": grade.correct,
+        "error_type": grade.error_type,
+        "format_ok": grade.format_ok,
+        "tokens": tokens,
+        "steps": grade.steps.n_steps,
+        "steps_checked": grade.steps.n_checked,
+        "steps_verified": grade.steps.n_verified,
+        "step_complete": grade.steps.complete,
+        "step_verdicts": list(grade.steps.verdicts),
+    }
+
+
+def score_samples(
+    texts: Sequence[str],
+    lengths: Sequence[int],
+    golds: Sequence[str],
+    num_samples: int = 1,
+    pass_k: Sequence[int] = (),
+    prompts: Sequence[Any] | None = None,
+    segmenter: TextSegmenter | None = None,
+) -> EvalResult:
+    """Grade prompt-major completions (``num_samples`` per gold answer) into a summary and records.
+
+    Args:
+        texts, lengths: P·num_samples completions and their token counts, prompt-major.
+        golds: the P gold answers.
+        prompts: the P prompts, copied into the records (``None`` leaves them out).
+        segmenter: how completions split into steps (default: ``markers``, ``Step N:``).
+    """
+    if len(texts) != len(lengths) or len(texts) != len(golds) * num_samples:
+        raise ValueError(
+            f"got {len(texts)} completions and {len(lengths)} lengths for {len(golds)} gold answers "
+            f"with {num_samples} samples each"
+        )
+    grades: list[list[CompletionGrade]] = []
+    tokens: list[list[int]] = []
+    records: list[dict[str, Any]] = []
+    for p, gold in enumerate(golds):
+        rows = range(p * num_samples, (p + 1) * num_samples)
+        grades.append([grade_completion(texts[i], gold, segmenter) for i in rows])
+        tokens.append([lengths[i] for i in rows])
+        prompt = None if prompts is None else prompts[p]
+        records += [
+            sample_record(p, s, prompt, texts[i], gold, lengths[i], grades[-1][s]) for s, i in enumerate(rows)
+        ]
+    return EvalResult(summarize(grades, tokens, pass_k), records)
+
+
+def score_completions(texts: Sequence[str], lengths: Sequence[int], golds: Sequence[str]) -> dict[str, float]:
+    """Metrics of one completion per gold answer (see :func:`psgrpo.eval.metrics.summarize` for the keys)."""
+    return score_samples(texts, lengths, golds).summary
+
+
+def evaluate_samples(
+    model: PreTrainedModel | str,
+    tokenizer: PreTrainedTokenizerBase,
+    dataset: Dataset,
+    num_samples: int = 1,
+    pass_k: Sequence[int] = (),
+    max_new_tokens: int = 256,
+    batch_size: int = 32,
+    show_progress: bool = True,
+    segmenter: str | TextSegmenter = "markers",
+    segmenter_kwargs: dict[str, Any] | None = None,
+    backend: str = "hf",
+    seed: int | None = None,
+    vllm_kwargs: dict[str, Any] | None = None,
+    do_sample: bool = False,
+    **generation_kwargs: Any,
+) -> EvalResult:
+    """Generate ``num_samples`` completions for every row of ``dataset`` (columns ``prompt``, ``answer``) and score them.
+
+    Args:
+        model: a loaded model (backend ``hf``), or a checkpoint path / hub id (backend ``vllm``).
+        num_samples: completions per prompt; more than one needs ``do_sample=True``.
+        pass_k: the k of the pass@k metrics, each at most ``num_samples``.
+        batch_size: sequences per ``generate`` call (``hf``; prompts per call = batch_size // num_samples).
+        segmenter, segmenter_kwargs: how completions split into steps for the step checks (a
+            registered name of :mod:`psgrpo.ps.segmentation`, or a segmenter).
+        backend: ``hf`` or ``vllm``.
+        seed: seeds sampling (``torch.manual_seed`` for ``hf``, the engine and ``SamplingParams`` for
+            ``vllm``); ``None`` leaves the random state alone.
+        vllm_kwargs: extra ``vllm.LLM`` arguments.
+        do_sample, generation_kwargs: decoding, ``temperature``, ``top_k``, ``top_p``.
+
+    Raises:
+        ValueError: bad ``num_samples`` / ``pass_k`` / ``backend`` (before any generation).
+        DatasetValidationError: the dataset is empty or lacks ``prompt`` / ``answer``.
+        ImportError: backend ``vllm`` without vllm installed (says how to install it).
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; expected one of {list(BACKENDS)}")
+    check_sampling(num_samples, do_sample)
+    check_pass_k(pass_k, num_samples)
+    validate_columns(dataset, ["prompt", "answer"], name="evaluation dataset")
+    if isinstance(segmenter, str):
+        segmenter = get_segmenter(segmenter, **(segmenter_kwargs or {}))
+    prompts = list(dataset["prompt"])
+    if backend == "vllm":
+        from psgrpo.eval.vllm_backend import generate_with_vllm
+
+        if not isinstance(model, str):
+            raise TypeError(
+                "backend 'vllm' loads the model itself: pass its checkpoint path or hub id, not a "
+                f"{type(model).__name__}"
+            )
+        texts, lengths = generate_with_vllm(
+            model,
+            [_prompt_ids(tokenizer, p) for p in prompts],
+            num_samples=num_samples,
+            max_new_tokens=max_new_tokens,
+            do_sample=do_sample,
+            seed=seed,
+            show_progress=show_progress,
+            llm_kwargs=vllm_kwargs,
+            **generation_kwargs,
+        )
+    else:
+        if seed is not None:
+            torch.manual_seed(seed)
+        texts, lengths = generate_completions(
+            model,
+            tokenizer,
+            prompts,
+            max_new_tokens=max_new_tokens,
+            batch_size=batch_size,
+            do_sample=do_sample,
+            show_progress=show_progress,
+            num_samples=num_samples,
+            **generation_kwargs,
+        )
+    return score_samples(texts, lengths, list(dataset["answer"]), num_samples, pass_k, prompts, segmenter)
+
+
+def evaluate_model(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    dataset: Dataset,
+    max_new_tokens: int = 256,
+    batch_size: int = 32,
+    show_progress: bool = True,
+    **generation_kwargs: Any,
+) -> dict[str, float]:
+    """The summary metrics of :func:`evaluate_samples` on ``dataset`` (columns ``prompt``, ``answer``).
+
+    ``generation_kwargs`` are passed on (``do_sample``, ``temperature``, ``top_k``, ``top_p``,
+    ``num_samples``, ``pass_k``, ``segmenter`` ...). Keys: ``accuracy`` (sample 0 of each prompt
+    answers exactly the gold answer), ``format_rate`` (full format reward), ``answer_rate`` (a
+    parsable answer), ``mean_tokens``, ``median_tokens``, ``n`` (prompts), ``pass@k`` for each
+    requested k, ``step_complete_rate``, ``step_checked_rate``, ``error_type/<type>``,
+    ``num_samples``, ``n_completions`` (see :func:`psgrpo.eval.metrics.summarize`).
+    """
+    return evaluate_samples(
+        model,
+        tokenizer,
+        dataset,
+        max_new_tokens=max_new_tokens,
+        batch_size=batch_size,
+        show_progress=show_progress,
+        **generation_kwargs,
+    ).summary

@@ -1,0 +1,45 @@
+"""``metrics.jsonl``: every log record of a run, one JSON object per line, written as training goes.
+
+``psgrpo compare``, the held-out callback's curves and the benchmarks read this file; unlike
+TensorBoard event files it survives a crash line by line and needs no extra package to read.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import TrainerCallback
+
+METRICS_FILE = "metrics.jsonl"
+
+
+class JsonlMetricsCallback(TrainerCallback):
+    """Append every log record (loss, rewards, KL, eval metrics …) to ``path``; main process only."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def on_log(self, args, state, control, logs=None, **kwargs) -> None:  # noqa: D401 - HF callback signature
+        if not state.is_world_process_zero or not logs:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"step": state.global_step, **{k: _to_json(v) for k, v in logs.items()}}
+        with self.path.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+def read_metrics(output_dir: str | Path) -> list[dict[str, Any]]:
+    """The records of ``output_dir/metrics.jsonl`` in order (``[]`` when there is none)."""
+    path = Path(output_dir) / METRICS_FILE
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.item() if value.numel() == 1 else value.tolist()
+    return value

@@ -1,0 +1,244 @@
+"""PS-GRPO's process signal: score each step, gather, normalise over the group, lay out as tensors.
+
+One training step, inside :class:`StepSignal` (DeepSeekMath, arXiv 2402.03300 §4.1.3; formulas
+in docs/design.md)::
+
+    completion ids ──segment_completions──► steps (text + token spans)          (local batch)
+                   ──step scorer──► raw step scores r_{i,j}                      (local batch)
+                   ──gather──► the whole generation batch's scores  (a group may span processes)
+                   ──normalize_step_scores──► r̃_{i,j} = (r − mean R_g) / (std R_g + eps)
+                   ──local rows──► (B, S) step advantages + (B, T) token → step index
+
+The result is the keyword arguments of the ``process`` advantage estimator
+(:func:`psgrpo.advantages.process_token_advantages`), the ``ps/*`` metrics and the
+:class:`PsCredit` record that ``psgrpo inspect`` draws. Everything but the gather is a pure
+function of its inputs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from accelerate.utils import gather_object
+
+from psgrpo.credit import SignalOutput
+from psgrpo.distributed import local_rows
+from psgrpo.ps.scorers.base import StepScoreError, validate_step_scores
+from psgrpo.ps.segmentation import Span, segment_completions, spans_to_step_index
+
+StepScorer = Callable[..., list[list[float]]]
+
+
+@dataclass
+class PsCredit:
+    """What PS-GRPO credited, per local completion (read by ``psgrpo inspect``).
+
+    Attributes:
+        steps: (B, S_i) step texts.
+        step_token_spans: (B, S_i) ``(start, end)`` completion-token spans, end exclusive.
+        raw_step_scores: (B, S_i) the scorer's scores (``None``: the scorer failed, outcome fallback).
+        step_scores: (B, S_i) the group-normalised r̃ (``None`` likewise).
+    """
+
+    steps: list[list[str]]
+    step_token_spans: list[list[Span]]
+    raw_step_scores: list[list[float] | None]
+    step_scores: list[list[float] | None]
+
+
+def scorer_name(scorer: Any) -> str:
+    """A readable name for error messages and logs."""
+    return getattr(scorer, "__name__", None) or type(scorer).__name__
+
+
+def score_steps(
+    scorer: StepScorer,
+    prompts: Sequence[Any],
+    steps: list[list[str]],
+    columns: dict[str, list[Any]],
+    fallback: bool,
+) -> list[list[float] | None]:
+    """Run ``scorer`` on the whole local batch and validate its output (once, here).
+
+    Args:
+        scorer: ``(prompts, steps, **columns) -> list[list[float]]``.
+        prompts, steps: one entry per completion.
+        columns: dataset columns (e.g. ``answer``), one list entry per completion.
+        fallback: when False, any failure raises :class:`StepScoreError` naming the scorer and
+            the sample. When True, the batch is re-scored one completion at a time and each
+            completion that still fails gets ``None`` (the caller falls back to the outcome
+            advantage for it).
+    """
+    name = scorer_name(scorer)
+    try:
+        return validate_step_scores(_call(scorer, prompts, steps, columns), steps, name)
+    except StepScoreError:
+        if not fallback:
+            raise
+    results: list[list[float] | None] = []
+    for i in range(len(steps)):
+        one = {key: values[i : i + 1] for key, values in columns.items()}
+        try:
+            scored = _call(scorer, prompts[i : i + 1], steps[i : i + 1], one)
+            results.append(validate_step_scores(scored, steps[i : i + 1], name)[0])
+        except StepScoreError:
+            results.append(None)
+    return results
+
+
+def _call(scorer: StepScorer, prompts: Sequence[Any], steps: list[list[str]], columns: dict[str, list[Any]]):
+    try:
+        return scorer(list(prompts), steps, **columns)
+    except StepScoreError:
+        raise
+    except Exception as err:  # a user's scorer may raise anything: name it, keep the cause
+        raise StepScoreError(
+            f"step scorer {scorer_name(scorer)!r} raised {type(err).__name__}: {err}"
+        ) from err
+
+
+def normalize_step_scores(
+    scores: list[list[float] | None], num_generations: int, eps: float = 1e-4
+) -> list[list[float] | None]:
+    """Normalise step scores over *all* steps of each group: r̃ = (r − mean(R)) / (std(R) + eps).
+
+    Args:
+        scores: one list of step scores per completion, for the whole generation batch
+            (gathered across processes), groups of ``num_generations`` consecutive rows.
+            ``None`` marks a completion whose scorer failed (fallback): it is left out of its
+            group's statistics and stays ``None``.
+        num_generations: G.
+        eps: added to the std, as for outcome rewards.
+
+    Returns:
+        The normalised scores, same nesting. A group whose step scores are all equal (or that
+        has a single step score) gets zeros: there is nothing to prefer.
+    """
+    if num_generations < 1 or len(scores) % num_generations:
+        raise ValueError(f"{len(scores)} completions do not split into groups of {num_generations}")
+    out: list[list[float] | None] = []
+    for start in range(0, len(scores), num_generations):
+        group = scores[start : start + num_generations]
+        flat = torch.tensor([s for row in group if row is not None for s in row], dtype=torch.float64)
+        # all equal: exactly zero (the float mean of equal values can differ from them in the last bit)
+        no_spread = flat.numel() < 2 or bool(flat.max() == flat.min())
+        mean = flat.mean() if flat.numel() else torch.tensor(0.0, dtype=torch.float64)
+        std = flat.std() if flat.numel() > 1 else torch.tensor(0.0, dtype=torch.float64)
+        for row in group:
+            if row is None:
+                out.append(None)
+            elif no_spread:
+                out.append([0.0] * len(row))
+            else:
+                out.append(((torch.tensor(row, dtype=torch.float64) - mean) / (std + eps)).tolist())
+    return out
+
+
+@dataclass
+class StepTensors:
+    """Local step signals as tensors for the ``process`` estimator."""
+
+    step_advantages: torch.Tensor  # (B, S) normalised step scores r̃, 0 on padding
+    step_index: torch.Tensor  # (B, T) step of each completion token, -1 on padding
+    process_valid: torch.Tensor  # (B,) False where the scorer failed (outcome fallback)
+
+
+def step_tensors(
+    normalized: list[list[float] | None],
+    token_spans: list[list[Span]],
+    width: int,
+    device: torch.device,
+) -> StepTensors:
+    """Pack per-completion step values and token spans into padded tensors.
+
+    Args:
+        normalized: r̃ per step for the local completions (``None`` = scorer failed).
+        token_spans: token spans per completion, one per step, in completion-token indices.
+        width: T, the padded completion length.
+    """
+    max_steps = max([len(spans) for spans in token_spans] + [1])
+    step_advantages = torch.zeros(len(token_spans), max_steps, dtype=torch.float32)
+    for i, values in enumerate(normalized):
+        if values:
+            step_advantages[i, : len(values)] = torch.tensor(values, dtype=torch.float32)
+    step_index = spans_to_step_index(token_spans, width)
+    valid = torch.tensor([v is not None for v in normalized], dtype=torch.bool)
+    return StepTensors(step_advantages.to(device), step_index.to(device), valid.to(device))
+
+
+def step_metrics(raw: list[list[float] | None], wrong_threshold: float) -> dict[str, float]:
+    """Logged PS statistics over the whole generation batch (the gathered raw scores)."""
+    scored = [row for row in raw if row is not None]
+    flat = [s for row in scored for s in row]
+    return {
+        "ps/steps_per_completion": sum(len(row) for row in scored) / max(len(scored), 1),
+        "ps/step_score_mean": sum(flat) / len(flat) if flat else math.nan,
+        "ps/frac_steps_wrong": sum(s < wrong_threshold for s in flat) / len(flat) if flat else math.nan,
+        "ps/scorer_fallbacks": float(len(raw) - len(scored)),
+    }
+
+
+class StepSignal:
+    """PS-GRPO's signal stage (see the module docstring); one instance per trainer.
+
+    Args:
+        config: the :class:`~psgrpo.config.ProcessGRPOConfig` (``ps_*`` options).
+        tokenizer: the policy's tokenizer (token offsets of the steps).
+        accelerator: the trainer's ``Accelerator`` (gathers scores of groups split over processes).
+        segmenter: text → step character spans (``psgrpo.ps.segmentation``).
+        step_scorer: ``(prompts, steps, **columns) -> list[list[float]]``.
+    """
+
+    def __init__(
+        self, config: Any, tokenizer: Any, accelerator: Any, segmenter: Any, step_scorer: StepScorer
+    ):
+        self.config, self.tokenizer, self.accelerator = config, tokenizer, accelerator
+        self.segmenter, self.step_scorer = segmenter, step_scorer
+
+    def __call__(
+        self,
+        model: Any,
+        output: dict[str, Any],
+        inputs: list[dict[str, Any]],
+        num_generations: int,
+        step: int,
+    ) -> SignalOutput:
+        config = self.config
+        mask = output["completion_mask"].bool()
+        ids = [row[keep].tolist() for row, keep in zip(output["completion_ids"], mask, strict=True)]
+        segmentation = segment_completions(self.tokenizer, ids, self.segmenter)
+        columns = {key: [x[key] for x in inputs] for key in inputs[0] if key != "prompt"}
+        start = time.perf_counter()
+        raw = score_steps(
+            self.step_scorer,
+            [x["prompt"] for x in inputs],
+            segmentation.steps,
+            columns,
+            fallback=config.ps_on_scorer_error == "outcome",
+        )
+        scorer_seconds = time.perf_counter() - start
+        all_raw = gather_object(raw)  # the whole generation batch: groups may span processes
+        normalized = normalize_step_scores(all_raw, num_generations)[local_rows(self.accelerator, len(ids))]
+        tensors = step_tensors(normalized, segmentation.token_spans, mask.shape[1], mask.device)
+        metrics = step_metrics(all_raw, config.ps_wrong_step_threshold)
+        metrics["ps/scorer_seconds"] = scorer_seconds
+        return SignalOutput(
+            estimator_kwargs={
+                "step_advantages": tensors.step_advantages,
+                "step_index": tensors.step_index,
+                "process_valid": tensors.process_valid,
+                # the ps_* options, named as the config names them minus the prefix
+                "advantage_mode": config.ps_advantage_mode,
+                "outcome_weight": config.ps_outcome_weight,
+                "lambda_": config.ps_lambda,  # ps_lambda: `lambda` is a Python keyword
+                "min_temperature": config.ps_min_temperature,
+            },
+            metrics=metrics,
+            credit=PsCredit(segmentation.steps, segmentation.token_spans, raw, normalized),
+            outcome_weight=config.ps_outcome_weight,
+        )

@@ -1,0 +1,1 @@
+"""GRPO-VPS's process signal: entropy boundaries, confidence probes of the gold answer, and the signal stage."""

@@ -1,0 +1,302 @@
+"""The CLI: recipes parse into configs, and the GSM8K recipe's code path runs end to end on tiny models."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import pytest
+from trl import ModelConfig, TrlParser
+
+from psgrpo.commands.cli import main
+from psgrpo.config import ProcessGRPOConfig, TaskConfig
+from psgrpo.data.validation import DatasetValidationError
+from psgrpo.loading import DEFAULT_RECIPE, RECIPES_DIR, load_model_and_tokenizer
+from psgrpo.tiny.model import build_tiny_model
+from psgrpo.tiny.tokenizer import train_bpe_tokenizer
+
+GSM8K_ROWS = [
+    {
+        "question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+        "How many clips did Natalia sell altogether in April and May?",
+        "answer": "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = <<48+24=72>>72 clips.\n#### 72",
+    },
+    {
+        "question": "Weng earns $12 an hour for babysitting. Yesterday, she just did 50 minutes of babysitting. "
+        "How much did she earn?",
+        "answer": "Weng earns 12/60 = $<<12/60=0.2>>0.2 per minute.\nShe earned 0.2 x 50 = $<<0.2*50=10>>10.\n#### 10",
+    },
+]
+
+
+def _parse(argv):
+    return TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig)).parse_args_and_config(argv)
+
+
+def test_demo_recipe_parses_with_cli_override():
+    task, args, model_args = _parse(
+        ["--config", str(DEFAULT_RECIPE), "--learning_rate", "1e-5", "--method", "grpo"]
+    )
+    assert task.dataset == "arith"
+    assert args.learning_rate == 1e-5  # the flag overrides the YAML
+    assert args.num_generations == 8 and args.use_cpu
+    assert model_args.model_name_or_path is None  # → embedded checkpoint
+
+
+def test_gsm8k_recipe_builds_seed_hyperparameters():
+    task, args, model_args = _parse(
+        ["--config", str(RECIPES_DIR / "gsm8k_qwen2.5_0.5b.yaml"), "--use_cpu", "true"]
+    )
+    assert model_args.model_name_or_path == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert (task.dataset, task.chat, task.prompt_template) == ("gsm8k", True, "tags")
+    assert args.per_device_train_batch_size // args.num_generations == 8 and args.num_generations == 4
+    assert (args.learning_rate, args.epsilon, args.beta, args.max_completion_length) == (5e-6, 0.2, 0.05, 512)
+    assert (args.top_k, args.top_p, args.temperature) == (40, 0.9, 0.7)
+    assert args.bf16 and args.gradient_checkpointing
+
+
+def test_unknown_flag_is_an_error():
+    with pytest.raises(ValueError, match="no_such_flag"):
+        _parse(["--config", str(DEFAULT_RECIPE), "--no_such_flag", "1"])
+
+
+def test_missing_tokenizer_is_a_clear_error(tmp_path, char_tokenizer):
+    build_tiny_model(char_tokenizer, hidden_size=32, num_layers=1, intermediate_size=64).save_pretrained(
+        tmp_path
+    )
+    with pytest.raises(ValueError, match="has no tokenizer"):
+        load_model_and_tokenizer(str(tmp_path))
+
+
+@pytest.mark.slow
+def test_gsm8k_recipe_runs_end_to_end_on_tiny_qwen2(tmp_path):
+    """Same code path as the real recipe (chat template, bf16, gradient checkpointing, β>0), tiny model."""
+    data_dir = tmp_path / "gsm8k"
+    data_dir.mkdir()
+    for split in ("train", "test"):
+        (data_dir / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in GSM8K_ROWS * 4))
+    tokenizer = train_bpe_tokenizer([r["question"] + r["answer"] for r in GSM8K_ROWS] * 20, vocab_size=300)
+    model_dir = tmp_path / "tiny-qwen2"
+    build_tiny_model(tokenizer, hidden_size=32, num_layers=2, intermediate_size=64).save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    out = tmp_path / "out"
+    main(
+        [
+            "train",
+            "--config",
+            str(RECIPES_DIR / "gsm8k_qwen2.5_0.5b.yaml"),
+            "--model_name_or_path",
+            str(model_dir),
+            "--dataset",
+            str(data_dir),
+            "--use_cpu",
+            "true",
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "2",
+            "--per_device_train_batch_size",
+            "8",
+            "--max_completion_length",
+            "12",
+            "--max_eval_examples",
+            "4",
+            "--report_to",
+            "none",
+            "--save_strategy",
+            "no",
+            "--logging_steps",
+            "1",
+        ]
+    )
+    report = json.loads((out / "report.json").read_text())
+    assert set(report["before"]) >= {"accuracy", "format_rate", "mean_tokens"}
+    assert 0.0 <= report["after"]["accuracy"] <= 1.0
+    assert (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()
+    logs = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert any("kl" in r for r in logs)  # β = 0.05 from the recipe: the reference model ran
+
+
+@pytest.mark.slow
+def test_default_train_runs_on_the_embedded_checkpoint(tmp_path, capsys):
+    """`psgrpo train` with no config: the embedded demo, shortened."""
+    out = tmp_path / "demo"
+    main(
+        [
+            "train",
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "2",
+            "--max_eval_examples",
+            "8",
+            "--per_device_train_batch_size",
+            "16",
+            "--report_to",
+            "none",
+            "--save_steps",
+            "1",
+        ]
+    )
+    report = json.loads((out / "report.json").read_text())
+    assert report["method"] == "vps" and report["dataset"] == "arith"
+    assert report["before"]["format_rate"] > 0.9  # the warm start already follows the format
+    assert "held-out accuracy" in capsys.readouterr().out
+    assert (out / "checkpoint-2" / "model.safetensors").exists()  # checkpoints are written
+
+
+def test_embedded_checkpoint_is_committed_and_loads():
+    model, tokenizer = load_model_and_tokenizer(None)
+    assert model.config.model_type == "qwen2"
+    assert tokenizer.convert_ids_to_tokens(tokenizer("<answer>")["input_ids"]) == ["<answer>"]
+
+
+# --------------------------------------------------------------------------- psgrpo eval
+
+
+def test_eval_writes_summary_markdown_and_samples(tmp_path, capsys):
+    """`psgrpo eval` end to end on the embedded checkpoint: 3 arith prompts x 2 samples."""
+    out = tmp_path / "eval"
+    argv = ["eval", "--max_eval_examples", "3", "--eval_max_new_tokens", "40", "--num_samples", "2"]
+    main([*argv, "--do_sample", "true", "--pass_k", "1", "2", "--output_dir", str(out)])
+    summary = json.loads((out / "summary.json").read_text())
+    metrics, config = summary["metrics"], summary["config"]
+    assert {
+        "accuracy",
+        "pass@1",
+        "pass@2",
+        "format_rate",
+        "answer_rate",
+        "mean_tokens",
+        "median_tokens",
+    } <= set(metrics)
+    assert {"step_complete_rate", "n", "num_samples", "n_completions"} <= set(metrics)
+    assert (config["dataset"], config["eval_split"], config["num_samples"], config["pass_k"]) == (
+        "arith",
+        "test",
+        2,
+        [1, 2],
+    )
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert [(s["prompt_index"], s["sample_index"]) for s in samples] == [
+        (p, s) for p in range(3) for s in range(2)
+    ]
+    assert metrics["n"] == 3 and metrics["n_completions"] == len(samples) == 6
+    first = [s["correct"] for s in samples if s["sample_index"] == 0]
+    assert metrics["accuracy"] == sum(first) / 3
+    assert metrics["pass@1"] == pytest.approx(sum(s["correct"] for s in samples) / 6)
+    for error_type in ("correct", "format", "calculation", "logic"):
+        share = sum(s["error_type"] == error_type for s in samples) / 6
+        assert metrics[f"error_type/{error_type}"] == pytest.approx(share)
+    assert metrics["step_complete_rate"] == pytest.approx(sum(s["step_complete"] for s in samples) / 6)
+    assert metrics["mean_tokens"] == pytest.approx(sum(s["tokens"] for s in samples) / 6)
+    assert all(s["prompt"].startswith("Question: ") and s["tokens"] <= 40 for s in samples)
+    markdown = (out / "summary.md").read_text()
+    assert "| pass@2 (unbiased estimate) |" in markdown and "### Error types (6 completions)" in markdown
+    assert markdown in capsys.readouterr().out  # the same report is printed
+
+
+def test_eval_checkpoint_without_tokenizer(tmp_path, char_tokenizer):
+    build_tiny_model(char_tokenizer, hidden_size=32, num_layers=1, intermediate_size=64).save_pretrained(
+        tmp_path
+    )
+    with pytest.raises(ValueError, match=f"checkpoint {tmp_path} has no tokenizer"):
+        main(["eval", "--model_name_or_path", str(tmp_path), "--max_eval_examples", "2"])
+
+
+def test_eval_dataset_without_answer_column(tmp_path):
+    rows = [{"question": "How many?", "solution": "2 + 2 = 4\n#### 4"}]
+    path = tmp_path / "test.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(DatasetValidationError) as err:
+        main(["eval", "--dataset", str(path)])
+    message = str(err.value)
+    assert str(path) in message and "'answer'" in message  # which dataset, what was expected
+    assert "['question', 'solution']" in message  # the columns it has
+
+
+def test_eval_empty_split(tmp_path):
+    (tmp_path / "test.jsonl").write_text("")
+    with pytest.raises(DatasetValidationError, match=r"test\.jsonl\) is empty"):
+        main(["eval", "--dataset", str(tmp_path), "--eval_split", "test"])
+    with pytest.raises(ValueError, match=r"--max_eval_examples 0 leaves no rows of 'arith' split 'test'"):
+        main(["eval", "--max_eval_examples", "0"])
+
+
+@pytest.mark.parametrize(
+    ("flags", "match"),
+    [
+        (
+            ["--num_samples", "2", "--do_sample", "true", "--pass_k", "1", "4"],
+            "needs at least 4 samples per prompt",
+        ),
+        (["--num_samples", "4"], "needs sampled decoding"),
+        (["--vllm_kwargs", "{oops"], "vllm_kwargs must be a JSON object"),
+        (["--segmenter_kwargs", "[1]"], "segmenter_kwargs must be a JSON object"),
+    ],
+)
+def test_eval_bad_options(flags, match):
+    with pytest.raises(ValueError, match=match):
+        main(["eval", *flags])
+
+
+@pytest.mark.parametrize("flags", [["--backend", "tpu"], ["--segmenter", "sentences"]])
+def test_eval_flags_outside_their_choices_are_argparse_errors(flags, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", *flags])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flags[0]}" in err and "invalid choice" in err
+
+
+def test_eval_vllm_backend_without_vllm(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    with pytest.raises(ImportError, match=re.escape("pip install 'psgrpo[vllm]'")):
+        main(["eval", "--backend", "vllm", "--max_eval_examples", "2"])
+
+
+# --------------------------------------------------------------------------------------------
+# user errors read as errors: one line, exit status 2, no traceback (unless --debug)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--dataset", "/nonexistent/gsm8k"], "/nonexistent/gsm8k"),
+        (["train", "--vps_alpha", "nan"], "vps_alpha=nan is not a finite number"),
+        (
+            ["train", "--model_name_or_path", "/nonexistent/model"],
+            "model path /nonexistent/model does not exist",
+        ),
+        (
+            ["eval", "--model_name_or_path", "./no/such/checkpoint"],
+            "model path ./no/such/checkpoint does not exist",
+        ),
+        (
+            ["train", "--config", "/nonexistent/recipe.yaml"],
+            "config file /nonexistent/recipe.yaml does not exist",
+        ),
+    ],
+)
+def test_user_errors_are_one_line_without_traceback(argv, message, monkeypatch, capsys):
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    error_lines = [line for line in err.splitlines() if line.startswith("psgrpo: error:")]
+    assert len(error_lines) == 1 and message in error_lines[0], err
+
+
+def test_bad_jsonl_is_one_line_naming_the_row(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+    (tmp_path / "test.jsonl").write_text('{"question": "q", "answer": "#### 3"}\n{"question": "q2"\n')
+    assert main(["eval", "--dataset", str(tmp_path), "--eval_split", "test"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "psgrpo: error:" in err and "line 2" in err
+
+
+def test_debug_flag_shows_the_exception(monkeypatch):
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+    with pytest.raises(ValueError, match="vps_alpha=nan"):
+        main(["train", "--debug", "--vps_alpha", "nan"])

@@ -1,0 +1,167 @@
+"""psgrpo compare: option handling, resume checks, and the whole command on a tiny budget."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+
+import pytest
+from PIL import Image
+
+from psgrpo.commands.cli import main
+from psgrpo.commands.compare import (
+    compare,
+    flag_values,
+    parse_compare_args,
+    run_recipe,
+    settings_diff,
+    strip_compare_flags,
+)
+from psgrpo.loading import DEFAULT_RECIPE, RECIPES_DIR
+
+
+def test_flag_values_normalise_names_and_keep_the_last():
+    flags = [
+        "--max_steps",
+        "2",
+        "--methods=grpo",
+        "--seeds",
+        "0",
+        "-1",
+        "--eval-every",
+        "5",
+        "--bf16",
+        "--max_steps",
+        "3",
+    ]
+    assert flag_values(flags) == {
+        "max_steps": ["3"],
+        "methods": ["grpo"],
+        "seeds": ["0", "-1"],
+        "eval_every": ["5"],
+        "bf16": [],
+    }
+    with pytest.raises(ValueError, match="expected an option"):
+        flag_values(["2", "--max_steps"])
+
+
+def test_settings_diff_lists_each_changed_setting():
+    before = {"recipe": {"lr": 1e-5, "beta": 0.0}, "flags": {"max_steps": ["2"]}}
+    after = {"recipe": {"lr": 1e-5}, "flags": {"max_steps": ["3"], "seed": ["1"]}}
+    assert settings_diff(before, after) == [
+        "flags.max_steps: ['2'] → ['3']",
+        "flags.seed: None → ['1']",
+        "recipe.beta: 0.0 → None",
+    ]
+    assert settings_diff(after, after) == []
+
+
+def test_strip_compare_flags_keeps_training_options():
+    flags = ["--methods", "grpo", "ps", "--seed", "3", "--seeds=0", "--eval-every", "5", "--max_steps", "7"]
+    assert strip_compare_flags(flags) == ["--seed", "3", "--max_steps", "7"]
+
+
+def test_run_recipe_drops_compare_keys():
+    assert run_recipe({"methods": ["ps"], "eval_every": 5, "max_steps": 10, "method": "vps"}) == {
+        "max_steps": 10,
+        "method": "vps",
+    }
+
+
+def test_default_is_the_demo_recipe_sized_for_two_cores():
+    recipe, flags, args, cfg = parse_compare_args([])
+    assert recipe == DEFAULT_RECIPE
+    assert (cfg.methods, cfg.seeds, cfg.eval_every) == (["grpo", "ps", "vps"], [0, 1, 2], 20)
+    assert (args.output_dir, args.max_steps, args.save_strategy) == ("outputs/compare", 100, "no")
+    assert flag_values(flags)["max_eval_examples"] == ["100"]
+    # Flags override compare's defaults; with --config, the recipe's values stand.
+    _, _, args, _ = parse_compare_args(["--max_steps", "7", "--output_dir", "x"])
+    assert (args.max_steps, args.output_dir) == (7, "x")
+    recipe, flags, args, _ = parse_compare_args(["--config", str(RECIPES_DIR / "demo.yaml"), "--seeds", "4"])
+    assert (args.max_steps, args.output_dir, flags) == (200, "outputs/demo", ["--seeds", "4"])
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--methods", "grpo", "ppo"], "--methods takes one or more of grpo, ps, vps"),
+        (["--seeds", "1", "1"], "--seeds must list distinct values"),
+        (["--eval_every", "0"], "--eval_every must be a positive"),
+    ],
+)
+def test_bad_options_fail_before_training(tmp_path, flags, message):
+    with pytest.raises(ValueError, match=message):
+        compare(["--output_dir", str(tmp_path), *flags])
+    assert not (tmp_path / "runs").exists()
+
+
+TINY = [
+    "--methods", "grpo", "vps",
+    "--seeds", "0", "1",
+    "--max_steps", "2",
+    "--eval_every", "2",
+    "--max_eval_examples", "2",
+    "--eval_max_new_tokens", "8",
+    "--per_device_train_batch_size", "8",
+    "--max_completion_length", "8",
+    "--report_to", "none",
+    "--disable_tqdm", "true",
+]  # fmt: skip
+
+
+def _skipped(caplog):
+    return sum("finished earlier, skipped" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.slow
+def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
+    """2 methods × 2 seeds × 2 steps on the embedded checkpoint; a second call trains only what is missing."""
+    out = tmp_path / "cmp"
+    caplog.set_level(logging.INFO, logger="psgrpo.commands.compare")
+    main(["compare", *TINY, "--output_dir", str(out)])
+    assert _skipped(caplog) == 0
+
+    with (out / "curves.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["method"], r["seed"], r["step"]) for r in rows] == [
+        (m, s, step) for m in ("grpo", "vps") for s in ("0", "1") for step in ("0", "2")
+    ]
+    assert all(0 <= float(r["accuracy"]) <= 1 and 0 < float(r["mean_tokens"]) <= 8 for r in rows)
+    assert all(float(r["completion_tokens"]) == 0 for r in rows if r["step"] == "0")
+    assert all(
+        float(r["completion_tokens"]) > 0 and float(r["wall_seconds"]) > 0 for r in rows if r["step"] == "2"
+    )
+
+    report = (out / "compare.md").read_text()
+    assert "steps to reach grpo final" in report
+    assert [
+        line.split("|")[1].strip()
+        for line in report.splitlines()
+        if line.startswith("| ") and "---" not in line
+    ][1:] == ["grpo", "vps"]
+    assert "psgrpo compare --methods grpo vps --seeds 0 1" in report
+    assert report in capsys.readouterr().out  # also printed
+    with Image.open(out / "compare.png") as image:
+        image.verify()  # a complete, valid PNG
+        assert image.format == "PNG"
+    run_dir = out / "runs" / "vps-seed1"
+    assert json.loads((run_dir / "report.json").read_text())["method"] == "vps"
+    assert (out / "recipe.yaml").exists() and not (run_dir / "checkpoint-2").exists()  # save_strategy no
+
+    # Interrupted comparison: one run lacks its report. Only that run trains again, from scratch.
+    (run_dir / "report.json").unlink()
+    caplog.clear()
+    main(["compare", *TINY, "--output_dir", str(out)])
+    assert _skipped(caplog) == 3
+    with (out / "curves.csv").open() as f:
+        assert len(list(csv.DictReader(f))) == 8
+    held = [
+        line for line in (run_dir / "metrics.jsonl").read_text().splitlines() if "heldout/accuracy" in line
+    ]
+    assert len(held) == 2  # the restarted run's log holds only its own evaluations
+
+    # Same directory, another budget: refused, naming the setting, before any run trains (ps comes first).
+    with pytest.raises(ValueError, match=r"flags\.max_steps: \['2'\] → \['3'\]"):
+        main(["compare", *TINY, "--output_dir", str(out), "--max_steps", "3", "--methods", "ps", "grpo"])
+    assert not (out / "runs" / "ps-seed0" / "metrics.jsonl").exists()

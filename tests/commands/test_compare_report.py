@@ -1,0 +1,193 @@
+"""compare_report: held-out records → CSV rows → per-method summary, Markdown and plot (hand-computed values)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from PIL import Image
+
+from psgrpo.commands.compare_report import (
+    CURVE_COLUMNS,
+    CurvePoint,
+    curve_rows,
+    final_values,
+    heldout_points,
+    load_pyplot,
+    markdown_report,
+    plot_curves,
+    read_curves_csv,
+    reference_accuracy,
+    seed_curve,
+    steps_to_reach,
+    summarize,
+    write_curves_csv,
+)
+
+# Held-out accuracy per evaluation step (0, 10, 20) for two seeds of three methods.
+ACCURACY = {
+    ("grpo", 0): [0.4, 0.5, 0.6],
+    ("grpo", 1): [0.4, 0.6, 0.7],  # seed mean: 0.4, 0.55, 0.65 → final 0.65
+    ("vps", 0): [0.4, 0.7, 0.8],
+    ("vps", 1): [0.4, 0.6, 0.6],  # seed mean: 0.4, 0.65, 0.7 → reaches 0.65 at step 10
+    ("ps", 0): [0.4, 0.5, 0.6],
+    ("ps", 1): [0.4, 0.5, 0.6],  # never reaches 0.65
+}
+
+
+def _rows():
+    rows = []
+    for (method, seed), accs in ACCURACY.items():
+        for i, acc in enumerate(accs):
+            rows.append(
+                {
+                    "method": method,
+                    "seed": seed,
+                    "step": 10 * i,
+                    "accuracy": acc,
+                    "mean_tokens": 80.0 - i - seed,
+                    "wall_seconds": 12.0 * i,
+                    "train_seconds": 10.0 * i + seed,
+                    "completion_tokens": 1000.0 * i + 100 * seed,
+                }
+            )
+    return rows
+
+
+def test_heldout_points_strip_prefix_sort_and_keep_last_of_a_step():
+    records = [
+        {"step": 5, "loss": 0.1, "reward": 1.0},
+        {"step": 5, "heldout/accuracy": 0.5, "heldout/mean_tokens": 70.0, "epoch": 0.1},
+        {"step": 0, "heldout/accuracy": 0.25, "heldout/mean_tokens": 72.0},
+        {"step": 5, "heldout/accuracy": 0.75, "heldout/mean_tokens": 71.0},
+        {"step": 6, "heldout/wall_seconds": 3.0},  # no accuracy: not an evaluation record
+    ]
+    assert heldout_points(records) == [
+        {"step": 0, "accuracy": 0.25, "mean_tokens": 72.0},
+        {"step": 5, "accuracy": 0.75, "mean_tokens": 71.0},
+    ]
+    assert curve_rows("ps", 2, heldout_points(records))[1] == {
+        "method": "ps",
+        "seed": 2,
+        "step": 5,
+        "accuracy": 0.75,
+        "mean_tokens": 71.0,
+    }
+
+
+def test_seed_curve_mean_min_max_per_step():
+    curve = seed_curve(_rows(), "vps", "accuracy")
+    assert [(p.step, p.n) for p in curve] == [(0, 2), (10, 2), (20, 2)]
+    assert [p.mean for p in curve] == pytest.approx([0.4, 0.65, 0.7])
+    assert [(p.low, p.high) for p in curve] == [(0.4, 0.4), (0.6, 0.7), (0.6, 0.8)]
+    assert seed_curve(_rows(), "nope", "accuracy") == []
+
+
+def test_steps_to_reach_first_step_at_or_above_target():
+    curve = [
+        CurvePoint(0, 0.4, 0.4, 0.4, 2),
+        CurvePoint(10, 0.65, 0.6, 0.7, 2),
+        CurvePoint(20, 0.7, 0.6, 0.8, 2),
+    ]
+    assert steps_to_reach(curve, 0.65) == 10
+    assert steps_to_reach(curve, 0.3) == 0
+    assert steps_to_reach(curve, 0.71) is None
+    # 0.55 + 0.1 is 0.6500000000000001 in floats; a mean of exactly that target still counts.
+    assert steps_to_reach([CurvePoint(5, 0.65, 0.65, 0.65, 1)], 0.55 + 0.1) == 5
+
+
+def test_final_values_take_each_seeds_last_step():
+    rows = _rows() + [{"method": "vps", "seed": 2, "step": 10, "accuracy": 0.1}]  # a shorter third seed
+    assert final_values(rows, "vps", "accuracy") == [0.8, 0.6, 0.1]
+    assert final_values(rows, "vps", "completion_tokens") == [2000.0, 2100.0]  # seed 2 lacks the column
+    assert reference_accuracy(_rows()) == pytest.approx(0.65)
+    assert reference_accuracy([r for r in _rows() if r["method"] != "grpo"]) is None
+
+
+def test_summarize_hand_computed():
+    grpo, vps, ps = summarize(_rows())
+    assert [s.method for s in (grpo, vps, ps)] == ["grpo", "vps", "ps"]  # order of appearance
+    assert (vps.seeds, vps.start_accuracy) == (2, 0.4)
+    assert vps.final_accuracy == pytest.approx(0.7)
+    assert vps.final_accuracy_std == pytest.approx(0.1414213562)  # stdev(0.8, 0.6), n − 1
+    assert grpo.final_accuracy == pytest.approx(0.65) and grpo.final_accuracy_std == pytest.approx(
+        0.0707106781
+    )
+    assert (grpo.steps_to_reference, vps.steps_to_reference, ps.steps_to_reference) == (20, 10, None)
+    assert vps.final_mean_tokens == pytest.approx(77.5)  # (78 + 77) / 2
+    assert vps.completion_tokens == pytest.approx(2050.0)  # (2000 + 2100) / 2
+    assert vps.train_seconds == pytest.approx(20.5)  # (20 + 21) / 2
+    one_seed = summarize([r for r in _rows() if r["seed"] == 0])
+    assert one_seed[0].final_accuracy_std == 0.0
+
+
+def test_summarize_without_grpo_has_no_reference():
+    rows = [r for r in _rows() if r["method"] != "grpo"]
+    assert all(s.steps_to_reference is None for s in summarize(rows))
+    text = markdown_report(summarize(rows), "psgrpo compare --methods vps ps", reference_accuracy(rows))
+    assert "steps to reach" not in text and "| vps | 2 | 0.400 | 0.700 ± 0.141 |" in text
+
+
+def test_markdown_report_table_and_command():
+    rows = _rows()
+    text = markdown_report(summarize(rows), "psgrpo compare --seeds 0 1", reference_accuracy(rows))
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("| method"))
+    assert "steps to reach grpo final (0.650)" in header
+    assert "| vps | 2 | 0.400 | 0.700 ± 0.141 | 10 | 77.5 | 2050 | 20 |" in lines
+    assert "| ps | 2 | 0.400 | 0.600 ± 0.000 | not reached | 77.5 | 2050 | 20 |" in lines
+    assert "psgrpo compare --seeds 0 1" in lines
+    assert all(line.count("|") == header.count("|") for line in lines if line.startswith("| "))
+
+
+def test_csv_round_trip_with_missing_cells(tmp_path):
+    rows = _rows()
+    rows[0] = {k: v for k, v in rows[0].items() if k != "completion_tokens"} | {"pass_at_4": 0.9}
+    path = tmp_path / "curves.csv"
+    write_curves_csv(rows, path)
+    header = path.read_text().splitlines()[0].split(",")
+    assert header == [*CURVE_COLUMNS, "pass_at_4"]  # fixed columns first, then extras
+    assert read_curves_csv(path) == rows
+
+
+def test_read_curves_csv_names_the_bad_line(tmp_path):
+    path = tmp_path / "curves.csv"
+    path.write_text("method,seed,step,accuracy\ngrpo,0,0,0.5\ngrpo,zero,10,0.6\n")
+    with pytest.raises(ValueError, match="line 3"):
+        read_curves_csv(path)
+
+
+def test_plot_writes_a_png_with_two_panels(tmp_path):
+    path = tmp_path / "compare.png"
+    plot_curves(_rows(), path)
+    with Image.open(path) as image:
+        assert image.format == "PNG"
+        width, height = image.size
+    assert width > 2 * height * 0.9  # two panels side by side
+
+
+def test_missing_matplotlib_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` raise ImportError
+    with pytest.raises(ImportError, match=r"pip install 'psgrpo\[plot\]'"):
+        load_pyplot()
+
+
+curves = st.lists(st.floats(0, 1), min_size=1, max_size=8).map(
+    lambda means: [CurvePoint(10 * i, m, m, m, 1) for i, m in enumerate(means)]
+)
+
+
+@given(curves, st.floats(0, 1))
+def test_steps_to_reach_is_the_first_crossing(curve, target):
+    step = steps_to_reach(curve, target)
+    crossed = [p.step for p in curve if p.mean >= target - 1e-9]
+    assert step == (crossed[0] if crossed else None)
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.floats(0, 1)), min_size=1, max_size=20))
+def test_seed_curve_bounds_hold(points):
+    rows = [{"method": "m", "seed": seed, "step": step, "accuracy": acc} for seed, step, acc in points]
+    for p in seed_curve(rows, "m", "accuracy"):
+        assert p.low - 1e-12 <= p.mean <= p.high + 1e-12

@@ -1,0 +1,281 @@
+"""GRPO-VPS confidence probes: the packed one-pass engine equals the one-forward-per-probe reference."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from transformers import Qwen2ForCausalLM
+
+from psgrpo.data.arith import make_arith_dataset
+from psgrpo.tiny.model import tiny_qwen2_config
+from psgrpo.vps.cached import cached_confidence
+from psgrpo.vps.packed import packed_confidence
+from psgrpo.vps.probes import (
+    ProbeBatch,
+    ProbeResult,
+    build_probe_ids,
+    check_probe_fits,
+    naive_confidence,
+    num_chunks,
+)
+
+TEMPERATURE = 0.7
+ATOL = 1e-5
+
+
+def tiny_qwen2(vocab_size: int, attn_implementation: str) -> Qwen2ForCausalLM:
+    """A random 2-layer Qwen2 with grouped-query attention; a wide init makes attention far from uniform."""
+    torch.manual_seed(0)
+    config = tiny_qwen2_config(
+        vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_layers=2,
+        tie_word_embeddings=False,
+        initializer_range=0.1,
+        attn_implementation=attn_implementation,
+    )
+    return Qwen2ForCausalLM(config).eval()
+
+
+@pytest.fixture(scope="module", params=["eager", "sdpa"])
+def model(request, char_tokenizer):
+    model = tiny_qwen2(len(char_tokenizer), request.param)
+    assert model.config._attn_implementation == request.param
+    return model
+
+
+@pytest.fixture(scope="module")
+def batch(char_tokenizer) -> ProbeBatch:
+    """Four arith rows as TRL has them: prompts left-padded, completions right-padded."""
+    rows = make_arith_dataset("test", n=4)
+    encode = lambda text: char_tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    prompts = [encode(p) for p in rows["prompt"]]
+    completions = [encode(c)[: 40 + 9 * i] for i, c in enumerate(rows["completion"])]  # distinct lengths
+    assert len(set(map(len, prompts))) > 1 and len(set(map(len, completions))) == 4
+    return ProbeBatch.from_lists(prompts, completions, *build_probe_ids(char_tokenizer, rows["answer"]))
+
+
+@pytest.fixture(scope="module")
+def boundaries(batch) -> list[list[int]]:
+    """0–4 boundaries per row, the last completion token included."""
+    n = batch.completion_mask.sum(1).tolist()
+    return [[], [0, n[1] - 1], [5, 17, 30, n[2] - 1], [12]]
+
+
+def test_from_lists_pads_like_trl():
+    batch = ProbeBatch.from_lists([[7], [5, 6]], [[1, 2, 3], [4]], [[9], [9]], [0, 0])
+    assert batch.prompt_ids.tolist() == [[0, 7], [5, 6]] and batch.prompt_mask.tolist() == [[0, 1], [1, 1]]
+    assert batch.completion_ids.tolist() == [[1, 2, 3], [4, 0, 0]]
+    assert batch.completion_mask.tolist() == [[1, 1, 1], [1, 0, 0]]
+    assert batch.prompt_ids.dtype == batch.completion_mask.dtype == torch.long
+    second = batch[1:]
+    assert len(batch) == 2 and len(second) == 1
+    assert second.prompt_ids.tolist() == [[5, 6]] and second.completion_ids.tolist() == [[4, 0, 0]]
+    assert second.probe_ids == [[9]] and second.score_from == [0]
+
+
+def assert_same(a: ProbeResult, b: ProbeResult, atol: float = ATOL) -> None:
+    torch.testing.assert_close(a.log_confidence, b.log_confidence, atol=atol, rtol=0, equal_nan=True)
+    torch.testing.assert_close(a.confidence, b.confidence, atol=atol, rtol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("scoring", ["answer", "whole_probe"])
+def test_packed_equals_naive(model, batch, boundaries, scoring):
+    if scoring == "whole_probe":  # the first scored token is predicted from the trajectory's last token
+        batch = replace(batch, score_from=[0] * 4)
+    naive = naive_confidence(model, batch, boundaries, temperature=TEMPERATURE)
+    packed = packed_confidence(model, batch, boundaries, temperature=TEMPERATURE)
+    assert packed.confidence.shape == packed.log_confidence.shape == (4, 5)
+    assert_same(packed, naive)
+
+    padding = torch.tensor([[k > len(b) for k in range(5)] for b in boundaries])
+    for result in (naive, packed):
+        assert torch.equal(result.confidence.isnan(), padding)
+        assert torch.equal(result.log_confidence.isnan(), padding)
+        real_c, real_log = result.confidence[~padding], result.log_confidence[~padding]
+        assert torch.isfinite(real_log).all() and (real_log <= 0).all()
+        assert ((real_c > 0) & (real_c <= 1)).all()
+        torch.testing.assert_close(real_c, real_log.exp(), atol=1e-12, rtol=1e-5)
+
+
+def test_equality_is_a_sharp_check(model, batch, boundaries):
+    """Control: the probes really depend on the prefix and the temperature, so equality above means something."""
+    result = naive_confidence(model, batch, boundaries, temperature=TEMPERATURE)
+    row2 = result.log_confidence[2]
+    assert (row2[1:] - row2[:-1]).abs().min() > 1e-3  # each boundary moves the confidence
+    hotter = packed_confidence(model, batch, boundaries, temperature=1.0)
+    assert (hotter.log_confidence - result.log_confidence).nan_to_num().abs().max() > 1e-2
+
+
+@pytest.mark.parametrize("chunk_size", [1, 3, 100])
+def test_chunk_size_gives_same_result(model, batch, boundaries, chunk_size):
+    whole = packed_confidence(model, batch, boundaries, temperature=TEMPERATURE)
+    chunked = packed_confidence(model, batch, boundaries, temperature=TEMPERATURE, chunk_size=chunk_size)
+    # Batch shape changes the float32 reduction order (SDPA, thread count): equal up to rounding.
+    assert_same(chunked, whole, atol=1e-5)
+
+
+def test_probe_past_context_raises_naming_row(model, batch, boundaries, monkeypatch):
+    used = [int(batch.prompt_mask[i].sum()) + (b[-1] + 1 if b else 0) for i, b in enumerate(boundaries)]
+    fits = [u + len(p) for u, p in zip(used, batch.probe_ids, strict=True)]
+    monkeypatch.setattr(model.config, "max_position_embeddings", max(fits) - 1)
+    worst = fits.index(max(fits))
+    for run in (naive_confidence, packed_confidence):
+        with pytest.raises(ValueError, match=f"row {worst}: .*exceed the model's context"):
+            run(model, batch, boundaries)
+
+
+def test_check_probe_fits():
+    check_probe_fits([3, 4], [5, 6], [2, 2], max_positions=12)
+    check_probe_fits([300], [300], [30], max_positions=None)
+    with pytest.raises(ValueError, match=r"row 1: prompt \(4\) \+ completion \(6\) \+ probe \(3\) = 13"):
+        check_probe_fits([3, 4], [5, 6], [2, 3], max_positions=12)
+
+
+def test_build_probe_ids_structure(char_tokenizer):
+    probes, score_from = build_probe_ids(char_tokenizer, ["42", "7"])
+    ids = lambda text: char_tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    open_ids, close_ids = ids("</reasoning>\n<answer>"), ids("</answer>")
+    assert len(open_ids) == 3 and len(close_ids) == 1  # the tags are single tokens
+    assert probes == [open_ids + ids("42") + close_ids, open_ids + ids("7") + close_ids]
+    assert score_from == [3, 3]
+    assert char_tokenizer.decode(probes[0][score_from[0] :]) == "42</answer>"
+
+    custom, start = build_probe_ids(char_tokenizer, ["5"], open_text="", close_text="")
+    assert custom == [ids("5")] and start == [0]
+
+
+@pytest.mark.parametrize("answer", ["", "   ", None])
+def test_build_probe_ids_rejects_empty_answer(char_tokenizer, answer):
+    with pytest.raises(ValueError, match="row 1: gold answer is missing or empty"):
+        build_probe_ids(char_tokenizer, ["3", answer])
+
+
+def test_build_probe_ids_rejects_answer_without_tokens():
+    def tokenizer(text, add_special_tokens):
+        return {"input_ids": [] if text == "?" else [1, 2]}
+
+    with pytest.raises(ValueError, match="row 2: gold answer '\\?' tokenizes to no tokens"):
+        build_probe_ids(tokenizer, ["1", "2", "?"])
+
+
+@pytest.mark.parametrize(
+    "boundaries, message",
+    [
+        ([[], [3, 3], [], []], "row 1: boundaries \\[3, 3\\] are not strictly increasing"),
+        ([[], [], [], [500]], "row 3: boundaries \\[500\\] fall outside the completion"),
+    ],
+)
+def test_invalid_boundaries_raise(model, batch, boundaries, message):
+    with pytest.raises(ValueError, match=message):
+        packed_confidence(model, batch, boundaries)
+
+
+@pytest.mark.parametrize("field", ["boundaries", "probe_ids", "score_from"])
+def test_per_row_input_of_wrong_length_raises(model, batch, boundaries, field):
+    if field == "boundaries":
+        boundaries = boundaries[:3]
+    else:
+        batch = replace(batch, **{field: getattr(batch, field)[:3]})
+    with pytest.raises(ValueError, match=f"^{field} has 3 rows, the batch has 4$"):
+        packed_confidence(model, batch, boundaries)
+
+
+def test_mismatched_tensors_raise_at_construction(batch):
+    with pytest.raises(ValueError, match=r"^prompt_mask has shape \(4, 2\), prompt_ids has shape \(4, \d+\)"):
+        replace(batch, prompt_mask=batch.prompt_mask[:, :2])
+    with pytest.raises(ValueError, match="^completion_mask has shape"):
+        replace(batch, completion_mask=batch.completion_mask[:3])
+    with pytest.raises(
+        ValueError, match="^completion_ids has 3 rows, prompt_ids has 4; each completion needs"
+    ):
+        replace(batch, completion_ids=batch.completion_ids[:3], completion_mask=batch.completion_mask[:3])
+
+
+def test_unsupported_attention_raises(batch, boundaries):
+    flash = SimpleNamespace(config=SimpleNamespace(_attn_implementation="flash_attention_2"))
+    with pytest.raises(ValueError, match="attn_implementation in \\('eager', 'sdpa'\\)"):
+        packed_confidence(flash, batch, boundaries)
+
+
+# --------------------------------------------------------------------------------------------
+# Cached path: one trajectory forward, probes over its KV cache
+
+
+@pytest.mark.parametrize("scoring", ["after_open", "first_token"])
+@pytest.mark.parametrize("chunk_size", [None, 3])
+def test_cached_equals_naive_and_returns_entropies(model, batch, boundaries, scoring, chunk_size):
+    from psgrpo.vps.boundaries import token_entropies
+
+    if scoring == "first_token":
+        batch = replace(batch, score_from=[0] * len(boundaries))
+    seen = []
+
+    def choose(entropies, row):
+        seen.append((entropies.clone(), row))
+        return boundaries[row]
+
+    ref = naive_confidence(model, batch, boundaries, temperature=TEMPERATURE)
+    got = cached_confidence(model, batch, choose, temperature=TEMPERATURE, chunk_size=chunk_size)
+    assert_same(got.probes, ref)
+    assert got.boundaries == boundaries
+    # the entropies handed to the chooser are those of an ordinary unpadded forward of row 0
+    prompt = batch.prompt_ids[0][batch.prompt_mask[0].bool()]
+    completion = batch.completion_ids[0][batch.completion_mask[0].bool()]
+    logits = model(input_ids=torch.cat([prompt, completion])[None]).logits[:, len(prompt) - 1 : -1]
+    assert [row for _, row in seen] == list(range(len(boundaries)))  # one call per row, in order
+    assert seen[0][0].shape == (len(completion),)  # the row's real tokens only
+    torch.testing.assert_close(seen[0][0], token_entropies(logits, TEMPERATURE)[0], atol=ATOL, rtol=ATOL)
+    torch.testing.assert_close(got.entropies[0, : len(completion)], seen[0][0])
+
+
+@pytest.mark.parametrize(
+    ("rows", "chunk_size", "expected"),
+    [(0, 2, 0), (0, None, 0), (1, 2, 1), (4, 2, 2), (5, 2, 3), (5, None, 1)],
+)
+def test_num_chunks(rows, chunk_size, expected):
+    assert num_chunks(rows, chunk_size) == expected
+
+
+@given(rows=st.integers(1, 500), chunk_size=st.integers(1, 64))
+def test_num_chunks_is_the_fewest_chunks_that_hold_every_row(rows, chunk_size):
+    chunks = num_chunks(rows, chunk_size)
+    assert (chunks - 1) * chunk_size < rows <= chunks * chunk_size
+
+
+@pytest.mark.parametrize("mode", ["packed", "cached"])
+def test_min_chunks_pads_with_idle_forwards_and_changes_nothing(model, batch, boundaries, mode):
+    """A rank with fewer chunks than another runs idle forwards up to the common count (ZeRO-3/FSDP)."""
+    forwards = []
+    hook = model.register_forward_hook(lambda module, inputs, output: forwards.append(1))
+
+    def run(**extra):
+        forwards.clear()
+        if mode == "packed":
+            result = packed_confidence(
+                model, batch, boundaries, temperature=TEMPERATURE, chunk_size=2, **extra
+            )
+        else:
+            choose = lambda entropies, row: boundaries[row]  # noqa: E731
+            result = cached_confidence(
+                model, batch, choose, temperature=TEMPERATURE, chunk_size=2, **extra
+            ).probes
+        return result, len(forwards)
+
+    try:
+        plain, plain_forwards = run()
+        padded, padded_forwards = run(min_chunks=5)
+        fewer, fewer_forwards = run(min_chunks=1)  # below the own count: no padding
+    finally:
+        hook.remove()
+    per_chunk = 1 if mode == "packed" else 2  # cached: trajectory forward + probe forward
+    assert plain_forwards == fewer_forwards == 2 * per_chunk  # 4 rows, 2 per chunk
+    assert padded_forwards == 5 * per_chunk
+    assert_same(padded, plain, atol=0.0)
+    assert_same(fewer, plain, atol=0.0)

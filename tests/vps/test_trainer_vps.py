@@ -1,0 +1,76 @@
+"""ProcessGRPOTrainer with method='vps': entropy boundaries, packed probes and the hybrid advantage."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from datasets import Dataset
+from trainer_helpers import length_reward, record_batches, tiny_run_args
+
+from psgrpo.config import ProcessGRPOConfig
+from psgrpo.data.arith import make_arith_dataset
+from psgrpo.metrics_log import read_metrics
+from psgrpo.tiny.model import build_tiny_model
+from psgrpo.trainer import ProcessGRPOTrainer
+
+
+def _run(tmp_path, tokenizer, dataset=None, **overrides):
+    args = tiny_run_args(tmp_path, **{"method": "vps", "vps_min_segment_tokens": 2, **overrides})
+    model = build_tiny_model(tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64)
+    trainer = ProcessGRPOTrainer(
+        model=model,
+        reward_funcs=[length_reward],
+        args=ProcessGRPOConfig(**args),
+        train_dataset=dataset if dataset is not None else make_arith_dataset("train", n=16),
+        processing_class=tokenizer,
+    )
+    outputs = record_batches(trainer)
+    trainer.train()
+    return outputs[0], read_metrics(tmp_path / "out")[0], trainer
+
+
+def test_vps_step_logs_confidence_metrics(tmp_path, char_tokenizer):
+    out, log, trainer = _run(tmp_path, char_tokenizer)
+    adv, mask = out["advantages"], out["completion_mask"]
+    assert adv.shape == mask.shape and torch.isfinite(adv).all() and torch.all(adv[mask == 0] == 0)
+    credit = trainer.last_credit.process
+    cuts = [len(b) for b in credit.boundaries]
+    assert log["vps/segments_per_completion"] == pytest.approx(sum(k + 1 for k in cuts) / len(cuts))
+    assert max(cuts) > 0  # some completions were cut: the metric is not 1 by construction
+    confidence = credit.confidence
+    assert log["vps/c0_mean"] == pytest.approx(float(confidence[:, 0].mean()), rel=1e-5)
+    delta = confidence[:, 1:] - confidence[:, :-1]
+    real = torch.isfinite(delta)
+    assert log["vps/frac_negative_segments"] == pytest.approx(float((delta[real] < 0).float().mean()))
+    assert "vps/probe_seconds" in log
+    # On-policy: TRL's loss uses its own detached log-probs (ratio exactly 1); the probe forward must not
+    # replace them with float32 values computed outside TRL's autocast.
+    assert out.get("old_per_token_logps") is None
+
+
+def test_alpha_zero_is_outcome_grpo(tmp_path, char_tokenizer):
+    out, _, _ = _run(tmp_path, char_tokenizer, vps_alpha=0.0, vps_truncated="keep")
+    token_rows = out["advantages"]
+    mask = out["completion_mask"].bool()
+    for row, keep in zip(token_rows, mask, strict=True):  # constant along each completion
+        assert torch.allclose(row[keep], row[keep][0].expand(int(keep.sum())))
+
+
+def test_marker_boundaries_are_the_segmenters_step_ends(tmp_path, char_tokenizer):
+    from psgrpo.ps.segmentation import get_segmenter, segment_completions
+
+    out, _, trainer = _run(tmp_path, char_tokenizer, vps_boundaries="markers", segmenter="newline")
+    ids = [
+        row[keep.bool()].tolist()
+        for row, keep in zip(out["completion_ids"], out["completion_mask"], strict=True)
+    ]
+    spans = segment_completions(char_tokenizer, ids, get_segmenter("newline")).token_spans
+    expected = [[end - 1 for _, end in row[:-1]][: trainer.args.vps_max_segments - 1] for row in spans]
+    assert trainer.last_credit.process.boundaries == expected
+    assert any(expected)  # some completions have several lines
+
+
+def test_missing_answer_column_is_a_clear_error(tmp_path, char_tokenizer):
+    data = Dataset.from_dict({"prompt": ["Question: 1+1\n"] * 8, "gold": ["2"] * 8})
+    with pytest.raises(ValueError, match="row 0"):
+        _run(tmp_path, char_tokenizer, dataset=data)
