@@ -22,7 +22,8 @@ from typing import Any, TypeVar
 import yaml
 from trl import GRPOConfig, TrlParser
 
-from psgrpo.config import METHODS, ProcessGRPOConfig, TaskConfig
+from psgrpo.config import METHODS, ProcessGRPOConfig
+from psgrpo.data.tasks import TaskConfig
 from psgrpo.loading import DEFAULT_RECIPE
 
 TRAINERS = ("trl", *METHODS)

@@ -11,10 +11,13 @@ so a YAML file and command-line flags set the same fields::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import re
+from dataclasses import dataclass, field
+from typing import Any
 
 from trl import GRPOConfig
 
+from psgrpo.advantages import ADVANTAGE_ESTIMATORS
 from psgrpo.options import (
     Curriculum,
     KLSchedule,
@@ -30,14 +33,17 @@ from psgrpo.options import (
     ZeroVarianceMode,
     allowed,
     check_choice,
-    check_components,
     check_finite_floats,
+    check_keyword_arguments,
     check_number,
+    check_registered,
     json_object_option,
+    parameter_sections,
 )
 from psgrpo.precision import resolve_bf16
 from psgrpo.ps.scorers import STEP_SCORERS
-from psgrpo.ps.segmentation import SEGMENTERS
+from psgrpo.ps.segmentation import SEGMENTERS, get_segmenter
+from psgrpo.rewards import REWARD_FUNCS
 from psgrpo.techniques.options import check_technique_options
 from psgrpo.vps.boundaries import DEFAULT_ENTROPY_TOLERANCE
 
@@ -365,6 +371,32 @@ class ProcessGRPOConfig(GRPOConfig):
         check_components(self)
 
 
+def check_components(config: Any) -> None:
+    """Names and keyword arguments of the segmenter, step scorer, estimator and rewards, before any loading.
+
+    Builds the segmenter (cheap), and checks the step scorer's keyword arguments against its
+    signature: unknown names, and numbers that are not finite numbers, fail here instead of
+    after the model has loaded.
+    """
+    check_registered("segmenter", config.segmenter, SEGMENTERS)
+    try:
+        get_segmenter(config.segmenter, **config.segmenter_kwargs)
+    except (TypeError, ValueError, re.error) as err:
+        raise ValueError(
+            f"segmenter_kwargs={config.segmenter_kwargs!r} do not fit segmenter {config.segmenter!r}: {err}"
+        ) from None
+    check_registered(
+        "step_scorer", config.step_scorer, STEP_SCORERS, hint=", or pass a callable to the trainer"
+    )
+    check_keyword_arguments(
+        "step_scorer_kwargs", STEP_SCORERS.get(config.step_scorer), config.step_scorer_kwargs
+    )
+    if config.advantage_estimator is not None:
+        check_registered("advantage_estimator", config.advantage_estimator, ADVANTAGE_ESTIMATORS)
+    for name in config.reward_funcs:
+        check_registered("reward_funcs", name, REWARD_FUNCS)
+
+
 CONFIG_SECTIONS: dict[str, tuple[str, ...]] = {
     "Method and precision": ("method", "advantage_estimator", "bf16"),
     "Rewards": ("reward_funcs", "correctness_exact", "correctness_close", "correctness_rel_tol"),
@@ -375,98 +407,15 @@ CONFIG_SECTIONS: dict[str, tuple[str, ...]] = {
         "beta_min",
         "reward_norm_",
         "curriculum",
+        "curriculum_",
         "memory_bank",
+        "memory_bank_",
         "warmup_lr",
     ),
 }
 """Docstring sections of :class:`ProcessGRPOConfig`: field names, or prefixes ending in ``_``."""
 
 
-def parameter_sections(cls: type, sections: dict[str, tuple[str, ...]]) -> str:
-    """TRL-style ``Parameters:`` docs of ``cls``'s own fields, grouped by ``sections``, from their help texts."""
-    import textwrap
-
-    lines = ["", "    Parameters:"]
-    for title, names in sections.items():
-        lines += ["", f"        > {title}", ""]
-        for f in fields(cls):
-            own = f.name in names or any(n.endswith("_") and f.name.startswith(n) for n in names)
-            if not own or "help" not in f.metadata:
-                continue
-            default = f.default_factory() if callable(f.default_factory) else f.default
-            lines.append(f"        {f.name} (*optional*, defaults to `{default!r}`):")
-            lines += textwrap.wrap(
-                f.metadata["help"], width=100, initial_indent=" " * 12, subsequent_indent=" " * 12
-            )
-    return "\n".join(lines) + "\n"
-
-
 ProcessGRPOConfig.__doc__ = (ProcessGRPOConfig.__doc__ or "") + parameter_sections(
     ProcessGRPOConfig, CONFIG_SECTIONS
 )
-
-
-@dataclass
-class TaskConfig:
-    """What to train and evaluate on, and the before/after report of ``psgrpo train``."""
-
-    dataset: str = field(
-        default="arith",
-        metadata={
-            "help": "'arith' (embedded synthetic task, default), 'gsm8k' (hub id openai/gsm8k), or a local GSM8K-style "
-            "JSONL file / directory of {split}.jsonl with 'question' and 'answer' (gold after '####')."
-        },
-    )
-    train_split: str = field(default="train", metadata={"help": "Split to train on (default 'train')."})
-    eval_split: str = field(
-        default="test", metadata={"help": "Held-out split for the before/after evaluation (default 'test')."}
-    )
-    prompt_template: str | None = field(
-        default=None,
-        metadata={
-            "help": "Prompt template: 'tags' (asks for <reasoning>/<answer> tags), 'compact' or a pattern with "
-            "{question}. Default: 'compact' for arith (character-level model), 'tags' otherwise."
-        },
-    )
-    chat: bool = field(
-        default=False,
-        metadata={
-            "help": "Format prompts as chat messages (use with instruct models, e.g. Qwen2.5-Instruct)."
-        },
-    )
-    system_prompt: str | None = field(default=None, metadata={"help": "Optional system message (chat only)."})
-    max_train_examples: int | None = field(
-        default=None, metadata={"help": "Use only the first N training rows (default: all)."}
-    )
-    max_eval_examples: int | None = field(
-        default=200, metadata={"help": "Evaluate on the first N held-out rows (default 200; None = all)."}
-    )
-    eval_before_after: bool = field(
-        default=True,
-        metadata={
-            "help": "Evaluate held-out accuracy before and after training and print both (default True)."
-        },
-    )
-    eval_batch_size: int = field(
-        default=64, metadata={"help": "Generation batch size for evaluation (default 64)."}
-    )
-    eval_max_new_tokens: int | None = field(
-        default=None,
-        metadata={"help": "Max new tokens when evaluating. Default: the trainer's max_completion_length."},
-    )
-    heldout_eval_steps: int = field(
-        default=0,
-        metadata={
-            "help": "Every N optimizer steps, also evaluate greedy accuracy on the held-out split (same rows and "
-            "settings as the before/after report) and log it as heldout/* to TensorBoard and metrics.jsonl "
-            "(psgrpo.eval.heldout). Default 0 = off. Set it to draw learning curves; each evaluation costs one "
-            "pass of generation over max_eval_examples rows. `psgrpo compare` sets it from --eval_every."
-        },
-    )
-    heldout_eval_on_start: bool = field(
-        default=True,
-        metadata={
-            "help": "With heldout_eval_steps > 0: also evaluate at step 0, before the first update (default True), "
-            "so curves start at the initial policy. The last step is always evaluated."
-        },
-    )

@@ -21,7 +21,6 @@ from __future__ import annotations
 import inspect
 import json
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import fields
 from typing import Any, Literal, get_args
@@ -157,37 +156,6 @@ def check_finite_floats(config: Any) -> None:
             )
 
 
-def check_components(config: Any) -> None:
-    """Names and keyword arguments of the segmenter, step scorer, estimator and rewards, before any loading.
-
-    Builds the segmenter (cheap), and checks the step scorer's keyword arguments against its
-    signature: unknown names, and numbers that are not finite numbers, fail here instead of
-    after the model has loaded.
-    """
-    from psgrpo.advantages import ADVANTAGE_ESTIMATORS
-    from psgrpo.ps.scorers import STEP_SCORERS
-    from psgrpo.ps.segmentation import SEGMENTERS, get_segmenter
-    from psgrpo.rewards import REWARD_FUNCS
-
-    check_registered("segmenter", config.segmenter, SEGMENTERS)
-    try:
-        get_segmenter(config.segmenter, **config.segmenter_kwargs)
-    except (TypeError, ValueError, re.error) as err:
-        raise ValueError(
-            f"segmenter_kwargs={config.segmenter_kwargs!r} do not fit segmenter {config.segmenter!r}: {err}"
-        ) from None
-    check_registered(
-        "step_scorer", config.step_scorer, STEP_SCORERS, hint=", or pass a callable to the trainer"
-    )
-    check_keyword_arguments(
-        "step_scorer_kwargs", STEP_SCORERS.get(config.step_scorer), config.step_scorer_kwargs
-    )
-    if config.advantage_estimator is not None:
-        check_registered("advantage_estimator", config.advantage_estimator, ADVANTAGE_ESTIMATORS)
-    for name in config.reward_funcs:
-        check_registered("reward_funcs", name, REWARD_FUNCS)
-
-
 def check_keyword_arguments(option: str, target: Any, kwargs: dict[str, Any]) -> None:
     """``kwargs`` must bind to ``target``'s signature; numbers where the default is a number must be finite numbers."""
     signature = inspect.signature(target)
@@ -200,3 +168,22 @@ def check_keyword_arguments(option: str, target: Any, kwargs: dict[str, Any]) ->
         default = signature.parameters[key].default if key in signature.parameters else None
         if isinstance(default, (int, float)) and not isinstance(default, bool):
             check_number(f"{option}[{key!r}]", value)
+
+
+def parameter_sections(cls: type, sections: dict[str, tuple[str, ...]]) -> str:
+    """TRL-style ``Parameters:`` docs of ``cls``'s own fields, grouped by ``sections``, from their help texts."""
+    import textwrap
+
+    lines = ["", "    Parameters:"]
+    for title, names in sections.items():
+        lines += ["", f"        > {title}", ""]
+        for f in fields(cls):
+            own = f.name in names or any(n.endswith("_") and f.name.startswith(n) for n in names)
+            if not own or "help" not in f.metadata:
+                continue
+            default = f.default_factory() if callable(f.default_factory) else f.default
+            lines.append(f"        {f.name} (*optional*, defaults to `{default!r}`):")
+            lines += textwrap.wrap(
+                f.metadata["help"], width=100, initial_indent=" " * 12, subsequent_indent=" " * 12
+            )
+    return "\n".join(lines) + "\n"

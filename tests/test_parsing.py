@@ -6,7 +6,8 @@ import pytest
 import yaml
 from trl import ModelConfig
 
-from psgrpo.config import ProcessGRPOConfig, TaskConfig
+from psgrpo.config import ProcessGRPOConfig
+from psgrpo.data.tasks import TaskConfig
 from psgrpo.parsing import ConfigError, ConfigParser
 
 

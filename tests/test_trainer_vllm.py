@@ -8,7 +8,8 @@ import pytest
 from trl import ModelConfig, TrlParser
 from trl.import_utils import is_vllm_available
 
-from psgrpo.config import ProcessGRPOConfig, TaskConfig
+from psgrpo.config import ProcessGRPOConfig
+from psgrpo.data.tasks import TaskConfig
 from psgrpo.trainer import ProcessGRPOTrainer
 
 

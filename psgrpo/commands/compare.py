@@ -84,7 +84,8 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
     """
     from trl import ModelConfig
 
-    from psgrpo.config import ProcessGRPOConfig, TaskConfig
+    from psgrpo.config import ProcessGRPOConfig
+    from psgrpo.data.tasks import TaskConfig
     from psgrpo.loading import DEFAULT_RECIPE
     from psgrpo.parsing import ConfigParser
 

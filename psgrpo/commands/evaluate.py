@@ -29,7 +29,6 @@ from psgrpo.eval.metrics import ERROR_TYPES, check_pass_k, error_type_key
 from psgrpo.ps.segmentation import SEGMENTERS
 
 if TYPE_CHECKING:
-    from psgrpo.config import TaskConfig
     from psgrpo.eval.generation import EvalResult
 
 logger = logging.getLogger("psgrpo")
@@ -128,16 +127,6 @@ class EvalConfig:
         check_pass_k(self.pass_k, self.num_samples)
 
 
-def check_eval_limit(task: TaskConfig) -> None:
-    """``max_eval_examples`` must leave rows to evaluate (``None`` = the whole split)."""
-    limit = task.max_eval_examples
-    if limit is not None and limit < 1:
-        raise ValueError(
-            f"--max_eval_examples {limit} leaves no rows of {task.dataset!r} split {task.eval_split!r} to "
-            "evaluate: pass a positive number, or None for the whole split"
-        )
-
-
 def _rate(value: float) -> str:
     return f"{value:.3f}"
 
@@ -193,14 +182,12 @@ def _decoding(cfg: EvalConfig) -> str:
 
 def run_eval(argv: Sequence[str]) -> dict[str, float]:
     """``psgrpo eval``: parse options, load checkpoint and split, evaluate, print and write the report."""
-    from psgrpo.config import TaskConfig
-    from psgrpo.data.tasks import load_task_split
+    from psgrpo.data.tasks import TaskConfig, load_task_split
     from psgrpo.eval.generation import evaluate_samples
     from psgrpo.loading import checkpoint_path, load_model_and_tokenizer, load_tokenizer
     from psgrpo.parsing import ConfigParser
 
     task, cfg = ConfigParser((TaskConfig, EvalConfig)).parse_args_and_config(list(argv))
-    check_eval_limit(task)
     dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)
     if cfg.backend == "vllm":
         from psgrpo.eval.vllm_backend import import_vllm

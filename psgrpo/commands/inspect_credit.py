@@ -64,8 +64,8 @@ def inspect(argv: Sequence[str]) -> InspectPage:
     """``psgrpo inspect``: parse options, build the trainer, sample, write the HTML; returns the page's data."""
     from trl import ModelConfig
 
-    from psgrpo.config import ProcessGRPOConfig, TaskConfig
-    from psgrpo.data.tasks import load_task_split
+    from psgrpo.config import ProcessGRPOConfig
+    from psgrpo.data.tasks import TaskConfig, load_task_split
     from psgrpo.loading import load_policy, with_default_recipe
     from psgrpo.parsing import ConfigParser
     from psgrpo.trainer import ProcessGRPOTrainer

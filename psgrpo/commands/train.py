@@ -25,8 +25,8 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     import torch
     from trl import ModelConfig, get_peft_config
 
-    from psgrpo.config import ProcessGRPOConfig, TaskConfig
-    from psgrpo.data.tasks import load_task_split
+    from psgrpo.config import ProcessGRPOConfig
+    from psgrpo.data.tasks import TaskConfig, load_task_split
     from psgrpo.distributed import parameters_sharded
     from psgrpo.eval.generation import evaluate_model
     from psgrpo.eval.heldout import HeldOutEvalCallback

@@ -1,23 +1,98 @@
-"""One entry point from a :class:`~psgrpo.config.TaskConfig` to a validated ``datasets.Dataset``."""
+"""What to train and evaluate on: :class:`TaskConfig`, and :func:`load_task_split`, its one way to a validated dataset."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from datasets import Dataset
 
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.data.gsm8k import GSM8K_HUB_ID, load_gsm8k
+from psgrpo.data.prompts import resolve_template
 from psgrpo.data.validation import validate_columns, validate_gold_answers
+from psgrpo.options import check_number
 
-if TYPE_CHECKING:
-    from psgrpo.config import TaskConfig
+
+@dataclass
+class TaskConfig:
+    """What to train and evaluate on, and the before/after report of ``psgrpo train``."""
+
+    dataset: str = field(
+        default="arith",
+        metadata={
+            "help": "'arith' (embedded synthetic task, default), 'gsm8k' (hub id openai/gsm8k), or a local GSM8K-style "
+            "JSONL file / directory of {split}.jsonl with 'question' and 'answer' (gold after '####')."
+        },
+    )
+    train_split: str = field(default="train", metadata={"help": "Split to train on (default 'train')."})
+    eval_split: str = field(
+        default="test", metadata={"help": "Held-out split for the before/after evaluation (default 'test')."}
+    )
+    prompt_template: str | None = field(
+        default=None,
+        metadata={
+            "help": "Prompt template: 'tags' (asks for <reasoning>/<answer> tags), 'compact' or a pattern with "
+            "{question}. Default: 'compact' for arith (character-level model), 'tags' otherwise."
+        },
+    )
+    chat: bool = field(
+        default=False,
+        metadata={
+            "help": "Format prompts as chat messages (use with instruct models, e.g. Qwen2.5-Instruct)."
+        },
+    )
+    system_prompt: str | None = field(default=None, metadata={"help": "Optional system message (chat only)."})
+    max_train_examples: int | None = field(
+        default=None, metadata={"help": "Use only the first N training rows (default: all)."}
+    )
+    max_eval_examples: int | None = field(
+        default=200, metadata={"help": "Evaluate on the first N held-out rows (default 200; None = all)."}
+    )
+    eval_before_after: bool = field(
+        default=True,
+        metadata={
+            "help": "Evaluate held-out accuracy before and after training and print both (default True)."
+        },
+    )
+    eval_batch_size: int = field(
+        default=64, metadata={"help": "Generation batch size for evaluation (default 64)."}
+    )
+    eval_max_new_tokens: int | None = field(
+        default=None,
+        metadata={"help": "Max new tokens when evaluating. Default: the trainer's max_completion_length."},
+    )
+    heldout_eval_steps: int = field(
+        default=0,
+        metadata={
+            "help": "Every N optimizer steps, also evaluate greedy accuracy on the held-out split (same rows and "
+            "settings as the before/after report) and log it as heldout/* to TensorBoard and metrics.jsonl "
+            "(psgrpo.eval.heldout). Default 0 = off. Set it to draw learning curves; each evaluation costs one "
+            "pass of generation over max_eval_examples rows. `psgrpo compare` sets it from --eval_every."
+        },
+    )
+    heldout_eval_on_start: bool = field(
+        default=True,
+        metadata={
+            "help": "With heldout_eval_steps > 0: also evaluate at step 0, before the first update (default True), "
+            "so curves start at the initial policy. The last step is always evaluated."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        check_number("max_train_examples", self.max_train_examples, low=1, allow_none=True)
+        check_number("max_eval_examples", self.max_eval_examples, low=1, allow_none=True)
+        check_number("eval_batch_size", self.eval_batch_size, low=1)
+        check_number("eval_max_new_tokens", self.eval_max_new_tokens, low=1, allow_none=True)
+        check_number("heldout_eval_steps", self.heldout_eval_steps, low=0)
+        if self.prompt_template is not None:
+            resolve_template(self.prompt_template)  # a bad name or pattern fails before any loading
+
 
 ARITH_SPLITS = {"train": "train", "validation": "validation", "test": "test", "eval": "test"}
 
 
 def default_template(task: TaskConfig) -> str:
-    """The prompt template of a task: the configured one, else 'compact' for arith and 'seed' for GSM8K."""
+    """The prompt template of a task: the configured one, else 'compact' for arith and 'tags' for GSM8K."""
     if task.prompt_template is not None:
         return task.prompt_template
     return "compact" if task.dataset == "arith" else "tags"

@@ -75,7 +75,8 @@ def test_rejects_non_lambda_schedulers():
 def test_gsm8k_recipe_uses_the_seed_warmup():
     from trl import ModelConfig, TrlParser
 
-    from psgrpo.config import ProcessGRPOConfig, TaskConfig
+    from psgrpo.config import ProcessGRPOConfig
+    from psgrpo.data.tasks import TaskConfig
     from psgrpo.loading import RECIPES_DIR
 
     _, args, _ = TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig)).parse_args_and_config(
