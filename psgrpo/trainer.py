@@ -29,6 +29,7 @@ from psgrpo.advantages import (
     group_has_variance,
     normalize_step_scores,
 )
+from psgrpo.checkpoints.trainer_mixin import CheckpointMixin
 from psgrpo.config import ProcessGRPOConfig
 from psgrpo.distributed import max_over_processes
 from psgrpo.process_signal import score_steps, step_metrics, step_tensors
@@ -55,11 +56,12 @@ from psgrpo.vps_segments import (
 logger = logging.getLogger(__name__)
 
 
-class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
+class ProcessGRPOTrainer(TechniquesMixin, CheckpointMixin, GRPOTrainer):
     """GRPO trainer whose per-token advantages come from a registered estimator.
 
     The training techniques (KL schedule, reward normalisation, curriculum, memory bank, flat LR
-    warm-up; all off by default) come from :class:`~psgrpo.techniques.trainer_mixin.TechniquesMixin`.
+    warm-up; all off by default) come from :class:`~psgrpo.techniques.trainer_mixin.TechniquesMixin`;
+    atomic checkpoints and the exact resume from :class:`~psgrpo.checkpoints.trainer_mixin.CheckpointMixin`.
 
     Args are those of ``trl.GRPOTrainer``; ``args`` must be a :class:`ProcessGRPOConfig`.
     ``reward_funcs`` defaults to the built-ins named in ``args.reward_funcs``. ``step_scorer``
@@ -110,8 +112,8 @@ class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
         self.last_credit: dict[str, Any] = {}
         self.add_callback(JsonlMetricsCallback(Path(args.output_dir) / "metrics.jsonl"))
-        # Training completion tokens (completion_mask: up to and including EOS) over all processes since this
-        # trainer was built, not restored on resume; psgrpo.heldout_eval logs it as a cost axis.
+        # Training completion tokens (completion_mask: up to and including EOS) over all processes, restored on
+        # resume (CheckpointMixin); psgrpo.heldout_eval logs it as a cost axis.
         self.completion_tokens_seen = 0
         if args.method == "ps" or (args.method == "vps" and args.vps_boundaries == "markers"):
             self.segmenter = get_segmenter(args.segmenter, **args.segmenter_kwargs)
