@@ -59,9 +59,8 @@ class CheckpointMixin:
         return super().train(checkpoint, *args, **kwargs)
 
     def _get_output_dir(self, trial: Any) -> str:
-        if (
-            self._checkpoint_staging is not None
-        ):  # inside _save_checkpoint: everything goes to the staging root
+        # inside _save_checkpoint, transformers and TRL write everything into the staging root
+        if self._checkpoint_staging is not None:
             return str(self._checkpoint_staging)
         return super()._get_output_dir(trial)
 
