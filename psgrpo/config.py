@@ -333,6 +333,15 @@ class ProcessGRPOConfig(GRPOConfig):
             "Default None: transformers' usual warm-up (a ramp from 0)."
         },
     )
+    # ---- checkpoints (psgrpo.checkpoints): only the help changes; the trainer resolves the value ----
+    resume_from_checkpoint: str | None = field(
+        default=None,
+        metadata={
+            "help": "Resume training: 'true' = the newest complete checkpoint-N in output_dir (incomplete "
+            "ones, left by a run killed while saving, are skipped with a warning), or a checkpoint directory, "
+            "which must be complete. The run then continues exactly as it would have without the break."
+        },
+    )
 
     def __post_init__(self) -> None:
         self.bf16 = resolve_bf16(self.bf16, self.fp16, self.use_cpu)  # before TRL turns None into True

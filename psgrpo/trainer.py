@@ -22,6 +22,7 @@ from trl import GRPOTrainer
 from trl.import_utils import is_vllm_available
 
 from psgrpo.advantages import ADVANTAGE_ESTIMATORS, METHOD_ESTIMATORS
+from psgrpo.checkpoints.trainer_mixin import CheckpointMixin
 from psgrpo.config import ProcessGRPOConfig
 from psgrpo.credit import CreditRecord, ProcessSignal, SignalOutput, process_term_metrics
 from psgrpo.eval.vllm_backend import VLLM_INSTALL
@@ -34,11 +35,12 @@ from psgrpo.techniques.trainer_mixin import TechniquesMixin
 from psgrpo.vps.signal import ConfidenceSignal
 
 
-class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
+class ProcessGRPOTrainer(TechniquesMixin, CheckpointMixin, GRPOTrainer):
     """GRPO trainer whose per-token advantages come from a registered estimator.
 
     The training techniques (KL schedule, reward normalisation, curriculum, memory bank, flat LR
-    warm-up; all off by default) come from :class:`~psgrpo.techniques.trainer_mixin.TechniquesMixin`.
+    warm-up; all off by default) come from :class:`~psgrpo.techniques.trainer_mixin.TechniquesMixin`;
+    atomic checkpoints and the exact resume from :class:`~psgrpo.checkpoints.trainer_mixin.CheckpointMixin`.
 
     Args are those of ``trl.GRPOTrainer``; ``args`` must be a :class:`ProcessGRPOConfig`.
     ``reward_funcs`` defaults to the built-ins named in ``args.reward_funcs``. ``step_scorer``
@@ -50,8 +52,8 @@ class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
         advantage_estimator: the registered estimator turning A_i and the signal into A_t (B, T).
         last_credit: :class:`~psgrpo.credit.CreditRecord` of the last batch scored (local rows;
             read by ``psgrpo inspect``).
-        completion_tokens_seen: training completion tokens over all processes since this trainer
-            was built (not restored on resume); the held-out callback logs it as a cost axis.
+        completion_tokens_seen: training completion tokens over all processes (restored on resume);
+            the held-out callback logs it as a cost axis.
     """
 
     def __init__(
@@ -87,7 +89,7 @@ class ProcessGRPOTrainer(TechniquesMixin, GRPOTrainer):
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
         self.signal = self._build_signal(step_scorer)
         self.last_credit: CreditRecord | None = None
-        self.completion_tokens_seen = 0
+        self.completion_tokens_seen = 0  # restored on resume (CheckpointMixin)
         self.add_callback(JsonlMetricsCallback(Path(args.output_dir) / METRICS_FILE))
 
     def _build_signal(self, step_scorer: Any) -> ProcessSignal | None:

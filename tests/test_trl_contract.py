@@ -71,6 +71,8 @@ ATTRIBUTES = {
     "tools": "techniques/trainer_mixin.py (memory bank support check)",
     "rollout_func": "techniques/trainer_mixin.py",
     "environment_factories": "techniques/trainer_mixin.py",
+    "_step": "checkpoints/trainer_mixin.py (TRL's micro-step counter, saved and restored)",
+    "_buffered_inputs": "checkpoints/trainer_mixin.py (generation batches reused within a cycle)",
 }
 
 GENERATE_RETURNS = 8

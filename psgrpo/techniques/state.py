@@ -1,8 +1,11 @@
 """Technique state in checkpoints: the memory bank and the running reward statistics survive a resume.
 
-:class:`TechniqueStateCallback` writes ``psgrpo_techniques.json`` into each checkpoint directory,
-next to ``trainer_state.json``; :func:`load_technique_state` reads it back when training resumes
-(the trainer calls it with the checkpoint path, where TRL restores its own extra state).
+:func:`save_technique_state` writes ``psgrpo_techniques.json`` into each checkpoint directory,
+next to ``trainer_state.json``, before the checkpoint is committed (so it is part of the atomic
+checkpoint, :mod:`psgrpo.checkpoints.atomic`); :func:`load_technique_state` reads it back when
+training resumes (the trainer calls it with the checkpoint path, where TRL restores its own extra state).
+The other techniques need no state of their own: the KL schedule and the curriculum are functions
+of the optimizer step and the sampler's epoch, which transformers' trainer state restores.
 """
 
 from __future__ import annotations
@@ -11,9 +14,6 @@ import json
 import logging
 from pathlib import Path
 from typing import Any, Protocol
-
-from transformers import TrainerCallback
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 STATE_FILE = "psgrpo_techniques.json"
 
@@ -26,23 +26,17 @@ class Stateful(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
-class TechniqueStateCallback(TrainerCallback):
-    """On every checkpoint save, write ``{name: obj.state_dict()}`` as JSON into the checkpoint directory.
+def save_technique_state(states: dict[str, Stateful], checkpoint: str | Path) -> None:
+    """Write ``{name: obj.state_dict()}`` as JSON into ``checkpoint`` (called before the checkpoint is committed).
 
     Args:
         states: the stateful techniques by name, e.g. ``{"memory_bank": bank}``.
+        checkpoint: the (staged) checkpoint directory.
     """
-
-    def __init__(self, states: dict[str, Stateful]) -> None:
-        self.states = states
-
-    def on_save(self, args, state, control, **kwargs) -> None:  # noqa: D401 - HF callback signature
-        if not args.should_save:
-            return
-        checkpoint = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
-        checkpoint.mkdir(parents=True, exist_ok=True)
-        payload = {name: obj.state_dict() for name, obj in self.states.items()}
-        (checkpoint / STATE_FILE).write_text(json.dumps(payload))
+    path = Path(checkpoint)
+    path.mkdir(parents=True, exist_ok=True)
+    payload = {name: obj.state_dict() for name, obj in states.items()}
+    (path / STATE_FILE).write_text(json.dumps(payload))
 
 
 def load_technique_state(states: dict[str, Stateful], checkpoint: str | Path) -> None:

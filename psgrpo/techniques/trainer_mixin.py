@@ -11,13 +11,15 @@ technique touches TRL where TRL exposes the quantity it changes:
 * memory bank → ``_generate`` (a banked completion replaces one member of an all-wrong group before
   TRL scores it, so rewards, advantages, reference log-probs and logs are TRL's own), then its old
   log-probs are set to the stored behaviour log-probs;
-* checkpoints → the bank and reward statistics are saved next to the trainer state and restored
-  in ``_load_optimizer_and_scheduler`` (where TRL restores its own extra state).
+* checkpoints → the bank and reward statistics are saved next to the trainer state (in
+  ``_save_checkpoint_extras``, :mod:`psgrpo.checkpoints.trainer_mixin`, before the checkpoint is
+  committed) and restored in ``_load_optimizer_and_scheduler`` (where TRL restores its own extra state).
 """
 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -37,7 +39,7 @@ from psgrpo.techniques.memory_bank import (
     select_new_entries,
 )
 from psgrpo.techniques.reward_norm import RunningRewardStats, group_advantages, weighted_rewards
-from psgrpo.techniques.state import TechniqueStateCallback, load_technique_state
+from psgrpo.techniques.state import load_technique_state, save_technique_state
 
 
 class TechniquesMixin:
@@ -59,12 +61,15 @@ class TechniquesMixin:
         if self.memory_bank is not None:
             self._check_memory_bank_support()
         self._rescued_rows: dict[int, str] = {}
-        if self._technique_states():
-            self.add_callback(TechniqueStateCallback(self._technique_states()))
 
     def _technique_states(self) -> dict[str, Any]:
         states = {"memory_bank": self.memory_bank, "reward_norm": self.reward_normalizer}
         return {name: obj for name, obj in states.items() if obj is not None}
+
+    def _save_checkpoint_extras(self, checkpoint: Path) -> None:
+        super()._save_checkpoint_extras(checkpoint)
+        if self.args.should_save and self._technique_states():
+            save_technique_state(self._technique_states(), checkpoint)
 
     def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
         super()._load_optimizer_and_scheduler(checkpoint)

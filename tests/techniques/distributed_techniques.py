@@ -40,6 +40,8 @@ def main(out: Path) -> None:
             scale_rewards="none",
             curriculum="linear",
             curriculum_steps=4,
+            save_strategy="steps",  # the atomic save with 2 processes: per-rank files, then one commit
+            save_steps=2,
         )
     )
     trainer = ProcessGRPOTrainer(

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
-from types import SimpleNamespace
 
 import torch
 
 from psgrpo.techniques.memory_bank import BankEntry, MemoryBank
 from psgrpo.techniques.reward_norm import RunningRewardStats
-from psgrpo.techniques.state import STATE_FILE, TechniqueStateCallback, load_technique_state
+from psgrpo.techniques.state import STATE_FILE, load_technique_state, save_technique_state
 
 
 def test_save_and_load(tmp_path, caplog):
@@ -18,9 +17,7 @@ def test_save_and_load(tmp_path, caplog):
     bank.offer("q", BankEntry([5, 1], [-0.2, -0.1], 2.8, "<answer>3</answer>"))
     stats = RunningRewardStats(0.9)
     stats.update(torch.tensor([0.0, 2.0]))
-    callback = TechniqueStateCallback({"memory_bank": bank, "reward_norm": stats})
-    args = SimpleNamespace(output_dir=str(tmp_path), should_save=True)
-    callback.on_save(args, SimpleNamespace(global_step=7), None)
+    save_technique_state({"memory_bank": bank, "reward_norm": stats}, tmp_path / "checkpoint-7")
     saved = json.loads((tmp_path / "checkpoint-7" / STATE_FILE).read_text())
     assert set(saved) == {"memory_bank", "reward_norm"}
 
@@ -28,10 +25,6 @@ def test_save_and_load(tmp_path, caplog):
     load_technique_state({"memory_bank": new_bank, "reward_norm": new_stats}, tmp_path / "checkpoint-7")
     assert new_bank.state_dict() == bank.state_dict() and new_stats == stats
 
-    callback.on_save(
-        SimpleNamespace(output_dir=str(tmp_path), should_save=False), SimpleNamespace(global_step=8), None
-    )
-    assert not (tmp_path / "checkpoint-8").exists()  # only the saving process writes
     with caplog.at_level(logging.WARNING):
         load_technique_state({"memory_bank": MemoryBank(4)}, tmp_path / "checkpoint-8")
     assert "no saved memory_bank state" in caplog.text

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from psgrpo.checkpoints.atomic import MARKER, incomplete_reason
+
 SCRIPT = Path(__file__).resolve().parent / "distributed_techniques.py"
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,6 +42,13 @@ def test_two_processes_share_bank_rescues_and_reward_statistics(tmp_path):
             assert seen["advantage"] > 0
         else:
             assert not seen["replayed"] and seen["advantage"] < 0
+    checkpoint = tmp_path / "out" / "checkpoint-2"  # both ranks wrote into the staging root, rank 0 committed
+    assert incomplete_reason(checkpoint) is None and not list((tmp_path / "out").glob("partial-*"))
+    files = json.loads((checkpoint / MARKER).read_text())["files"]
+    per_rank = {
+        f"{name}_{r}.{ext}" for name, ext in (("rng_state", "pth"), ("psgrpo_rollout", "pt")) for r in (0, 1)
+    }
+    assert per_rank | {"psgrpo_techniques.json"} <= set(files)
     if Path("/proc/self/task").is_dir():  # close_process_group stopped gloo's threads before exit
         for r in (0, 1):
             assert "pt_gloo_runloop" not in json.loads((tmp_path / f"threads{r}.json").read_text())

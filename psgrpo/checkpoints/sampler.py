@@ -1,0 +1,45 @@
+"""TRL's ``RepeatSampler`` with an epoch-addressable shuffle, so a resumed run sees the same prompts.
+
+TRL's sampler draws each epoch's permutation from one generator that lives as long as the
+sampler: epoch e gets the (e+1)-th ``randperm``. A run resumed from a checkpoint builds a fresh
+sampler, and ``Trainer`` skips the epochs already trained without iterating them, so the resumed
+epoch e would get the *first* permutation, i.e. other prompts than the unbroken run.
+:class:`EpochRepeatSampler` reseeds on every ``__iter__`` and discards e permutations first:
+the same stream as TRL's sampler in an unbroken run (tested), and the same again after a resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+from trl.trainer.utils import RepeatSampler
+
+
+class EpochRepeatSampler(RepeatSampler):
+    """``RepeatSampler`` whose epoch-e order depends only on (seed, e); ``set_epoch`` is called by the Trainer."""
+
+    epoch: int = 0
+
+    @classmethod
+    def like(cls, sampler: RepeatSampler) -> EpochRepeatSampler:
+        """The same sampler (data, repeats, shuffle, seed) as TRL built it, made epoch-addressable."""
+        return cls(
+            data_source=sampler.data_source,
+            mini_repeat_count=sampler.mini_repeat_count,
+            batch_size=sampler.batch_size,
+            repeat_count=sampler.repeat_count,
+            shuffle=sampler.shuffle,
+            seed=sampler.seed,
+        )
+
+    def set_epoch(self, epoch: int) -> None:
+        """Called (through accelerate's data loader) at the start of every epoch, also the first resumed one."""
+        self.epoch = epoch
+
+    def __iter__(self) -> Iterator[int]:
+        if self.shuffle and self.seed is not None:  # without a seed TRL's order is not reproducible anyway
+            self.generator = torch.Generator().manual_seed(self.seed)
+            for _ in range(self.epoch):  # the permutations of the earlier epochs
+                torch.randperm(self.num_samples, generator=self.generator)
+        return super().__iter__()

@@ -1,0 +1,127 @@
+"""``CheckpointMixin``: atomic checkpoints and a resume that continues exactly like the unbroken run.
+
+Mixed into :class:`~psgrpo.trainer.ProcessGRPOTrainer` in front of ``trl.GRPOTrainer``:
+
+* ``train(resume_from_checkpoint=...)``: ``true`` (bool or string) resumes from the newest
+  *complete* checkpoint, skipping incomplete ones with a warning; an explicit incomplete one is an
+  error (:func:`~psgrpo.checkpoints.atomic.resolve_resume_checkpoint`).
+* ``_save_checkpoint``: transformers and TRL write into the staging root ``partial-checkpoint-N``
+  (``_get_output_dir`` points there while saving), then :meth:`_save_checkpoint_extras` adds
+  psgrpo's state, every process waits for the others, and the main process commits (marker,
+  fsync, rename) and rotates (:mod:`psgrpo.checkpoints.atomic`).
+* Rollout state, one file per process: TRL's micro-step counter ``_step`` (it decides when to
+  generate; TRL restarts it at 0 on resume) and, when the checkpoint falls inside a generation
+  cycle (``steps_per_generation`` or ``num_iterations`` > 1), the buffered generation batches the
+  next steps train on. Without them a resumed run would generate anew with the current policy.
+* ``_get_train_sampler``: TRL's sampler, made epoch-addressable (:mod:`psgrpo.checkpoints.sampler`).
+
+Everything else is transformers' own checkpoint: weights, optimizer, LR scheduler, RNG states
+(restored before the first resumed batch is generated), trainer state.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers.trainer import TRAINER_STATE_NAME
+from trl.trainer.utils import RepeatSampler
+
+from psgrpo.checkpoints.atomic import (
+    checkpoint_name,
+    commit_checkpoint,
+    resolve_resume_checkpoint,
+    rotate_checkpoints,
+    staging_root,
+)
+from psgrpo.checkpoints.sampler import EpochRepeatSampler
+
+ROLLOUT_FILE = "psgrpo_rollout.pt"
+
+logger = logging.getLogger(__name__)
+
+
+def rollout_file(process_index: int, world_size: int) -> str:
+    """This process's rollout-state file name (one per process, like transformers' ``rng_state_{i}.pth``)."""
+    return ROLLOUT_FILE if world_size <= 1 else f"psgrpo_rollout_{process_index}.pt"
+
+
+class CheckpointMixin:
+    """Checkpoint overrides of ``trl.GRPOTrainer``; subclasses add state with :meth:`_save_checkpoint_extras`."""
+
+    _checkpoint_staging: Path | None = None
+
+    def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any) -> Any:
+        checkpoint = resolve_resume_checkpoint(resume_from_checkpoint, self.args.output_dir)
+        return super().train(checkpoint, *args, **kwargs)
+
+    def _get_output_dir(self, trial: Any) -> str:
+        # inside _save_checkpoint, transformers and TRL write everything into the staging root
+        if self._checkpoint_staging is not None:
+            return str(self._checkpoint_staging)
+        return super()._get_output_dir(trial)
+
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        run_dir = Path(self._get_output_dir(trial))
+        step = self.state.global_step
+        staging = staging_root(run_dir, step)
+        staged, final = staging / checkpoint_name(step), run_dir / checkpoint_name(step)
+        if self.args.should_save and staging.exists():  # left by a save that was killed
+            shutil.rmtree(staging)
+        self.accelerator.wait_for_everyone()
+        self._checkpoint_staging = staging
+        try:
+            super()._save_checkpoint(model, trial)
+        finally:
+            self._checkpoint_staging = None
+        if self.state.best_model_checkpoint == str(staged):  # transformers recorded the staging path
+            self.state.best_model_checkpoint = str(final)
+            if self.args.should_save:
+                self.state.save_to_json(str(staged / TRAINER_STATE_NAME))
+        self._save_checkpoint_extras(staged)
+        self.accelerator.wait_for_everyone()  # every process's files (RNG, rollout, shards) are written
+        if self.args.should_save:
+            commit_checkpoint(staged, final, step)
+            rotate_checkpoints(run_dir, self.args.save_total_limit, final, self.state.best_model_checkpoint)
+        self.accelerator.wait_for_everyone()
+
+    def _save_checkpoint_extras(self, checkpoint: Path) -> None:
+        """Write psgrpo's state into the staged ``checkpoint``, on every process, before the commit."""
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        state = {
+            "step": self._step,
+            # the buffer is regenerated at a cycle start anyway; inside a cycle the next steps train on it
+            "buffered_inputs": self._buffered_inputs if self._step % generate_every else None,
+            "completion_tokens_seen": getattr(self, "completion_tokens_seen", None),
+        }
+        checkpoint.mkdir(parents=True, exist_ok=True)
+        name = rollout_file(self.accelerator.process_index, self.accelerator.num_processes)
+        torch.save(state, checkpoint / name)
+
+    def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is not None:
+            self._load_rollout_state(Path(checkpoint))
+
+    def _load_rollout_state(self, checkpoint: Path) -> None:
+        path = checkpoint / rollout_file(self.accelerator.process_index, self.accelerator.num_processes)
+        if not path.is_file():
+            logger.warning(
+                "checkpoint %s has no %s (saved by another number of processes?): TRL generates anew at the first "
+                "resumed step, so the run continues but not exactly as it would have without the break",
+                checkpoint,
+                path.name,
+            )
+            return
+        state = torch.load(path, map_location=self.accelerator.device, weights_only=True)
+        self._step = state["step"]
+        self._buffered_inputs = state["buffered_inputs"]
+        if state["completion_tokens_seen"] is not None:
+            self.completion_tokens_seen = state["completion_tokens_seen"]
+
+    def _get_train_sampler(self, dataset: Any = None) -> Any:
+        sampler = super()._get_train_sampler(dataset)
+        return EpochRepeatSampler.like(sampler) if type(sampler) is RepeatSampler else sampler

@@ -1,0 +1,99 @@
+"""CheckpointMixin inside real ProcessGRPOTrainer runs (tiny model from config, 2 CPU steps)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from trainer_helpers import length_reward, tiny_run_args
+
+from psgrpo.checkpoints.atomic import MARKER, incomplete_reason
+from psgrpo.checkpoints.sampler import EpochRepeatSampler
+from psgrpo.checkpoints.trainer_mixin import ROLLOUT_FILE
+from psgrpo.config import ProcessGRPOConfig
+from psgrpo.data.arith import make_arith_dataset
+from psgrpo.techniques.state import STATE_FILE
+from psgrpo.trainer import ProcessGRPOTrainer
+
+
+def _trainer(tmp_path, model, tokenizer, **overrides):
+    args = tiny_run_args(tmp_path, max_steps=2, max_completion_length=8, save_strategy="steps", save_steps=1)
+    return ProcessGRPOTrainer(
+        model=model,
+        reward_funcs=[length_reward],
+        args=ProcessGRPOConfig(**{**args, **overrides}),
+        train_dataset=make_arith_dataset("train", n=8),
+        eval_dataset=make_arith_dataset("validation", n=8),
+        processing_class=tokenizer,
+    )
+
+
+def test_checkpoints_are_committed_with_rollout_and_technique_state(tmp_path, tiny_model, char_tokenizer):
+    """steps_per_generation=2: checkpoint-1 falls inside the generation cycle, so it holds TRL's buffered batches."""
+    trainer = _trainer(
+        tmp_path,
+        tiny_model,
+        char_tokenizer,
+        steps_per_generation=2,
+        memory_bank=True,
+        reward_norm_momentum=0.9,
+    )
+    assert isinstance(trainer._get_train_sampler(), EpochRepeatSampler)
+    trainer.train()
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir() if "checkpoint" in p.name) == ["checkpoint-1", "checkpoint-2"]
+    for step in (1, 2):
+        checkpoint = out / f"checkpoint-{step}"
+        assert incomplete_reason(checkpoint) is None
+        files = json.loads((checkpoint / MARKER).read_text())["files"]
+        assert {ROLLOUT_FILE, STATE_FILE, "trainer_state.json", "rng_state.pth", "optimizer.pt"} <= set(files)
+    mid_cycle = torch.load(out / "checkpoint-1" / ROLLOUT_FILE, weights_only=True)
+    assert mid_cycle["step"] == 1 and len(mid_cycle["buffered_inputs"]) == 2
+    # the buffer of the one generation (step 0) is what step 1 trained on, and what the trainer still holds
+    for saved, held in zip(mid_cycle["buffered_inputs"], trainer._buffered_inputs, strict=True):
+        assert saved.keys() == held.keys()
+        for key, value in saved.items():
+            assert torch.equal(value, held[key]) if isinstance(value, torch.Tensor) else value == held[key]
+    at_cycle_start = torch.load(out / "checkpoint-2" / ROLLOUT_FILE, weights_only=True)
+    assert at_cycle_start["step"] == 2 and at_cycle_start["buffered_inputs"] is None  # regenerated anyway
+    assert at_cycle_start["completion_tokens_seen"] == trainer.completion_tokens_seen > 0
+
+
+def test_save_total_limit_keeps_only_the_committed_checkpoint(tmp_path, tiny_model, char_tokenizer):
+    _trainer(tmp_path, tiny_model, char_tokenizer, save_total_limit=1).train()
+    assert sorted(p.name for p in (tmp_path / "out").iterdir() if "checkpoint" in p.name) == ["checkpoint-2"]
+
+
+def test_resuming_from_an_incomplete_checkpoint_is_an_error(tmp_path, tiny_model, char_tokenizer):
+    trainer = _trainer(tmp_path, tiny_model, char_tokenizer)
+    with pytest.raises(ValueError, match="no complete checkpoint"):
+        trainer.train(resume_from_checkpoint="true")
+    half = tmp_path / "out" / "checkpoint-1"
+    tiny_model.save_pretrained(half)  # weights only: no optimizer, trainer state or marker
+    with pytest.raises(ValueError, match=f"cannot resume from {half}: it has no {MARKER}"):
+        trainer.train(resume_from_checkpoint=str(half))
+    assert trainer.state.global_step == 0
+
+
+def test_best_model_checkpoint_names_the_committed_directory(tmp_path, tiny_model, char_tokenizer):
+    """transformers records the best checkpoint's path while saving; it must be the final path, not the staging one."""
+    trainer = _trainer(
+        tmp_path,
+        tiny_model,
+        char_tokenizer,
+        eval_strategy="steps",
+        eval_steps=1,
+        metric_for_best_model="loss",
+        greater_is_better=False,
+        load_best_model_at_end=True,
+        per_device_eval_batch_size=8,
+    )
+    trainer.train()  # load_best_model_at_end loads state.best_model_checkpoint: it must exist
+    best = trainer.state.best_model_checkpoint
+    assert (
+        best in {str(tmp_path / "out" / f"checkpoint-{s}") for s in (1, 2)}
+        and incomplete_reason(best) is None
+    )
+    saved = json.loads((tmp_path / "out" / "checkpoint-2" / "trainer_state.json").read_text())
+    assert saved["best_model_checkpoint"] == best
