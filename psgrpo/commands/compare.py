@@ -97,7 +97,7 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
         if i + 1 >= len(argv):
             raise ValueError("--config needs a YAML file path")
         config_path, flags = Path(argv[i + 1]), argv[:i] + argv[i + 2 :]
-    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig, CompareConfig))
+    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig, CompareConfig), prog="psgrpo compare")
     _, args, _, cfg = parser.parse_args_and_config(["--config", str(config_path), *flags])
     _validate(cfg)
     return config_path, flags, args, cfg
