@@ -12,10 +12,13 @@ with the config file named, since the value may have come from it.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from trl import TrlParser
+
+UNUSED_ARGUMENTS = re.compile(r"Some specified arguments are not used by the HfArgumentParser: (\[.*\])")
 
 
 class ConfigError(ValueError):
@@ -44,6 +47,12 @@ class ConfigParser(TrlParser):
         except ConfigError:
             raise
         except ValueError as err:
+            unused = UNUSED_ARGUMENTS.search(str(err))
+            if unused:
+                raise ConfigError(
+                    f"unknown option(s) {unused.group(1)}: not an option of this command "
+                    f"(`{self.prog} --help` lists them)"
+                ) from None
             source = (
                 f" (options come from {self.config_path} and the command line)" if self.config_path else ""
             )

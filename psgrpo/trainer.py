@@ -29,6 +29,7 @@ from psgrpo.compatibility import has_token_credit
 from psgrpo.config import ProcessGRPOConfig
 from psgrpo.credit import CreditRecord, ProcessSignal, SignalOutput, process_term_metrics
 from psgrpo.eval.vllm_backend import VLLM_INSTALL
+from psgrpo.guards import check_finite, check_loss_and_gradients, check_rewards
 from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
 from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
 from psgrpo.ps.scorers import build_step_scorer
@@ -143,6 +144,10 @@ class ProcessGRPOTrainer(TokenCreditLossMixin, TechniquesMixin, CheckpointMixin,
             completion_mask=output["completion_mask"],
             **signal.estimator_kwargs,
         )
+        step = self.state.global_step  # nothing non-finite goes on (psgrpo/guards.py)
+        check_rewards(self._last_rewards_per_func, self.reward_func_names, step)  # (N, F), NaN = unscorable
+        check_finite("the outcome advantages A_i", output["advantages"], step)
+        check_finite("the token advantages A_t", advantages, step)
         metrics = self._metrics[mode]
         metrics["psgrpo/advantage_seconds"].append(time.perf_counter() - start)
         for key, value in signal.metrics.items():
@@ -158,9 +163,13 @@ class ProcessGRPOTrainer(TokenCreditLossMixin, TechniquesMixin, CheckpointMixin,
             for key, value in process.items():
                 metrics[f"{self.args.method}/{key}"].append(value)
         self.last_credit = CreditRecord(output["advantages"].detach(), advantages.detach(), signal.credit)
-        if (
-            not self.token_credit
-        ):  # no process term: hand TRL its own 1-D A_i, so its code paths and metrics hold
+        if not self.token_credit:  # no process term: TRL gets its own 1-D A_i, so its code paths and metrics hold
             advantages = row_advantages(advantages, output["completion_mask"], empty=output["advantages"])
         output["advantages"] = advantages
         return output
+
+    def training_step(self, model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> Any:
+        """TRL's forward and backward, then the loss and gradients must be finite before any optimizer step."""
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        check_loss_and_gradients(loss, model, self.accelerator, self.state.global_step)
+        return loss

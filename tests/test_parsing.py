@@ -66,3 +66,11 @@ def test_missing_config_file(tmp_path):
     parser = ConfigParser((ProcessGRPOConfig,))
     with pytest.raises(ConfigError, match="config file .*nope.yaml does not exist"):
         parser.parse_args_and_config(["--config", str(tmp_path / "nope.yaml")])
+
+
+def test_an_unknown_option_names_itself_and_the_command():
+    from psgrpo.commands.evaluate import EvalConfig
+
+    parser = ConfigParser((TaskConfig, EvalConfig), prog="psgrpo eval")
+    with pytest.raises(ConfigError, match=r"unknown option\(s\) \['--bf16', 'false'\].*`psgrpo eval --help`"):
+        parser.parse_args_and_config(["--bf16", "false"])

@@ -40,7 +40,8 @@ SUBCOMMANDS = {
 """``name → ("module:function", help)``; the function takes the remaining argv."""
 
 USER_ERRORS = (ValueError, ImportError, OSError)
-"""Exceptions that report a problem with the user's input or environment, shown without a traceback."""
+"""Exceptions that report a problem with the user's input or environment, shown without a traceback
+(and :class:`psgrpo.guards.NonFiniteError`: a training quantity went NaN or infinite)."""
 
 
 def _usage(argv: list[str]) -> int:
@@ -73,8 +74,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = getattr(importlib.import_module(module_name), function_name)
     try:
         command(argv[1:])
-    except USER_ERRORS as err:
-        if debug:
+    except Exception as err:
+        from psgrpo.guards import NonFiniteError  # here, so that `psgrpo --help` does not import torch
+
+        if debug or not isinstance(err, (*USER_ERRORS, NonFiniteError)):
             raise
         print(f"psgrpo: error: {_error_message(err)}", file=sys.stderr)
         print("psgrpo: (run with --debug or PSGRPO_DEBUG=1 for the traceback)", file=sys.stderr)

@@ -6,14 +6,17 @@ Everything here except :func:`plot_curves` is a pure function over plain rows, o
     {"method": "vps", "seed": 0, "step": 20, "accuracy": 0.55, "mean_tokens": 77.1,
      "wall_seconds": 41.0, "train_seconds": 38.2, "completion_tokens": 98304.0, ...}
 
-Conventions (stated again in the report): spread over seeds is the sample standard deviation
-(n − 1; 0 with one seed) in the table and the min–max band in the plot; a method "reaches"
-a target accuracy at the first evaluation step where its seed-mean accuracy is ≥ the target.
+Conventions (stated again in the report): a method's accuracy is its mean over seeds with a 95%
+confidence interval from Student's t over seeds (n − 1 degrees of freedom); a method is compared
+with outcome GRPO *per seed* (the same seed sets the same data order), so the paired difference
+and its t interval are reported too; a method "reaches" a target accuracy at the first evaluation
+step where its seed-mean accuracy is ≥ the target. Plots shade the 95% interval over seeds.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -90,27 +93,106 @@ def read_curves_csv(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+         2.045, 2.042)  # fmt: skip
+"""Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: 1.96)."""
+
+
+def t_quantile_95(degrees_of_freedom: int) -> float:
+    """The 0.975 quantile of Student's t with ``degrees_of_freedom`` ≥ 1."""
+    if degrees_of_freedom < 1:
+        raise ValueError(
+            f"a t interval needs at least 2 values (1 degree of freedom), got {degrees_of_freedom}"
+        )
+    return T_975[degrees_of_freedom - 1] if degrees_of_freedom <= len(T_975) else 1.96
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean with its 95% confidence half-width over ``n`` values (``half_width`` NaN for n < 2)."""
+
+    mean: float
+    half_width: float
+    n: int
+
+    @property
+    def low(self) -> float:
+        return self.mean - self.half_width
+
+    @property
+    def high(self) -> float:
+        return self.mean + self.half_width
+
+    def excludes_zero(self) -> bool:
+        """Whether the interval lies entirely above or below 0 (never, with fewer than 2 values)."""
+        return self.n >= 2 and (self.low > 0 or self.high < 0)
+
+    def __str__(self) -> str:
+        if math.isnan(self.half_width):
+            return f"{self.mean:.3f}"
+        return f"{self.mean:.3f} ± {self.half_width:.3f}"
+
+
+def mean_interval(values: Sequence[float]) -> Interval:
+    """Mean of ``values`` and the half-width t_{0.975, n−1} · s / √n of its 95% confidence interval."""
+    if not values:
+        raise ValueError("a mean needs at least one value")
+    n = len(values)
+    mean = statistics.fmean(values)
+    if n < 2:
+        return Interval(mean, math.nan, n)
+    return Interval(mean, t_quantile_95(n - 1) * statistics.stdev(values) / math.sqrt(n), n)
+
+
+def paired_differences(
+    rows: Sequence[dict[str, Any]], method: str, reference: str = REFERENCE_METHOD, column: str = "accuracy"
+) -> dict[int, float]:
+    """``seed → final(method) − final(reference)`` of ``column`` over the seeds both ran."""
+    mine = _final_by_seed(rows, method, column)
+    theirs = _final_by_seed(rows, reference, column)
+    return {seed: mine[seed] - theirs[seed] for seed in sorted(set(mine) & set(theirs))}
+
+
+def _final_by_seed(rows: Iterable[dict[str, Any]], method: str, column: str) -> dict[int, float]:
+    last: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        if row["method"] == method and (row["seed"] not in last or row["step"] > last[row["seed"]]["step"]):
+            last[row["seed"]] = row
+    return {seed: float(row[column]) for seed, row in last.items() if row.get(column) is not None}
+
+
 @dataclass(frozen=True)
 class CurvePoint:
-    """One evaluation step of a method, aggregated over seeds (``n`` = seeds with a value there)."""
+    """One evaluation step of a method, aggregated over seeds (``n`` = seeds with a value there).
+
+    ``low``/``high``: the 95% confidence interval of the mean over seeds (min–max with one seed).
+    ``x``: the mean over seeds of the x-axis column (the step itself, or e.g. completion tokens).
+    """
 
     step: int
     mean: float
     low: float
     high: float
     n: int
+    x: float = math.nan
 
 
-def seed_curve(rows: Iterable[dict[str, Any]], method: str, column: str) -> list[CurvePoint]:
-    """Mean, min and max of ``column`` over the seeds of ``method`` at each step (sorted by step)."""
-    by_step: dict[int, list[float]] = {}
+def seed_curve(rows: Iterable[dict[str, Any]], method: str, column: str, x: str = "step") -> list[CurvePoint]:
+    """Seed mean and 95% interval of ``column`` for ``method`` at each step (sorted), with the mean of ``x``."""
+    by_step: dict[int, list[tuple[float, float]]] = {}
     for row in rows:
-        if row["method"] == method and row.get(column) is not None:
-            by_step.setdefault(int(row["step"]), []).append(float(row[column]))
-    return [
-        CurvePoint(step, statistics.fmean(values), min(values), max(values), len(values))
-        for step, values in sorted(by_step.items())
-    ]
+        if row["method"] == method and row.get(column) is not None and row.get(x) is not None:
+            by_step.setdefault(int(row["step"]), []).append((float(row[column]), float(row[x])))
+    points = []
+    for step, pairs in sorted(by_step.items()):
+        values = [v for v, _ in pairs]
+        interval = mean_interval(values)
+        low, high = (min(values), max(values)) if interval.n < 2 else (interval.low, interval.high)
+        points.append(
+            CurvePoint(step, interval.mean, low, high, len(values), statistics.fmean(w for _, w in pairs))
+        )
+    return points
 
 
 def steps_to_reach(curve: Sequence[CurvePoint], target: float) -> int | None:
@@ -120,23 +202,29 @@ def steps_to_reach(curve: Sequence[CurvePoint], target: float) -> int | None:
 
 def final_values(rows: Iterable[dict[str, Any]], method: str, column: str) -> list[float]:
     """``column`` at each seed's last evaluation step, in seed order (seeds lacking it are left out)."""
-    last: dict[int, dict[str, Any]] = {}
-    for row in rows:
-        if row["method"] == method and (row["seed"] not in last or row["step"] > last[row["seed"]]["step"]):
-            last[row["seed"]] = row
-    return [float(last[s][column]) for s in sorted(last) if last[s].get(column) is not None]
+    finals = _final_by_seed(rows, method, column)
+    return [finals[seed] for seed in sorted(finals)]
 
 
 @dataclass(frozen=True)
 class MethodSummary:
-    """One row of the comparison table (means are over seeds; ``None`` = not measured)."""
+    """One row of the comparison table (means are over seeds; ``None`` = not measured).
+
+    Attributes:
+        final_accuracy: mean and 95% interval over seeds of the final held-out accuracy.
+        paired_difference: per-seed final accuracy minus the reference method's, mean and 95%
+            interval over the seeds both ran (``None`` for the reference itself or without it).
+        steps_to_reference: first step whose seed-mean accuracy reaches the reference's final one.
+        steps_ratio: ``steps_to_reference`` over the reference's own steps to its final accuracy.
+    """
 
     method: str
     seeds: int
     start_accuracy: float | None
-    final_accuracy: float
-    final_accuracy_std: float
+    final_accuracy: Interval
+    paired_difference: Interval | None
     steps_to_reference: int | None
+    steps_ratio: float | None
     final_mean_tokens: float | None
     completion_tokens: float | None
     train_seconds: float | None
@@ -152,24 +240,27 @@ def reference_accuracy(rows: Sequence[dict[str, Any]], reference: str = REFERENC
 
 
 def summarize(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_METHOD) -> list[MethodSummary]:
-    """One :class:`MethodSummary` per method, in order of first appearance in ``rows``.
-
-    ``steps_to_reference`` is the first step where the method's seed-mean accuracy reaches the
-    reference method's final seed-mean accuracy (``None``: not reached, or no reference run).
-    """
+    """One :class:`MethodSummary` per method, in order of first appearance in ``rows``."""
     target = reference_accuracy(rows, reference)
+    reference_steps = (
+        None if target is None else steps_to_reach(seed_curve(rows, reference, "accuracy"), target)
+    )
     summaries = []
     for method in dict.fromkeys(row["method"] for row in rows):
-        final = final_values(rows, method, "accuracy")
         curve = seed_curve(rows, method, "accuracy")
+        differences = (
+            list(paired_differences(rows, method, reference).values()) if method != reference else []
+        )
+        steps = None if target is None else steps_to_reach(curve, target)
         summaries.append(
             MethodSummary(
                 method=method,
-                seeds=len(final),
+                seeds=len(final_values(rows, method, "accuracy")),
                 start_accuracy=curve[0].mean if curve and curve[0].step == 0 else None,
-                final_accuracy=statistics.fmean(final),
-                final_accuracy_std=statistics.stdev(final) if len(final) > 1 else 0.0,
-                steps_to_reference=None if target is None else steps_to_reach(curve, target),
+                final_accuracy=mean_interval(final_values(rows, method, "accuracy")),
+                paired_difference=mean_interval(differences) if differences else None,
+                steps_to_reference=steps,
+                steps_ratio=steps / reference_steps if steps is not None and reference_steps else None,
                 final_mean_tokens=_mean_or_none(final_values(rows, method, "mean_tokens")),
                 completion_tokens=_mean_or_none(final_values(rows, method, "completion_tokens")),
                 train_seconds=_mean_or_none(final_values(rows, method, "train_seconds")),
@@ -182,46 +273,69 @@ def _fmt(value: float | None, spec: str) -> str:
     return "—" if value is None else format(value, spec)
 
 
+def _difference_cell(difference: Interval | None) -> str:
+    if difference is None:
+        return "—"
+    sign = "+" if difference.mean >= 0 else ""
+    text = f"{sign}{difference.mean:.3f}"
+    if not math.isnan(difference.half_width):
+        text += f" [{difference.low:+.3f}, {difference.high:+.3f}]"
+    return text + (" *" if difference.excludes_zero() else "")
+
+
 def markdown_report(
     summaries: Sequence[MethodSummary],
     command: str,
     reference_target: float | None,
     reference: str = REFERENCE_METHOD,
+    heldout_problems: int | None = None,
 ) -> str:
     """``compare.md``: the table (one row per method), how to read it, and the command that made it."""
-    header = ["method", "seeds", "held-out acc at step 0", "final acc (mean ± std)"]
+    header = ["method", "seeds", "held-out acc at step 0", "final acc (mean ± 95% CI)"]
     if reference_target is not None:
-        header.append(f"steps to reach {reference} final ({reference_target:.3f})")
+        header += [
+            f"paired Δ vs {reference} (95% CI)",
+            f"steps to reach {reference} final ({reference_target:.3f})",
+        ]
     header += ["final mean tokens", "completion tokens / run", "train wall / run (s)"]
     lines = ["# psgrpo compare", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for s in summaries:
-        cells = [
-            s.method,
-            str(s.seeds),
-            _fmt(s.start_accuracy, ".3f"),
-            f"{s.final_accuracy:.3f} ± {s.final_accuracy_std:.3f}",
-        ]
+        cells = [s.method, str(s.seeds), _fmt(s.start_accuracy, ".3f"), str(s.final_accuracy)]
         if reference_target is not None:
-            cells.append("not reached" if s.steps_to_reference is None else str(s.steps_to_reference))
+            reach = "not reached" if s.steps_to_reference is None else str(s.steps_to_reference)
+            if s.steps_ratio is not None and s.method != reference:
+                reach += f" ({s.steps_ratio:.2f}×)"
+            cells += [_difference_cell(s.paired_difference), reach]
         cells += [
             _fmt(s.final_mean_tokens, ".1f"),
             _fmt(s.completion_tokens, ".0f"),
             _fmt(s.train_seconds, ".0f"),
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    binomial = (
+        f" One run's accuracy on {heldout_problems} problems has a binomial 95% half-width of at most "
+        f"{1.96 * math.sqrt(0.25 / heldout_problems):.3f}."
+        if heldout_problems
+        else ""
+    )
     lines += [
         "",
-        "Held-out accuracy is greedy, exact-match, on the same held-out rows for every run. ± is the sample "
-        "standard deviation over seeds (n − 1). "
+        "Held-out accuracy is greedy, exact-match, on the same held-out rows for every run."
+        + binomial
+        + " ± is "
+        "the 95% confidence interval of the mean over seeds (Student's t, n − 1 degrees of freedom). "
         + (
-            f"'Steps to reach' is the first evaluation step where the method's seed-mean accuracy is ≥ the "
-            f"seed-mean final accuracy of outcome GRPO (`{reference}`). "
+            f"Paired Δ: each seed's final accuracy minus outcome GRPO's (`{reference}`) with the same seed, mean "
+            "and 95% t interval over seeds; * marks an interval that excludes 0. 'Steps to reach': the first "
+            f"evaluation step where the method's seed-mean accuracy is ≥ `{reference}`'s seed-mean final accuracy; "
+            f"(×) is that step over the step where `{reference}` itself first reaches it. "
             if reference_target is not None
             else ""
         )
         + "Completion tokens / run: training completion tokens generated per run (mean over seeds). Train "
         "wall / run: training wall-clock seconds per run, held-out evaluations excluded (mean over seeds). "
-        "Curves: `curves.csv` (raw numbers), `compare.png` (seed mean, shaded min–max over seeds).",
+        "Curves: `curves.csv` (raw numbers), `compare.png` (seed mean, shaded 95% interval over seeds; "
+        "accuracy against steps, completion tokens and training seconds).",
         "",
         "Command:",
         "",
@@ -252,30 +366,43 @@ def load_pyplot():
     return plt
 
 
+PANELS = (
+    ("accuracy", "step", "held-out accuracy (greedy)", "optimizer step"),
+    (
+        "accuracy",
+        "completion_tokens",
+        "held-out accuracy (greedy)",
+        "training completion tokens (equal compute)",
+    ),
+    ("accuracy", "train_seconds", "held-out accuracy (greedy)", "training wall seconds"),
+    ("mean_tokens", "step", "mean completion tokens (held-out)", "optimizer step"),
+)
+"""The panels of ``compare.png``: (y column, x column, y label, x label)."""
+
+
 def plot_curves(rows: Sequence[dict[str, Any]], path: Path) -> None:
-    """``compare.png``: held-out accuracy and mean completion tokens vs step, seed mean ± min–max band."""
+    """``compare.png``: accuracy vs step / completion tokens / wall time, and length vs step (mean ± 95% CI)."""
     plt = load_pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    panels = [
-        ("accuracy", "held-out accuracy (greedy)"),
-        ("mean_tokens", "mean completion tokens (held-out)"),
-    ]
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     for i, method in enumerate(dict.fromkeys(row["method"] for row in rows)):
         colour = METHOD_COLOURS.get(method, f"C{3 + i}")
-        for ax, (column, _) in zip(axes, panels, strict=True):
-            curve = seed_curve(rows, method, column)
-            steps = [p.step for p in curve]
-            n_seeds = max((p.n for p in curve), default=0)
+        for ax, (column, x, _, _) in zip(axes.flat, PANELS, strict=True):
+            curve = seed_curve(rows, method, column, x)
+            if not curve:
+                continue
+            xs = [p.x for p in curve]
+            n_seeds = max(p.n for p in curve)
             ax.plot(
-                steps, [p.mean for p in curve], color=colour, marker="o", label=f"{method} ({n_seeds} seeds)"
+                xs, [p.mean for p in curve], color=colour, marker="o", label=f"{method} ({n_seeds} seeds)"
             )
-            ax.fill_between(steps, [p.low for p in curve], [p.high for p in curve], color=colour, alpha=0.2)
-    for ax, (_, label) in zip(axes, panels, strict=True):
-        ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.set_xlabel("optimizer step")
-        ax.set_ylabel(label)
+            ax.fill_between(xs, [p.low for p in curve], [p.high for p in curve], color=colour, alpha=0.2)
+    for ax, (_, x, ylabel, xlabel) in zip(axes.flat, PANELS, strict=True):
+        if x == "step":
+            ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
-    axes[0].legend(title="line: seed mean; band: min–max")
+    axes.flat[0].legend(title="line: seed mean; band: 95% CI")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -187,7 +187,7 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
     from psgrpo.loading import checkpoint_path, load_model_and_tokenizer, load_tokenizer
     from psgrpo.parsing import ConfigParser
 
-    task, cfg = ConfigParser((TaskConfig, EvalConfig)).parse_args_and_config(list(argv))
+    task, cfg = ConfigParser((TaskConfig, EvalConfig), prog="psgrpo eval").parse_args_and_config(list(argv))
     dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)
     if cfg.backend == "vllm":
         from psgrpo.eval.vllm_backend import import_vllm

@@ -70,7 +70,7 @@ def inspect(argv: Sequence[str]) -> InspectPage:
     from psgrpo.parsing import ConfigParser
     from psgrpo.trainer import ProcessGRPOTrainer
 
-    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig, InspectConfig))
+    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig, InspectConfig), prog="psgrpo inspect")
     # No trackers: nothing is trained or logged; a later --report_to flag still wins.
     task, args, model_args, cfg = parser.parse_args_and_config(
         with_default_recipe(["--report_to", "none", *argv])

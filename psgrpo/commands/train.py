@@ -34,7 +34,7 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     from psgrpo.parsing import ConfigParser
     from psgrpo.trainer import ProcessGRPOTrainer
 
-    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig))
+    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig), prog="psgrpo train")
     task, args, model_args = parser.parse_args_and_config(with_default_recipe(argv))
     torch.manual_seed(args.seed)
     if task.eval_before_after and parameters_sharded(args):

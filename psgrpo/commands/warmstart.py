@@ -13,7 +13,7 @@ def warmstart(argv: Sequence[str]) -> dict[str, Any]:
     from psgrpo.tiny.warmstart import WarmstartConfig
     from psgrpo.tiny.warmstart import warmstart as run_warmstart
 
-    (cfg,) = ConfigParser((WarmstartConfig,)).parse_args_and_config(list(argv))
+    (cfg,) = ConfigParser((WarmstartConfig,), prog="psgrpo warmstart").parse_args_and_config(list(argv))
     result = run_warmstart(cfg)
     print(json.dumps(result, indent=2))
     return result

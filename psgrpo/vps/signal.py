@@ -26,6 +26,7 @@ from trl.models.utils import disable_gradient_checkpointing
 from psgrpo.advantages import group_has_variance
 from psgrpo.credit import SignalOutput
 from psgrpo.distributed import local_rows, max_over_processes
+from psgrpo.guards import check_finite
 from psgrpo.ps.segmentation import segment_completions
 from psgrpo.vps.boundaries import (
     answer_span_start,
@@ -126,6 +127,11 @@ class ConfidenceSignal:
                 )
                 boundaries, probes = result.boundaries, result.probes
         probe_seconds = time.perf_counter() - start
+        real = (
+            torch.arange(probes.log_confidence.shape[1], device=completion_ids.device)[None, :]
+            <= torch.tensor([len(b) for b in boundaries], device=completion_ids.device)[:, None]
+        )  # C_0..C_{K_i}; NaN beyond is padding
+        check_finite("the VPS confidences log C_k", probes.log_confidence, step, valid=real)
 
         eos = torch.tensor(self.eos_token_ids, device=completion_ids.device)
         last = completion_ids.gather(1, (completion_mask.sum(1, keepdim=True) - 1).clamp(min=0)).squeeze(1)

@@ -301,3 +301,17 @@ def test_debug_flag_shows_the_exception(monkeypatch):
     monkeypatch.setenv("PSGRPO_DEBUG", "0")
     with pytest.raises(ValueError, match="vps_alpha=nan"):
         main(["train", "--debug", "--vps_alpha", "nan"])
+
+
+def test_a_non_finite_training_value_is_a_one_line_error(monkeypatch, capsys):
+    import psgrpo.commands.train as train_module
+    from psgrpo.guards import NonFiniteError
+
+    def diverges(argv):
+        raise NonFiniteError("step 3: the loss holds a NaN or infinite value in rows 0")
+
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+    monkeypatch.setattr(train_module, "train", diverges)
+    assert main(["train"]) == 2
+    err = capsys.readouterr().err
+    assert "psgrpo: error: step 3: the loss holds a NaN" in err and "Traceback" not in err

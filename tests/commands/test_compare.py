@@ -69,12 +69,14 @@ def test_run_recipe_drops_compare_keys():
     }
 
 
-def test_default_is_the_demo_recipe_sized_for_two_cores():
+def test_default_is_the_demo_recipe_with_the_statistical_protocol():
     recipe, flags, args, cfg = parse_compare_args([])
     assert recipe == DEFAULT_RECIPE
-    assert (cfg.methods, cfg.seeds, cfg.eval_every) == (["grpo", "ps", "vps"], [0, 1, 2], 20)
+    assert (cfg.methods, cfg.seeds, cfg.eval_every) == (["grpo", "ps", "vps"], [0, 1, 2, 3, 4], 25)
     assert (args.output_dir, args.max_steps, args.save_strategy) == ("outputs/compare", 100, "no")
-    assert flag_values(flags)["max_eval_examples"] == ["100"]
+    assert flag_values(flags)["max_eval_examples"] == ["1000"] and flag_values(flags)["eval_batch_size"] == [
+        "250"
+    ]
     # Flags override compare's defaults; with --config, the recipe's values stand.
     _, _, args, _ = parse_compare_args(["--max_steps", "7", "--output_dir", "x"])
     assert (args.max_steps, args.output_dir) == (7, "x")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 
 import pytest
@@ -17,12 +18,15 @@ from psgrpo.commands.compare_report import (
     heldout_points,
     load_pyplot,
     markdown_report,
+    mean_interval,
+    paired_differences,
     plot_curves,
     read_curves_csv,
     reference_accuracy,
     seed_curve,
     steps_to_reach,
     summarize,
+    t_quantile_95,
     write_curves_csv,
 )
 
@@ -77,12 +81,38 @@ def test_heldout_points_strip_prefix_sort_and_keep_last_of_a_step():
     }
 
 
-def test_seed_curve_mean_min_max_per_step():
+def test_seed_curve_mean_and_95_interval_per_step():
     curve = seed_curve(_rows(), "vps", "accuracy")
     assert [(p.step, p.n) for p in curve] == [(0, 2), (10, 2), (20, 2)]
     assert [p.mean for p in curve] == pytest.approx([0.4, 0.65, 0.7])
-    assert [(p.low, p.high) for p in curve] == [(0.4, 0.4), (0.6, 0.7), (0.6, 0.8)]
+    half = 12.706 * 0.0707106781 / math.sqrt(2)  # t(0.975, 1) · stdev(0.7, 0.6) / √2
+    assert (curve[0].low, curve[0].high) == (0.4, 0.4)
+    assert (curve[1].low, curve[1].high) == pytest.approx((0.65 - half, 0.65 + half))
+    assert [p.x for p in curve] == [0, 10, 20]
+    tokens = seed_curve(_rows(), "vps", "accuracy", x="completion_tokens")
+    assert [p.x for p in tokens] == pytest.approx([50.0, 1050.0, 2050.0])  # mean over seeds of the x column
+    one_seed = seed_curve([r for r in _rows() if r["seed"] == 0], "vps", "accuracy")
+    assert (one_seed[1].low, one_seed[1].high) == (0.7, 0.7)  # one seed: no interval, the value itself
     assert seed_curve(_rows(), "nope", "accuracy") == []
+
+
+def test_t_quantiles_and_mean_interval_by_hand():
+    assert t_quantile_95(1) == 12.706 and t_quantile_95(4) == 2.776 and t_quantile_95(30) == 2.042
+    assert t_quantile_95(200) == 1.96
+    with pytest.raises(ValueError):
+        t_quantile_95(0)
+    interval = mean_interval([0.50, 0.55, 0.60, 0.65, 0.70])  # n = 5: stdev 0.0790569, t(4) = 2.776
+    assert interval.mean == pytest.approx(0.6) and interval.n == 5
+    assert interval.half_width == pytest.approx(2.776 * 0.0790569415 / math.sqrt(5))
+    assert interval.excludes_zero() and not mean_interval([-0.1, 0.1, 0.05]).excludes_zero()
+    single = mean_interval([0.3])
+    assert math.isnan(single.half_width) and not single.excludes_zero() and str(single) == "0.300"
+
+
+def test_paired_differences_match_seeds():
+    assert paired_differences(_rows(), "vps") == pytest.approx({0: 0.2, 1: -0.1})
+    rows = _rows() + [{"method": "vps", "seed": 7, "step": 20, "accuracy": 0.9}]  # grpo has no seed 7
+    assert set(paired_differences(rows, "vps")) == {0, 1}
 
 
 def test_steps_to_reach_first_step_at_or_above_target():
@@ -110,34 +140,53 @@ def test_summarize_hand_computed():
     grpo, vps, ps = summarize(_rows())
     assert [s.method for s in (grpo, vps, ps)] == ["grpo", "vps", "ps"]  # order of appearance
     assert (vps.seeds, vps.start_accuracy) == (2, 0.4)
-    assert vps.final_accuracy == pytest.approx(0.7)
-    assert vps.final_accuracy_std == pytest.approx(0.1414213562)  # stdev(0.8, 0.6), n − 1
-    assert grpo.final_accuracy == pytest.approx(0.65) and grpo.final_accuracy_std == pytest.approx(
-        0.0707106781
-    )
+    assert vps.final_accuracy.mean == pytest.approx(0.7)
+    assert vps.final_accuracy.half_width == pytest.approx(
+        12.706 * 0.1414213562 / math.sqrt(2)
+    )  # stdev(.8,.6)
+    assert grpo.final_accuracy.mean == pytest.approx(0.65)
+    assert grpo.paired_difference is None
+    assert vps.paired_difference.mean == pytest.approx(0.05)  # seed 0: +0.2, seed 1: −0.1
+    assert vps.paired_difference.half_width == pytest.approx(12.706 * 0.2121320344 / math.sqrt(2))
+    assert ps.paired_difference.mean == pytest.approx(-0.05)
     assert (grpo.steps_to_reference, vps.steps_to_reference, ps.steps_to_reference) == (20, 10, None)
+    assert (grpo.steps_ratio, vps.steps_ratio, ps.steps_ratio) == (1.0, 0.5, None)
     assert vps.final_mean_tokens == pytest.approx(77.5)  # (78 + 77) / 2
     assert vps.completion_tokens == pytest.approx(2050.0)  # (2000 + 2100) / 2
     assert vps.train_seconds == pytest.approx(20.5)  # (20 + 21) / 2
     one_seed = summarize([r for r in _rows() if r["seed"] == 0])
-    assert one_seed[0].final_accuracy_std == 0.0
+    assert math.isnan(one_seed[0].final_accuracy.half_width)
 
 
 def test_summarize_without_grpo_has_no_reference():
     rows = [r for r in _rows() if r["method"] != "grpo"]
     assert all(s.steps_to_reference is None for s in summarize(rows))
     text = markdown_report(summarize(rows), "psgrpo compare --methods vps ps", reference_accuracy(rows))
-    assert "steps to reach" not in text and "| vps | 2 | 0.400 | 0.700 ± 0.141 |" in text
+    assert (
+        "steps to reach" not in text
+        and "paired" not in text
+        and "| vps | 2 | 0.400 | 0.700 ± 1.271 |" in text
+    )
 
 
 def test_markdown_report_table_and_command():
     rows = _rows()
-    text = markdown_report(summarize(rows), "psgrpo compare --seeds 0 1", reference_accuracy(rows))
+    text = markdown_report(
+        summarize(rows), "psgrpo compare --seeds 0 1", reference_accuracy(rows), heldout_problems=1000
+    )
     lines = text.splitlines()
     header = next(line for line in lines if line.startswith("| method"))
-    assert "steps to reach grpo final (0.650)" in header
-    assert "| vps | 2 | 0.400 | 0.700 ± 0.141 | 10 | 77.5 | 2050 | 20 |" in lines
-    assert "| ps | 2 | 0.400 | 0.600 ± 0.000 | not reached | 77.5 | 2050 | 20 |" in lines
+    assert "paired Δ vs grpo (95% CI)" in header and "steps to reach grpo final (0.650)" in header
+    assert (
+        "| vps | 2 | 0.400 | 0.700 ± 1.271 | +0.050 [-1.856, +1.956] | 10 (0.50×) | 77.5 | 2050 | 20 |"
+        in lines
+    )
+    assert (
+        "| ps | 2 | 0.400 | 0.600 ± 0.000 | -0.050 [-0.685, +0.585] | not reached | 77.5 | 2050 | 20 |"
+        in lines
+    )
+    assert "| grpo | 2 | 0.400 | 0.650 ± 0.635 | — | 20 | 77.5 | 2050 | 20 |" in lines
+    assert "binomial 95% half-width of at most 0.031" in text
     assert "psgrpo compare --seeds 0 1" in lines
     assert all(line.count("|") == header.count("|") for line in lines if line.startswith("| "))
 
@@ -159,13 +208,13 @@ def test_read_curves_csv_names_the_bad_line(tmp_path):
         read_curves_csv(path)
 
 
-def test_plot_writes_a_png_with_two_panels(tmp_path):
+def test_plot_writes_a_png_with_four_panels(tmp_path):
     path = tmp_path / "compare.png"
     plot_curves(_rows(), path)
     with Image.open(path) as image:
         assert image.format == "PNG"
         width, height = image.size
-    assert width > 2 * height * 0.9  # two panels side by side
+    assert 1.3 < width / height < 1.7  # 2 × 2 panels: step, completion tokens, wall time; length
 
 
 def test_missing_matplotlib_is_a_clear_error(monkeypatch):

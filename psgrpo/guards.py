@@ -1,0 +1,79 @@
+"""Nothing non-finite reaches the weights: checks that stop a step before the optimizer moves.
+
+Options are checked for NaN and infinity at config time (:mod:`psgrpo.options`). During training
+a non-finite value can still appear: a reward function returning ``inf``, a diverged model
+producing NaN logits, a loss or gradient overflowing. TRL would quietly turn some of them into
+zero advantages (``nan_to_num``) and let others reach the optimizer. The trainer calls these
+checks on the rewards, the advantages, the method's signal, the loss and the gradients; the
+first failure raises :class:`NonFiniteError` naming the quantity, the step and the rows, before
+``optimizer.step()``, so the weights and the last checkpoint stay as they were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+
+class NonFiniteError(RuntimeError):
+    """A NaN or infinite value in a training quantity; the message names it, the step and the rows."""
+
+
+def bad_rows(values: torch.Tensor, allow_nan: bool = False, valid: torch.Tensor | None = None) -> list[int]:
+    """Indices of the rows (dim 0) of ``values`` holding a non-finite entry.
+
+    Args:
+        values: (N, ...) any float tensor.
+        allow_nan: NaN is allowed (a marker, e.g. TRL's unscorable reward); ±inf is not.
+        valid: optional bool mask of ``values``'s shape; entries outside it are ignored (padding).
+    """
+    bad = torch.isinf(values) if allow_nan else ~torch.isfinite(values)
+    if valid is not None:
+        bad = bad & valid.to(torch.bool)
+    if bad.dim() > 1:
+        bad = bad.flatten(1).any(dim=1)
+    return torch.nonzero(bad).flatten().tolist()
+
+
+def check_finite(
+    name: str, values: torch.Tensor, step: int, allow_nan: bool = False, valid: torch.Tensor | None = None
+) -> None:
+    """Raise :class:`NonFiniteError` when ``values`` (rows on dim 0) holds NaN or ±inf (see :func:`bad_rows`)."""
+    rows = bad_rows(values.detach(), allow_nan=allow_nan, valid=valid)
+    if rows:
+        shown = ", ".join(map(str, rows[:10])) + (" …" if len(rows) > 10 else "")
+        kind = "an infinite" if allow_nan else "a NaN or infinite"
+        raise NonFiniteError(
+            f"step {step}: {name} holds {kind} value in rows {shown}; the step was stopped before the optimizer "
+            "moved, so the weights and the last checkpoint are unchanged"
+        )
+
+
+def check_rewards(rewards_per_func: torch.Tensor, names: Sequence[str], step: int) -> None:
+    """Rewards (N, F) of the whole batch: NaN is TRL's "unscorable" marker, ±inf names the reward function."""
+    for column, name in enumerate(names):
+        check_finite(f"reward function {name!r}", rewards_per_func[:, column], step, allow_nan=True)
+
+
+def check_loss_and_gradients(loss: torch.Tensor, model: torch.nn.Module, accelerator: Any, step: int) -> None:
+    """The loss and every gradient finite, on every process.
+
+    One all-reduce of a flag, so every process raises together (a process raising alone would leave
+    the others waiting in the next collective, e.g. under DDP, ZeRO-3 or FSDP).
+    """
+    bad = [] if bool(torch.isfinite(loss.detach()).all()) else ["the loss"]
+    bad += [
+        f"the gradient of {n}"
+        for n, p in model.named_parameters()
+        if p.grad is not None and not torch.isfinite(p.grad).all()
+    ]
+    flag = torch.tensor([float(len(bad))], device=accelerator.device)
+    if float(accelerator.reduce(flag, reduction="sum").item()) > 0:
+        where = ", ".join(bad[:4]) + (" …" if len(bad) > 4 else "") if bad else "a value on another process"
+        raise NonFiniteError(
+            f"step {step}: NaN or infinite values in {where}; the step was stopped before the optimizer moved, "
+            "so the weights and the last checkpoint are unchanged. Lower the learning rate, set max_grad_norm, "
+            "or check the rewards"
+        )

@@ -1,0 +1,110 @@
+"""Nothing non-finite reaches the weights: a bad reward, advantage, confidence, loss or gradient stops the step."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from trainer_helpers import length_reward, tiny_run_args
+from transformers import AutoModelForCausalLM, TrainerCallback
+
+from psgrpo.config import ProcessGRPOConfig
+from psgrpo.data.arith import make_arith_dataset
+from psgrpo.guards import NonFiniteError, bad_rows, check_finite, check_rewards
+from psgrpo.tiny.model import build_tiny_model
+from psgrpo.trainer import ProcessGRPOTrainer
+
+
+def test_bad_rows_and_padding():
+    values = torch.tensor([[0.0, 1.0], [math.nan, 1.0], [1.0, math.inf], [math.nan, math.nan]])
+    assert bad_rows(values) == [1, 2, 3]
+    assert bad_rows(values, allow_nan=True) == [2]
+    valid = torch.tensor([[True, True], [False, True], [True, False], [False, False]])
+    assert bad_rows(values, valid=valid) == []
+
+
+def test_messages_name_the_quantity_step_and_rows():
+    with pytest.raises(NonFiniteError, match=r"step 7: the loss holds a NaN or infinite value in rows 1"):
+        check_finite("the loss", torch.tensor([0.0, math.nan]), step=7)
+    rewards = torch.tensor([[1.0, math.nan], [math.inf, 0.0]])  # NaN: TRL's "unscorable", allowed
+    with pytest.raises(
+        NonFiniteError, match=r"reward function 'correctness' holds an infinite value in rows 1"
+    ):
+        check_rewards(rewards, ["correctness", "format"], step=3)
+    check_rewards(torch.tensor([[1.0, math.nan]]), ["correctness", "format"], step=3)
+
+
+def _trainer(tmp_path, char_tokenizer, reward, **overrides):
+    args = ProcessGRPOConfig(
+        **tiny_run_args(tmp_path, **{"max_steps": 2, "save_strategy": "steps", "save_steps": 1, **overrides})
+    )
+    model = build_tiny_model(char_tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64)
+    return ProcessGRPOTrainer(
+        model=model,
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=make_arith_dataset("train", n=16),
+        processing_class=char_tokenizer,
+    )
+
+
+class SaveRecorder(TrainerCallback):
+    def __init__(self, record) -> None:
+        self.record = record
+
+    def on_save(self, args, state, control, **kwargs) -> None:
+        self.record()
+
+
+def _parameters(model) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+@pytest.mark.parametrize("method", ["grpo", "ps", "vps"])
+def test_an_infinite_reward_stops_the_step_before_the_optimizer(tmp_path, char_tokenizer, method):
+    calls = []
+
+    def explodes_at_step_two(completions, **kwargs):
+        calls.append(1)
+        rewards = length_reward(completions)
+        if len(calls) == 2:
+            rewards[3] = math.inf
+        return rewards
+
+    trainer = _trainer(tmp_path, char_tokenizer, explodes_at_step_two, method=method, segmenter="newline")
+    checkpoints = []
+    trainer.add_callback(
+        type(
+            "Saved",
+            (__import__("transformers").TrainerCallback,),
+            {
+                "on_save": lambda self, args, state, control, **kw: checkpoints.append(
+                    _parameters(trainer.model)
+                )
+            },
+        )()
+    )
+    with pytest.raises(
+        NonFiniteError,
+        match=r"step 1: reward function 'explodes_at_step_two' holds an infinite value in rows 3",
+    ):
+        trainer.train()
+    assert trainer.state.global_step == 1
+    after = _parameters(trainer.model)
+    assert all(torch.equal(after[n], checkpoints[0][n]) for n in after)  # nothing moved after step 1's save
+    saved = AutoModelForCausalLM.from_pretrained(tmp_path / "out" / "checkpoint-1")
+    assert all(torch.equal(p, after[n]) for n, p in saved.named_parameters())  # the last checkpoint is intact
+
+
+def test_a_nan_gradient_stops_the_step_before_the_optimizer(tmp_path, char_tokenizer):
+    trainer = _trainer(tmp_path, char_tokenizer, length_reward, max_steps=1, save_strategy="no")
+    before = _parameters(trainer.model)
+    weight = trainer.model.model.layers[0].mlp.up_proj.weight
+    weight.register_hook(lambda grad: grad * math.nan)
+    with pytest.raises(
+        NonFiniteError, match=r"step 0: NaN or infinite values in the loss|the gradient of model.layers.0"
+    ):
+        trainer.train()
+    after = _parameters(trainer.model)
+    assert all(torch.equal(before[n], after[n]) for n in before)
