@@ -186,6 +186,36 @@ def test_gspo_token_equals_gspo_for_row_constant_advantages(gspo, loss_type):
     torch.testing.assert_close(grad, stock_grad, rtol=1e-4, atol=1e-7)
 
 
+def test_gspo_token_equals_gspo_with_the_off_policy_mask(gspo):
+    """The mask reads TRL's mean KL through GSPO-token's old log-probs: the same rows are dropped as in TRL's GSPO."""
+    ours, stock, batch, token_advantages = gspo
+    ours.loss_type = stock.loss_type = "grpo"
+    mask = batch["completion_mask"]
+    row_mean = sequence_advantages(token_advantages, mask)
+    kl = (
+        (
+            batch["old_per_token_logps"]
+            - ours._get_per_token_logps_and_entropies(
+                ours.model,
+                torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1),
+                torch.cat([batch["prompt_mask"], mask], 1),
+                mask.shape[1],
+            )[0].detach()
+        )
+        * mask
+    ).sum(1) / mask.sum(1)
+    threshold = kl.median().item()  # some rows above it: those with a negative advantage are dropped
+    assert bool(((kl > threshold) & (row_mean.squeeze(1) < 0)).any()), "the case needs a dropped row"
+    try:
+        ours.off_policy_mask_threshold = stock.off_policy_mask_threshold = threshold
+        loss, grad = _loss_and_gradient(ours, {**batch, "advantages": row_mean * mask})
+        stock_loss, stock_grad = _loss_and_gradient(stock, {**batch, "advantages": row_mean.squeeze(1)})
+    finally:
+        ours.off_policy_mask_threshold = stock.off_policy_mask_threshold = None
+    assert loss == pytest.approx(stock_loss, rel=1e-5, abs=1e-7)
+    torch.testing.assert_close(grad, stock_grad, rtol=1e-4, atol=1e-7)
+
+
 def test_gspo_token_keeps_the_token_credit(gspo):
     ours, stock, batch, token_advantages = gspo
     ours.loss_type = stock.loss_type = "grpo"

@@ -8,6 +8,7 @@ in the module named next to each entry.
 from __future__ import annotations
 
 import inspect
+import re
 from collections import defaultdict
 
 import pytest
@@ -58,11 +59,12 @@ CALLED = {
     # member: (its leading parameters after self that psgrpo passes, who calls it)
     "_get_per_token_logps_and_entropies": (
         ["model", "input_ids", "attention_mask", "logits_to_keep", "batch_size"],
-        "techniques/trainer_mixin.py (behaviour log-probs of the memory bank)",
+        "techniques/trainer_mixin.py (behaviour log-probs of the memory bank); loss_hooks.py wraps it on the "
+        "instance for one GSPO-token loss call",
     ),
     "_generate_single_turn": (
         ["prompt_ids", "images", "multimodal_fields", "num_generations"],
-        "tests/distributed_worker.py (fixed rollouts)",
+        "tests/trainer_helpers.py (FixedRollouts: the distributed and compatibility tests)",
     ),
 }
 
@@ -139,8 +141,10 @@ def test_compute_loss_reads_old_logps_after_its_forward():
     forward = source.index("self._get_per_token_logps_and_entropies(")
     assert forward < source.index('inputs.get("old_per_token_logps")'), "see psgrpo/loss_hooks.py"
     assert 'if self.importance_sampling_level == "token":' in source, "see psgrpo/loss_hooks.py"
-    for hook in ("self.get_off_policy_mask(", "self.get_gamma_weights("):
-        assert hook in source, f"_compute_loss no longer calls {hook}...); see psgrpo/loss_hooks.py"
+    for hook in ("get_off_policy_mask", "get_gamma_weights"):  # the wrappers take keyword arguments only
+        assert re.search(rf"self\.{hook}\(\s*advantages=advantages,", source), (
+            f"_compute_loss no longer calls self.{hook}(advantages=..., ...); see psgrpo/loss_hooks.py"
+        )
 
 
 def test_metrics_and_logs_have_the_layout_psgrpo_writes_into(trainer):
