@@ -9,8 +9,8 @@ Three readers share it, so they cannot drift apart:
   *supported and correct* (``grpo`` equals stock ``trl.GRPOTrainer`` in loss, gradients,
   parameters and every logged metric; for ``ps``/``vps`` the token credit reaches the gradient) or
   *refused* at construction;
-- docs/compatibility.md embeds :func:`render_table` (``python -m psgrpo.compatibility`` prints it;
-  a test checks the page is current).
+- docs/compatibility.md embeds :func:`render_table` (``python -m psgrpo.compatibility`` prints it,
+  ``--write docs/compatibility.md`` updates the page; a test checks the page is current).
 
 **Token credit.** Whether a configuration hands TRL's loss advantages that vary along a completion
 (:func:`has_token_credit`). Without it (``grpo``, ``ps_lambda=0``, ``vps_alpha=0``) TRL receives the
@@ -126,7 +126,7 @@ class TrlOption:
     Attributes:
         name: the row's title in docs/compatibility.md.
         config: the ``GRPOConfig`` fields the row sets.
-        source: the trl 1.16 test that exercises it, or the ``GRPOConfig`` field.
+        source: the test of TRL's tests/test_grpo_trainer.py that exercises it, or the ``GRPOConfig`` field.
         token_credit: how ``ps`` and ``vps`` work with it, when supported.
         setup: what else the matrix test varies besides the config (``eval``, ``iterable``,
             ``unscorable``, ``generate``, ``peft``); None for a plain run.
@@ -146,31 +146,43 @@ GSPO_TOKEN = (
     "GSPO-token: ratio s_i·π_θ(o_t)/sg[π_θ(o_t)], value s_i (clipped per sequence), gradient per token "
     "(`psgrpo/loss_hooks.py`)"
 )
-_SEQUENCE = {"importance_sampling_level": "sequence", "num_iterations": 2}
+_OFF_POLICY = {"num_iterations": 2}
+"""Two passes over each batch: the second sees ratios ≠ 1, so clipping, the off-policy mask and VESPO's weight act
+(on-policy TRL uses the current log-probs as the old ones, and every ratio is exactly 1)."""
+_SEQUENCE = {**_OFF_POLICY, "importance_sampling_level": "sequence"}
+_GSPO = {**_SEQUENCE, "loss_type": "grpo", "epsilon": 3e-4, "epsilon_high": 4e-4}
+"""GSPO as its paper sets it: sequence ratios clipped to [1 − 3e-4, 1 + 4e-4] (so clipping happens here)."""
+_GSPO_NAME = (
+    "GSPO (`importance_sampling_level='sequence'`, `loss_type='grpo'`, ε = 3e-4 / 4e-4, `num_iterations=2`)"
+)
 _SMALL_BATCH = {"per_device_train_batch_size": 4}
 
 TRL_OPTIONS: tuple[TrlOption, ...] = (
     TrlOption("TRL defaults (`loss_type='dapo'`, token-level ratio)", {}, "test_train"),
     *(
-        TrlOption(f"`loss_type='{loss}'`", {"loss_type": loss}, "test_train_loss_types")
+        TrlOption(
+            f"`loss_type='{loss}'`, `num_iterations=2`",
+            {**_OFF_POLICY, "loss_type": loss},
+            "test_train_loss_types",
+        )
         for loss in ("grpo", "bnpo", "dr_grpo", "cispo", "sapo")
     ),
     TrlOption(
-        "`loss_type='luspo'` (with `importance_sampling_level='sequence'`, as LUSPO needs)",
-        {"loss_type": "luspo", "importance_sampling_level": "sequence"},
+        "`loss_type='luspo'` (with GSPO's sequence ratio and clip range, as LUSPO needs), `num_iterations=2`",
+        {**_GSPO, "loss_type": "luspo"},
         "test_train_loss_types",
-        token_credit=GSPO_TOKEN + "; the per-sequence sum then weights each token by 1, as LUSPO does",
+        token_credit=f"{GSPO_TOKEN}; the per-sequence sum then weights each token by 1, as LUSPO does",
     ),
     TrlOption(
-        "`loss_type='vespo'`",
-        {"loss_type": "vespo"},
+        "`loss_type='vespo'`, `num_iterations=2`",
+        {**_OFF_POLICY, "loss_type": "vespo"},
         "test_train_loss_types",
         token_credit="φ(w_i) picks (k, λ) from the sign of the sequence's mean token advantage, so φ is one "
         "weight per sequence as published; the loss is −φ_i·A_t·log π_θ(o_t)",
     ),
     TrlOption(
-        "`importance_sampling_level='sequence'` + `loss_type='grpo'` (GSPO), `num_iterations=2`",
-        {**_SEQUENCE, "loss_type": "grpo"},
+        _GSPO_NAME,
+        _GSPO,
         "test_train_sequence_importance_sampling",
         token_credit=GSPO_TOKEN,
     ),
@@ -184,9 +196,27 @@ TRL_OPTIONS: tuple[TrlOption, ...] = (
         )
         for loss in ("dapo", "cispo", "sapo")
     ),
-    TrlOption("`epsilon_high=0.28` (DAPO clip-higher)", {"epsilon_high": 0.28}, "GRPOConfig.epsilon_high"),
     TrlOption(
-        "`delta=2.0` (two-sided clipping)", {"delta": 2.0, "num_iterations": 2}, "test_train_delta_clipping"
+        "GSPO + `off_policy_mask_threshold=1e-6`",
+        {**_GSPO, "off_policy_mask_threshold": 1e-6},
+        "test_train_sequence_importance_sampling, test_train_with_off_policy_mask",
+        token_credit=f"{GSPO_TOKEN}; the mask reads the same mean KL as TRL's sequence branch, drops whole rows",
+    ),
+    TrlOption(
+        "GSPO + `beta=0.04` (KL, bias-corrected by the ratio)",
+        {**_GSPO, "beta": 0.04},
+        "test_train_sequence_importance_sampling, test_train_beta_non_zero",
+        token_credit=f"{GSPO_TOKEN}; the KL term is weighted by s_{{i,t}}: TRL's s_i in value, a per-token gradient",
+    ),
+    TrlOption(
+        "`epsilon_high=0.28` (DAPO clip-higher), `num_iterations=2`",
+        {**_OFF_POLICY, "epsilon_high": 0.28},
+        "GRPOConfig.epsilon_high",
+    ),
+    TrlOption(
+        "`delta=2.0` (two-sided clipping), `num_iterations=2`",
+        {**_OFF_POLICY, "delta": 2.0},
+        "test_train_delta_clipping",
     ),
     TrlOption(
         "`scale_rewards='batch'`",
@@ -214,7 +244,7 @@ TRL_OPTIONS: tuple[TrlOption, ...] = (
         token_credit="A_i = 0 as in TRL; the process term still credits the steps (it does not use the rewards)",
         setup="unscorable",
     ),
-    TrlOption("`num_iterations=2`", {"num_iterations": 2}, "test_train_multiple_iterations"),
+    TrlOption("`num_iterations=2`", _OFF_POLICY, "test_train_multiple_iterations"),
     TrlOption(
         "`steps_per_generation=2`",
         {**_SMALL_BATCH, "steps_per_generation": 2},
@@ -233,7 +263,7 @@ TRL_OPTIONS: tuple[TrlOption, ...] = (
     TrlOption("`top_entropy_quantile=0.2`", {"top_entropy_quantile": 0.2}, "test_train_with_entropy_filter"),
     TrlOption(
         "`off_policy_mask_threshold` (`num_iterations=2`, threshold 1e-6 so that it bites)",
-        {"off_policy_mask_threshold": 1e-6, "num_iterations": 2},
+        {**_OFF_POLICY, "off_policy_mask_threshold": 1e-6},
         "test_train_with_off_policy_mask",
         token_credit="the sequence is kept when its mean token advantage is ≥ 0 or its mean KL is small; "
         "otherwise the whole row is dropped",
@@ -320,9 +350,35 @@ TRL_OPTIONS: tuple[TrlOption, ...] = (
         gpu="psgrpo's tasks and signals are text-only. Expected: grpo supported (TRL's path); ps/vps untested",
     ),
 )
-"""Every row of the matrix (docs/compatibility.md). Generation-only options (top_k, top_p, min_p,
-repetition_penalty, cache_implementation, chat_template_kwargs, continuous batching) never reach
-advantages, ratios or masks; ``generation_kwargs`` stands for them."""
+"""Every row of the matrix (docs/compatibility.md)."""
+
+OUTSIDE_THE_LOSS: tuple[tuple[str, str], ...] = (
+    (
+        "generation: `top_k`, `top_p`, `min_p`, `repetition_penalty`, `cache_implementation`, "
+        "`chat_template_kwargs`, `use_transformers_paged`, continuous batching (the `generation_kwargs` row runs "
+        "TRL's real generation for them)",
+        "test_train_with_additional_generation_kwargs, test_train_with_chat_template_kwargs, "
+        "test_train_with_transformers_continuous_batching",
+    ),
+    (
+        "reward sources: reward models, async and mixed reward functions, `reward_processing_classes`, extra "
+        "dataset columns, metrics logged by reward functions (they change the rewards, not how A_i or the process "
+        "term reach the loss)",
+        "test_train_different_reward_model, test_train_sync_and_async_reward_funcs, "
+        "test_train_multiple_mixed_reward_funcs, test_train_reward_func_*",
+    ),
+    (
+        "data and logging: conversational datasets, `shuffle_dataset`, dataloader workers, `eval_on_start`, "
+        "`log_completions`",
+        "test_train_dataset_format, test_train_multiple_dataloader_workers, test_train_eval_on_start",
+    ),
+    (
+        "model loading: `model_init_kwargs`, `disable_dropout`, `trust_remote_code`, `ds3_gather_for_generation`, "
+        "a `PeftModel` passed in, `router_aux_loss_coef` (MoE; its auxiliary loss is added after the policy loss)",
+        "test_train_peft_model, test_train_moe_peft_model, test_trust_remote_code",
+    ),
+)
+"""TRL options that never reach advantages, ratios or masks: listed on the page, not run by the matrix."""
 
 
 def _namespace(option: TrlOption, method: str) -> Any:
@@ -370,7 +426,7 @@ METHODS: tuple[str, ...] = allowed(Method)
 def render_table() -> str:
     """The matrix as a markdown table (embedded in docs/compatibility.md)."""
     lines = [
-        "| # | option | exercised by (trl 1.16) | grpo | ps | vps | how, with token credit (ps, vps); or what to expect |",
+        "| # | option | exercised by (TRL test or field) | grpo | ps | vps | how, with token credit (ps, vps); or what to expect |",
         "|---|---|---|---|---|---|---|",
     ]
     for number, option in enumerate(TRL_OPTIONS, start=1):
@@ -381,8 +437,32 @@ def render_table() -> str:
             + " | ".join(c.status for c in cells)
             + f" | {'; '.join(hows)} |"
         )
+    lines += ["", "Not in the matrix, because they never reach advantages, ratios or masks:", ""]
+    lines += [f"- {what}; TRL tests: {tests}" for what, tests in OUTSIDE_THE_LOSS]
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":
-    print(render_table(), end="")
+MATRIX_BEGIN, MATRIX_END = "<!-- matrix: begin -->\n", "<!-- matrix: end -->"
+"""The markers around the rendered table in docs/compatibility.md."""
+
+
+def embed_table(page: str) -> str:
+    """``page`` (docs/compatibility.md's text) with the current :func:`render_table` between its markers."""
+    if MATRIX_BEGIN not in page or MATRIX_END not in page:
+        raise ValueError(f"the page lost its markers {MATRIX_BEGIN.strip()!r} / {MATRIX_END!r}")
+    before, rest = page.split(MATRIX_BEGIN, 1)
+    after = rest.split(MATRIX_END, 1)[1]
+    return before + MATRIX_BEGIN + render_table() + MATRIX_END + after
+
+
+if __name__ == "__main__":  # python -m psgrpo.compatibility [--write docs/compatibility.md]
+    import sys
+    from pathlib import Path
+
+    if sys.argv[1:2] == ["--write"] and len(sys.argv) == 3:
+        path = Path(sys.argv[2])
+        path.write_text(embed_table(path.read_text()))
+    elif len(sys.argv) == 1:
+        print(render_table(), end="")
+    else:
+        sys.exit("usage: python -m psgrpo.compatibility [--write docs/compatibility.md]")

@@ -44,10 +44,10 @@ from psgrpo.compatibility import (
     TrlOption,
     cell,
     check_trl_compatibility,
+    embed_table,
     has_token_credit,
     process_scale,
     refusal_for,
-    render_table,
 )
 from psgrpo.config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
@@ -75,6 +75,9 @@ METHOD_CONFIG: dict[str, dict[str, Any]] = {
     # credit goes, not how much of it there is
     "vps": {"method": "vps", "vps_min_segment_tokens": 2, "vps_log_form": True, "vps_alpha": 10.0},
 }
+
+HOOKED_HELPERS = ("get_off_policy_mask", "get_gamma_weights")
+"""TRL's static helpers psgrpo/loss_hooks.py wraps (with ``_compute_loss``)."""
 
 MIN_RELATIVE_DIFFERENCE = 1e-3
 """Token credit reaches the gradient when ‖g(A_t) − g(row mean of A_t)‖ / ‖g(A_t)‖ exceeds this. A ratio
@@ -153,13 +156,11 @@ def test_every_cell_is_supported_refused_or_marked_for_a_gpu():
 
 def test_docs_page_embeds_the_current_table():
     page = DOCS.read_text()
-    begin, end = "<!-- matrix: begin -->\n", "<!-- matrix: end -->"
-    assert begin in page and end in page, f"{DOCS} lost its matrix markers"
-    embedded = page.split(begin, 1)[1].split(end, 1)[0]
-    assert embedded == render_table(), (
-        "docs/compatibility.md is stale: regenerate the table with `python -m psgrpo.compatibility` and paste it "
-        "between the markers"
+    assert embed_table(page) == page, (
+        "docs/compatibility.md is stale: run `python -m psgrpo.compatibility --write docs/compatibility.md`"
     )
+    with pytest.raises(ValueError, match="lost its markers"):
+        embed_table(page.replace("<!-- matrix: end -->", ""))
 
 
 # ---- the matrix ------------------------------------------------------------------------------
@@ -229,9 +230,19 @@ class _Gradients(TrainerCallback):
 
 
 def _train(
-    trainer_cls: type, args: Any, option: TrlOption, tokenizer, model_dir: Path, datasets: dict[str, Any]
+    trainer_cls: type,
+    args: Any,
+    option: TrlOption,
+    tokenizer,
+    model_dir: Path,
+    datasets: dict[str, Any],
+    token_shaped: bool = False,
 ) -> SimpleNamespace:
-    """Two optimizer steps of ``trainer_cls`` (stock TRL or psgrpo, with fixed rollouts) under ``option``'s setup."""
+    """Two optimizer steps of ``trainer_cls`` (stock TRL or psgrpo, with fixed rollouts) under ``option``'s setup.
+
+    ``token_shaped``: psgrpo as it was before the 1-D hand-over and the loss hooks: (B, T) advantages even
+    without a process term, into TRL's own loss; to show what the metric comparison catches.
+    """
     setup = option.setup
     dataset = datasets["train"]
     kwargs: dict[str, Any] = {}
@@ -248,7 +259,10 @@ def _train(
     rewards = (
         _unscorable_rewards() if setup == "unscorable" else [correctness_reward, format_reward, length_reward]
     )
-    cls = type(trainer_cls.__name__, (FixedRollouts, trainer_cls), {"generate_first": setup == "generate"})
+    members: dict[str, Any] = {"generate_first": setup == "generate"}
+    if token_shaped:
+        members.update({name: vars(GRPOTrainer)[name] for name in ("_compute_loss", *HOOKED_HELPERS)})
+    cls = type(trainer_cls.__name__, (FixedRollouts, trainer_cls), members)
     torch.manual_seed(0)
     trainer = cls(
         model=AutoModelForCausalLM.from_pretrained(model_dir),
@@ -258,6 +272,8 @@ def _train(
         processing_class=tokenizer,
         **kwargs,
     )
+    if token_shaped:
+        trainer.token_credit = True
     gradients = _Gradients()
     trainer.add_callback(gradients)
     batches = record_batches(trainer)
@@ -368,7 +384,7 @@ def test_option_with_method(option: TrlOption, method: str, model_dir, datasets,
 @pytest.mark.parametrize("method_config", [{"ps_lambda": 0.0}, {"vps_alpha": 0.0}], ids=["ps", "vps"])
 def test_a_process_weight_of_0_is_stock_trl(method_config, model_dir, datasets, tmp_path, char_tokenizer):
     """ps_lambda=0 / vps_alpha=0: no process term, so TRL gets the 1-D A_i, and GSPO is stock TRL's GSPO exactly."""
-    gspo = next(o for o in TRL_OPTIONS if "(GSPO)" in o.name)
+    gspo = next(o for o in TRL_OPTIONS if o.name.startswith("GSPO ("))
     method = "ps" if "ps_lambda" in method_config else "vps"
     config = {**METHOD_CONFIG[method], **method_config}
     ours, ref = _runs(gspo, config, model_dir, datasets, tmp_path, char_tokenizer, stock=True)
@@ -378,3 +394,39 @@ def test_a_process_weight_of_0_is_stock_trl(method_config, model_dir, datasets, 
 def test_refusals_name_two_options():
     for refusal in REFUSALS:
         assert len(refusal.options) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("row", "keys"),
+    [
+        ("GSPO (", ("clip_ratio/low_mean", "clip_ratio/high_mean")),
+        ("`loss_type='vespo'`", ("vespo/phi_seq_mean",)),
+    ],
+    ids=["gspo", "vespo"],
+)
+def test_grpo_metrics_would_differ_with_token_shaped_advantages(
+    row, keys, model_dir, datasets, tmp_path, char_tokenizer
+):
+    """The metric comparison is not vacuous: A_i broadcast to (B, T) into TRL's own loss (psgrpo before the 1-D
+    hand-over) trains like stock TRL but logs other clip ratios / VESPO weights (averaged per token instead of per
+    sequence); test_option_with_method shows the 1-D hand-over logs stock TRL's values exactly."""
+    option = next(o for o in TRL_OPTIONS if row in o.name)
+    fields = {**tiny_run_args(tmp_path, output_dir=str(tmp_path / "ours")), **BASE, **option.config}
+    args = ProcessGRPOConfig(**fields, method="grpo")
+    shaped = _train(ProcessGRPOTrainer, args, option, char_tokenizer, model_dir, datasets, token_shaped=True)
+    stock_args = GRPOConfig(**{**fields, "output_dir": str(tmp_path / "trl")})
+    ref = _train(GRPOTrainer, stock_args, option, char_tokenizer, model_dir, datasets)
+    assert all(b["advantages"].dim() == 2 for b in shaped.batches)
+    for name, value in ref.params.items():  # the same training, up to the order of float sums
+        torch.testing.assert_close(shaped.params[name], value, msg=name)
+    logged = [
+        (log[k], theirs[k])
+        for log, theirs in zip(shaped.logs, ref.logs, strict=True)
+        for k in keys
+        if k in theirs
+    ]
+    assert logged, f"stock TRL logged none of {keys}"
+    assert any(ours != theirs for ours, theirs in logged), (
+        f"{keys} agree: the case does not exercise the metrics"
+    )
