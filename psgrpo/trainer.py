@@ -163,7 +163,8 @@ class ProcessGRPOTrainer(TokenCreditLossMixin, TechniquesMixin, CheckpointMixin,
             for key, value in process.items():
                 metrics[f"{self.args.method}/{key}"].append(value)
         self.last_credit = CreditRecord(output["advantages"].detach(), advantages.detach(), signal.credit)
-        if not self.token_credit:  # no process term: TRL gets its own 1-D A_i, so its code paths and metrics hold
+        # no process term: TRL gets its own 1-D A_i, so its code paths and metrics hold
+        if not self.token_credit:
             advantages = row_advantages(advantages, output["completion_mask"], empty=output["advantages"])
         output["advantages"] = advantages
         return output
