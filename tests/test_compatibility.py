@@ -332,7 +332,8 @@ def _row_means(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
     return row_mean, ((advantages - row_mean) * mask).abs().amax(dim=1)
 
 
-def _assert_token_credit_reaches_the_gradient(run: SimpleNamespace) -> None:
+def _assert_token_credit_reaches_the_gradient(run: SimpleNamespace) -> float:
+    """Returns ‖g(A_t) − g(row mean)‖ / ‖g(A_t)‖ (reported as ``relative_gradient_difference`` in --junitxml)."""
     # the micro-batch with the most rows whose advantages vary along the completion
     inputs = max(run.loss_inputs, key=lambda x: int((_row_means(x)[1] > 1e-3).sum()))
     row_mean, spread = _row_means(inputs)
@@ -344,6 +345,7 @@ def _assert_token_credit_reaches_the_gradient(run: SimpleNamespace) -> None:
     assert relative > MIN_RELATIVE_DIFFERENCE, (
         f"the token credit does not reach the gradient: it equals the row-mean gradient to {relative:.2e}"
     )
+    return relative
 
 
 def _runs(option, method_config, model_dir, datasets, tmp_path, tokenizer, stock: bool):
@@ -359,7 +361,9 @@ def _runs(option, method_config, model_dir, datasets, tmp_path, tokenizer, stock
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("option", "method"), CASES)
-def test_option_with_method(option: TrlOption, method: str, model_dir, datasets, tmp_path, char_tokenizer):
+def test_option_with_method(
+    option: TrlOption, method: str, model_dir, datasets, tmp_path, char_tokenizer, record_property
+):
     fields = {**tiny_run_args(tmp_path, output_dir=str(tmp_path / "ours")), **BASE, **option.config}
     expected = cell(option, method).status
     if expected == "refused":
@@ -377,7 +381,7 @@ def test_option_with_method(option: TrlOption, method: str, model_dir, datasets,
     if method == "grpo":
         _assert_same_as_trl(ours, ref)
     else:
-        _assert_token_credit_reaches_the_gradient(ours)
+        record_property("relative_gradient_difference", _assert_token_credit_reaches_the_gradient(ours))
 
 
 @pytest.mark.slow
