@@ -27,7 +27,9 @@ The data is GSM8K JSONL with ``question``/``answer`` (default ``$PSGRPO_GSM8K_DI
 kind in :data:`KINDS` (honest steps, the same as one step, hostile arithmetic, random text),
 splits them with the ``markers`` segmenter as training does, scores them with
 ``ArithmeticVerifier`` (best of ``--repeats``) and prints seconds, µs per character and the
-ratio of the per-character cost at the longest length to that at the shortest (1.0 = linear).
+ratio of the per-character cost at the longest length to that at the shortest (1.0 = linear),
+then the milliseconds to score each hostile step of ``psgrpo.ps.credit_gaming.HOSTILE_STEPS`` (the
+inputs that used to raise) and the runs it counted as unparsed.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from pathlib import Path
 
 from psgrpo.data.gsm8k import solution_steps
 from psgrpo.numbers import format_number, parse_number
+from psgrpo.ps.credit_gaming import HOSTILE_STEPS
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, extract_equations, score_steps
 from psgrpo.ps.segmentation import get_segmenter
 from psgrpo.rewards import extract_answer
@@ -265,6 +268,21 @@ def time_scaling(max_chars: int, repeats: int, seed: int) -> list[dict]:
     return rows
 
 
+def time_hostile(repeats: int) -> list[dict]:
+    """Best-of-``repeats`` milliseconds to score each of :data:`HOSTILE_STEPS` (one step each)."""
+    verifier = ArithmeticVerifier()
+    rows = []
+    for name, step in HOSTILE_STEPS.items():
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            verifier(["Q"], [[step]])
+            best = min(best, time.perf_counter() - start)
+        rows.append({"input": name, "chars": len(step), "ms": 1e3 * best,
+                     "unparsed": verifier.pop_counts()["unparsed_equations"] // repeats})  # fmt: skip
+    return rows
+
+
 def print_scaling(rows: list[dict], command: str) -> None:
     """A markdown table: time per kind and length, and the per-character cost ratio longest/shortest."""
     print(f"\n`{command}`\n")
@@ -284,6 +302,14 @@ def print_scaling(rows: list[dict], command: str) -> None:
         print(f"| {kind} | {ratio:.2f} |")
 
 
+def print_hostile(rows: list[dict]) -> None:
+    """A markdown table: milliseconds and unparsed runs per hostile step."""
+    print("\n| hostile step | chars | ms (best) | unparsed runs |")
+    print("|---|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row['input']} | {row['chars']} | {row['ms']:.2f} | {row['unparsed']} |")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gsm8k-dir", type=Path, default=None, help="folder with <split>.jsonl")
@@ -299,6 +325,7 @@ def main(argv: list[str] | None = None) -> None:
     command = "python benchmarks/bench_verifier.py " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.scaling:
         print_scaling(time_scaling(args.max_chars, args.repeats, args.seed), command.strip())
+        print_hostile(time_hostile(args.repeats))
         return
     solutions = load_solutions(args.gsm8k_dir or default_data_dir(), args.split, args.limit)
     start = time.perf_counter()

@@ -143,6 +143,22 @@ def gamed_variants(p: Problem) -> dict[str, str]:
     }
 
 
+HOSTILE_STEPS: dict[str, str] = {
+    "3,000 divisions": "Step 1: 1" + " / 7" * 3000 + " = 0",
+    "2,000 nested parentheses": "Step 1: " + "(" * 2000 + "1" + ")" * 2000 + " = 1",
+    "2,000 factors of 99999": "Step 1: " + " * ".join(["99999"] * 2000) + " = 1",
+    "a 10,000-digit number": "Step 1: " + "9" * 10_000 + " + 1 = 2",
+    "2,000 minus signs": "Step 1: 1 = " + "-" * 2000 + "1",
+    "a 10,000-digit annotation": "<<" + "9" * 10_000 + "+1=2>>2",
+    "an annotation of 1,000 terms": "<<" + "+".join(["1"] * 1000) + "=1000>>1000",
+    "a 60-digit number": "Step 1: " + "1" * 60 + " + 1 = 2",
+    "deep parentheses, then a plain equation": "Step 1: " + "(" * 100 + " 2 = 2, 7 + 5 = 12",
+}
+"""Step texts a policy can write that once made the verifier raise (the first four are the issue's:
+``RecursionError`` ×3, ``ValueError: Exceeds the limit (4300 digits)``); each must be counted as
+unparsed, never raised (tests/ps/scorers/test_arithmetic.py, ``bench_verifier.py --scaling``)."""
+
+
 # --------------------------------------------------------------------------- scorers
 
 

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from psgrpo.ps.credit_gaming import HOSTILE_STEPS
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, StepScore, score_steps
 from psgrpo.rewards import extract_answer
 
@@ -122,22 +123,10 @@ def test_arith_gold_solutions_score_one():
 
 # --------------------------------------------------------------------------- never raises, bounded work
 
-HOSTILE = {
-    "3,000 divisions": "Step 1: 1" + " / 7" * 3000 + " = 0",
-    "2,000 nested parentheses": "Step 1: " + "(" * 2000 + "1" + ")" * 2000 + " = 1",
-    "2,000 factors of 99999": "Step 1: " + " * ".join(["99999"] * 2000) + " = 1",
-    "a 10,000-digit number": "Step 1: " + "9" * 10_000 + " + 1 = 2",
-    "2,000 minus signs": "Step 1: 1 = " + "-" * 2000 + "1",
-    "a 10,000-digit annotation": "<<" + "9" * 10_000 + "+1=2>>2",
-    "an annotation of 1,000 terms": "<<" + "+".join(["1"] * 1000) + "=1000>>1000",
-    "a 60-digit number": "Step 1: " + "1" * 60 + " + 1 = 2",
-    "deep parentheses, then a plain equation": "Step 1: " + "(" * 100 + " 2 = 2, 7 + 5 = 12",
-}
 
-
-@pytest.mark.parametrize("name", list(HOSTILE))
+@pytest.mark.parametrize("name", list(HOSTILE_STEPS))
 def test_hostile_arithmetic_is_counted_not_raised(name):
-    [verdict] = ArithmeticVerifier().score_steps([HOSTILE[name]], None)
+    [verdict] = ArithmeticVerifier().score_steps([HOSTILE_STEPS[name]], None)
     assert verdict.unparsed >= 1
     assert all(eq.holds is not None for eq in verdict.equations)
 
@@ -146,7 +135,7 @@ def test_hostile_steps_next_to_honest_ones_leave_the_honest_verdicts_alone():
     verifier = ArithmeticVerifier()
     steps = [
         "Step 1: 7 + 5 = 12\n",
-        HOSTILE["3,000 divisions"] + "\n",
+        HOSTILE_STEPS["3,000 divisions"] + "\n",
         "Step 3: 12 - 3 = 9\n<answer>9</answer>",
     ]
     assert verifier(["Q"], [steps]) == [pytest.approx([1.0, 0.5, 1.0])]
