@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
+from psgrpo.config import ProcessGRPOConfig
 from psgrpo.ps.credit_gaming import (
     PROBLEMS,
     SCORERS,
@@ -60,8 +63,18 @@ def test_variants_have_the_step_counts_they_claim():
 def test_under_the_default_mode_no_gaming_variant_gets_more_credit_than_the_honest_solution(
     char_tokenizer, scorer
 ):
-    mode = resolve_process_mode("auto", SCORERS[scorer])
-    rows = credit_table(char_tokenizer, scorers={scorer: SCORERS[scorer]}, modes=[mode])
+    """The default configuration: ProcessGRPOConfig's own defaults for the mode, T, w and λ."""
+    defaults = {f.name: f.default for f in dataclasses.fields(ProcessGRPOConfig)}
+    assert defaults["ps_advantage_mode"] == "auto"
+    mode = resolve_process_mode(defaults["ps_advantage_mode"], SCORERS[scorer])
+    rows = credit_table(
+        char_tokenizer,
+        scorers={scorer: SCORERS[scorer]},
+        modes=[mode],
+        temperature=defaults["ps_min_temperature"],
+        outcome_weight=defaults["ps_outcome_weight"],
+        lambda_=defaults["ps_lambda"],
+    )
     assert len(rows) == len(PROBLEMS) * len(gamed_variants(PROBLEMS[0]))
     worst = max(rows, key=lambda row: row.relative)
     assert worst.relative <= 1e-5, worst
