@@ -144,11 +144,14 @@ class ProcessGRPOConfig(GRPOConfig):
         },
     )
     ps_advantage_mode: PsAdvantageMode = field(
-        default="reward_to_go",
+        default="auto",
         metadata={
-            "help": "Token advantage from normalised step scores: 'reward_to_go' (sum over the current and later "
-            "steps, DeepSeekMath; default), 'step' (each token gets its own step's score) or 'min' (soft minimum "
-            "over the current and later steps, PURE-style).",
+            "help": "Token advantage from normalised step scores: 'auto' (default: 'step' for the arithmetic "
+            "verifier, 'min' for a PRM or your own scorer; the modes no gamed solution beats the honest one with, "
+            "docs/robustness.md), 'step' (each token gets its own step's score), 'min' (soft minimum over the "
+            "current and later steps), 'pure_min' (PURE's min-form: softmax(-r/T) weights over the trajectory, "
+            "then the sum over later steps) or 'reward_to_go' (sum over the current and later steps, DeepSeekMath; "
+            "padding and splitting steps pay).",
         },
     )
     ps_outcome_weight: float = field(
@@ -170,7 +173,8 @@ class ProcessGRPOConfig(GRPOConfig):
     ps_min_temperature: float = field(
         default=0.1,
         metadata={
-            "help": "Temperature of the soft minimum in 'min' mode (default 0.1; smaller → closer to min)."
+            "help": "Temperature of the soft minimum in 'min' and 'pure_min' modes, in units of the normalised "
+            "step scores (default 0.1; smaller → closer to min)."
         },
     )
     ps_on_scorer_error: ScorerErrorPolicy = field(
