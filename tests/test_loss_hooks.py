@@ -167,6 +167,22 @@ def gspo(tmp_path_factory, char_tokenizer):
     return ours, stock, batch, token_advantages
 
 
+def _logps(trainer, batch) -> torch.Tensor:
+    """(B, T) log π_θ of the batch's completion tokens under ``trainer.model``."""
+    input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
+    attention = torch.cat([batch["prompt_mask"], batch["completion_mask"]], 1)
+    width = batch["completion_ids"].shape[1]
+    return trainer._get_per_token_logps_and_entropies(trainer.model, input_ids, attention, width)[0]
+
+
+def _assert_equals_stock_gspo(ours, stock, batch, row_mean: torch.Tensor) -> None:
+    """psgrpo's loss with (B, 1) ``row_mean`` broadcast to (B, T) equals stock TRL's with it as (B,)."""
+    loss, grad = _loss_and_gradient(ours, {**batch, "advantages": row_mean * batch["completion_mask"]})
+    stock_loss, stock_grad = _loss_and_gradient(stock, {**batch, "advantages": row_mean.squeeze(1)})
+    assert loss == pytest.approx(stock_loss, rel=1e-5, abs=1e-7)
+    torch.testing.assert_close(grad, stock_grad, rtol=1e-4, atol=1e-7)
+
+
 def _loss_and_gradient(trainer, inputs) -> tuple[float, torch.Tensor]:
     trainer.model.zero_grad(set_to_none=True)
     loss = trainer._compute_loss(trainer.model, inputs)
@@ -179,11 +195,9 @@ def test_gspo_token_equals_gspo_for_row_constant_advantages(gspo, loss_type):
     """GSPO-token's defining property: with A_t = A_i it is GSPO, in loss and gradient (TRL's own GSPO here)."""
     ours, stock, batch, token_advantages = gspo
     ours.loss_type = stock.loss_type = loss_type
-    row_mean = sequence_advantages(token_advantages, batch["completion_mask"])
-    loss, grad = _loss_and_gradient(ours, {**batch, "advantages": row_mean * batch["completion_mask"]})
-    stock_loss, stock_grad = _loss_and_gradient(stock, {**batch, "advantages": row_mean.squeeze(1)})
-    assert loss == pytest.approx(stock_loss, rel=1e-5, abs=1e-7)
-    torch.testing.assert_close(grad, stock_grad, rtol=1e-4, atol=1e-7)
+    _assert_equals_stock_gspo(
+        ours, stock, batch, sequence_advantages(token_advantages, batch["completion_mask"])
+    )
 
 
 def test_gspo_token_equals_gspo_with_the_off_policy_mask(gspo):
@@ -192,28 +206,17 @@ def test_gspo_token_equals_gspo_with_the_off_policy_mask(gspo):
     ours.loss_type = stock.loss_type = "grpo"
     mask = batch["completion_mask"]
     row_mean = sequence_advantages(token_advantages, mask)
-    kl = (
-        (
-            batch["old_per_token_logps"]
-            - ours._get_per_token_logps_and_entropies(
-                ours.model,
-                torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1),
-                torch.cat([batch["prompt_mask"], mask], 1),
-                mask.shape[1],
-            )[0].detach()
-        )
-        * mask
-    ).sum(1) / mask.sum(1)
+    with torch.no_grad():
+        kl = sequence_advantages(batch["old_per_token_logps"] - _logps(ours, batch), mask).squeeze(
+            1
+        )  # mean KL
     threshold = kl.median().item()  # some rows above it: those with a negative advantage are dropped
     assert bool(((kl > threshold) & (row_mean.squeeze(1) < 0)).any()), "the case needs a dropped row"
     try:
         ours.off_policy_mask_threshold = stock.off_policy_mask_threshold = threshold
-        loss, grad = _loss_and_gradient(ours, {**batch, "advantages": row_mean * mask})
-        stock_loss, stock_grad = _loss_and_gradient(stock, {**batch, "advantages": row_mean.squeeze(1)})
+        _assert_equals_stock_gspo(ours, stock, batch, row_mean)
     finally:
         ours.off_policy_mask_threshold = stock.off_policy_mask_threshold = None
-    assert loss == pytest.approx(stock_loss, rel=1e-5, abs=1e-7)
-    torch.testing.assert_close(grad, stock_grad, rtol=1e-4, atol=1e-7)
 
 
 def test_gspo_token_keeps_the_token_credit(gspo):
@@ -238,9 +241,7 @@ def test_gspo_token_matches_its_formula(gspo):
     loss, grad = _loss_and_gradient(ours, {**batch, "advantages": token_advantages})
 
     ours.model.zero_grad(set_to_none=True)
-    input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
-    attention = torch.cat([batch["prompt_mask"], batch["completion_mask"]], 1)
-    logps = ours._get_per_token_logps_and_entropies(ours.model, input_ids, attention, mask.shape[1])[0]
+    logps = _logps(ours, batch)
     log_s = ((logps - batch["old_per_token_logps"]) * mask).sum(1, keepdim=True) / mask.sum(1, keepdim=True)
     ratio = torch.exp(log_s.detach() + logps - logps.detach())
     clipped = ratio.clamp(1 - ours.epsilon_low, 1 + ours.epsilon_high)
