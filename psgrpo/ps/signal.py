@@ -6,7 +6,8 @@ in docs/design.md)::
     completion ids ──segment_completions──► steps (text + token spans)          (local batch)
                    ──step scorer──► raw step scores r_{i,j}                      (local batch)
                    ──gather──► the whole generation batch's scores  (a group may span processes)
-                   ──normalize_step_scores──► r̃_{i,j} = (r − mean R_g) / (std R_g + eps)
+                   ──normalize_step_scores──► r̃_{i,j} = (r − mean R_g) / (std R + eps)
+                                  (R = the group's or the batch's step scores, as TRL scales A_i)
                    ──local rows──► (B, S) step advantages + (B, T) token → step index
 
 The result is the keyword arguments of the ``process`` advantage estimator
@@ -29,8 +30,10 @@ from typing import Any
 import torch
 from accelerate.utils import gather_object
 
+from psgrpo.compatibility import ProcessScale, process_scale
 from psgrpo.credit import SignalOutput
 from psgrpo.distributed import local_rows
+from psgrpo.options import check_choice
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier
 from psgrpo.ps.scorers.base import StepScoreError, validate_step_scores
 from psgrpo.ps.segmentation import Span, segment_completions, spans_to_step_index
@@ -107,17 +110,22 @@ def _call(scorer: StepScorer, prompts: Sequence[Any], steps: list[list[str]], co
 
 
 def normalize_step_scores(
-    scores: list[list[float] | None], num_generations: int, eps: float = 1e-4
+    scores: list[list[float] | None], num_generations: int, eps: float = 1e-4, scale: ProcessScale = "group"
 ) -> list[list[float] | None]:
-    """Normalise step scores over *all* steps of each group: r̃ = (r − mean(R)) / (std(R) + eps).
+    """Centre step scores per group, and divide by a std as TRL divides the outcome advantage.
+
+    r̃ = (r − mean R_g) / (std R + eps), R_g the step scores of the group, R those of the group
+    (``scale="group"``) or of the whole batch (``"batch"``); see
+    :func:`psgrpo.compatibility.process_scale`.
 
     Args:
         scores: one list of step scores per completion, for the whole generation batch
             (gathered across processes), groups of ``num_generations`` consecutive rows.
-            ``None`` marks a completion whose scorer failed (fallback): it is left out of its
-            group's statistics and stays ``None``.
+            ``None`` marks a completion whose scorer failed (fallback): it is left out of the
+            statistics and stays ``None``.
         num_generations: G.
         eps: added to the std, as for outcome rewards.
+        scale: ``group`` or ``batch``: whose step-score std divides.
 
     Returns:
         The normalised scores, same nesting. A group whose step scores are all equal (or that
@@ -125,6 +133,8 @@ def normalize_step_scores(
     """
     if num_generations < 1 or len(scores) % num_generations:
         raise ValueError(f"{len(scores)} completions do not split into groups of {num_generations}")
+    check_choice("scale", scale, ProcessScale)
+    batch_std = _std(torch.tensor([s for row in scores if row is not None for s in row], dtype=torch.float64))
     out: list[list[float] | None] = []
     for start in range(0, len(scores), num_generations):
         group = scores[start : start + num_generations]
@@ -132,7 +142,7 @@ def normalize_step_scores(
         # all equal: exactly zero (the float mean of equal values can differ from them in the last bit)
         no_spread = flat.numel() < 2 or bool(flat.max() == flat.min())
         mean = flat.mean() if flat.numel() else torch.tensor(0.0, dtype=torch.float64)
-        std = flat.std() if flat.numel() > 1 else torch.tensor(0.0, dtype=torch.float64)
+        std = _std(flat) if scale == "group" else batch_std
         for row in group:
             if row is None:
                 out.append(None)
@@ -141,6 +151,11 @@ def normalize_step_scores(
             else:
                 out.append(((torch.tensor(row, dtype=torch.float64) - mean) / (std + eps)).tolist())
     return out
+
+
+def _std(values: torch.Tensor) -> torch.Tensor:
+    """Sample std of the float64 ``values``; 0 for fewer than two."""
+    return values.std() if values.numel() > 1 else torch.tensor(0.0, dtype=torch.float64)
 
 
 @dataclass
@@ -271,7 +286,8 @@ class StepSignal:
         )
         scorer_seconds = time.perf_counter() - start
         all_raw = gather_object(raw)  # the whole generation batch: groups may span processes
-        normalized = normalize_step_scores(all_raw, num_generations)[local_rows(self.accelerator, len(ids))]
+        normalized = normalize_step_scores(all_raw, num_generations, scale=process_scale(config))
+        normalized = normalized[local_rows(self.accelerator, len(ids))]
         tensors = step_tensors(normalized, segmentation.token_spans, mask.shape[1], mask.device)
         step_tokens = gather_object([[end - start for start, end in row] for row in segmentation.token_spans])
         counts = gather_object([scorer_counts(self.step_scorer)])  # one entry per process
