@@ -49,6 +49,9 @@ KLSchedule = Literal["none", "linear", "cosine"]
 Curriculum = Literal["none", "linear"]
 """Order of training prompts by difficulty."""
 
+ArithVariant = Literal["arith", "arith-long", "arith-distractor", "arith-hard"]
+"""The synthetic arith datasets (:data:`psgrpo.data.arith.ARITH_VARIANTS` holds their shapes)."""
+
 
 # TRL's own string options (trl 1.16 accepts exactly these; it checks some of them only at the first
 # loss computation, after the model has loaded, so psgrpo checks them at config time).
