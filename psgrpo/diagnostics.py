@@ -16,6 +16,8 @@ offline to GRPO-VPS probes (docs/learning.md has the results).
   right): groups where outcome GRPO learns nothing about being right.
 * :func:`boundary_places`: where segment boundaries fall in the text: inside a number, at a step
   end, at a line end, or elsewhere.
+* :func:`judge_steps` / :func:`segment_labels`: the ground truth: the arithmetic verifier's verdict
+  on each ``Step N:`` line, and the wrong/correct label of segments ending at given characters.
 * :func:`unnecessary_step_share`: the share of written steps whose result is never used (does a
   method shorten reasoning by dropping needless steps?).
 
@@ -26,6 +28,7 @@ tokens (right-padded), ``F`` reward functions.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 import torch
 
 from psgrpo.options import TrlScaleRewards, check_choice
+from psgrpo.ps.segmentation import DEFAULT_MARKER
 
 # --------------------------------------------------------------------------------------------
 # Does the signal rank wrong steps below correct ones?
@@ -312,30 +316,92 @@ def number_safe_cuts(text: str, offsets: Sequence[tuple[int, int]]) -> list[int]
 
 
 # --------------------------------------------------------------------------------------------
+# Ground truth: the arithmetic verifier's verdict on each written step
+
+
+@dataclass(frozen=True)
+class JudgedSteps:
+    """The ``Step N:`` lines of one completion as the arithmetic verifier judges them.
+
+    Attributes:
+        ends: per step, the exclusive character end of its line (just past its newline).
+        result_chars: per step, the index of the line's last non-blank character (where its result is written).
+        wrong: per step, True when one of its equations fails, False when all hold, None when it states none.
+        necessary: per step, its result is used later or is the final answer (the verifier's ``necessary``).
+    """
+
+    ends: list[int]
+    result_chars: list[int]
+    wrong: list[bool | None]
+    necessary: list[bool]
+
+
+STEP_LINE = re.compile(rf"(?m)^[^\S\n]*{DEFAULT_MARKER}[^\n]*\n?")
+
+
+def judge_steps(text: str) -> JudgedSteps:
+    """Find the step lines of ``text`` (lines that start with a ``Step N:`` marker) and judge them with
+    :func:`psgrpo.ps.scorers.arithmetic.score_steps` against the completion's own final answer."""
+    from psgrpo.ps.scorers.arithmetic import score_steps
+    from psgrpo.rewards import extract_answer
+
+    lines = [m for m in STEP_LINE.finditer(text) if m.group().strip()]
+    verdicts = score_steps([m.group().strip() for m in lines], extract_answer(text))
+    return JudgedSteps(
+        ends=[m.end() for m in lines],
+        result_chars=[m.start() + len(m.group().rstrip()) - 1 for m in lines],
+        wrong=[None if v.correct is None else v.correct < 1 for v in verdicts],
+        necessary=[v.necessary for v in verdicts],
+    )
+
+
+def segment_labels(cut_chars: Sequence[int], steps: JudgedSteps) -> list[bool | None]:
+    """Wrong/correct labels of the segments that end at ``cut_chars`` (ascending character positions).
+
+    Segment ``k`` covers characters ``[c_{k-1}, c_k)`` (``c_{-1} = 0``); it is wrong (True) when it
+    holds the result character of a wrong step, correct (False) when it holds only results of steps
+    whose equations hold, and unlabelled (None) when it holds no judged result.
+    """
+    labels: list[bool | None] = []
+    start = 0
+    for cut in cut_chars:
+        inside = [
+            w
+            for c, w in zip(steps.result_chars, steps.wrong, strict=True)
+            if start <= c < cut and w is not None
+        ]
+        labels.append(any(inside) if inside else None)
+        start = cut
+    return labels
+
+
+# --------------------------------------------------------------------------------------------
 # How much of the reasoning is unnecessary?
+
+
+def unnecessary_step_counts(completions: Sequence[str]) -> tuple[int, int]:
+    """``(judged, unnecessary)``: step lines that state an equation, and those among them whose result is
+    never used (not an operand of a later step, not the answer; :func:`judge_steps`)."""
+    judged = unnecessary = 0
+    for text in completions:
+        steps = judge_steps(text)
+        for wrong, necessary in zip(steps.wrong, steps.necessary, strict=True):
+            if wrong is not None:
+                judged += 1
+                unnecessary += not necessary
+    return judged, unnecessary
 
 
 def unnecessary_step_share(completions: Sequence[str]) -> float:
     """Share of written steps whose result is never used: not an operand of a later step, not the answer.
 
-    Steps are split at ``Step N:`` markers (:func:`psgrpo.ps.segmentation.split_at_markers`) and judged
-    by the arithmetic verifier (:func:`psgrpo.ps.scorers.arithmetic.score_steps`, against the
-    completion's own final answer); only steps that state an equation count. On ``arith-distractor``
-    the computed distractor is such a step; a policy that stops writing it lowers the share.
+    Steps are the ``Step N:`` lines, judged by the arithmetic verifier against the completion's own
+    final answer (:func:`judge_steps`); only steps that state an equation count. On
+    ``arith-distractor`` the computed distractor is such a step; a policy that stops writing it
+    lowers the share.
 
     Returns:
         The share in [0, 1]; NaN when no completion states an equation.
     """
-    from psgrpo.ps.scorers.arithmetic import score_steps
-    from psgrpo.ps.segmentation import get_segmenter
-    from psgrpo.rewards import extract_answer
-
-    segmenter = get_segmenter("markers")
-    judged = unnecessary = 0
-    for text in completions:
-        steps = [text[start:end] for start, end in segmenter(text)]
-        for verdict in score_steps(steps, extract_answer(text)):
-            if verdict.correct is not None:
-                judged += 1
-                unnecessary += not verdict.necessary
+    judged, unnecessary = unnecessary_step_counts(completions)
     return unnecessary / judged if judged else math.nan

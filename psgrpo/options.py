@@ -49,6 +49,9 @@ KLSchedule = Literal["none", "linear", "cosine"]
 Curriculum = Literal["none", "linear"]
 """Order of training prompts by difficulty."""
 
+ProbeBoundaries = Literal["step_end", "entropy", "entropy_snapped"]
+"""Where ``psgrpo diagnose`` probes: step-line ends, the trainer's entropy cuts, or those cuts moved out of numbers."""
+
 ArithVariant = Literal["arith", "arith-long", "arith-distractor", "arith-hard"]
 """The synthetic arith datasets (:data:`psgrpo.data.arith.ARITH_VARIANTS` holds their shapes)."""
 

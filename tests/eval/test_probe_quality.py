@@ -1,8 +1,7 @@
-"""benchmarks/probe_quality.py end to end on a tiny random model and a few arith problems."""
+"""psgrpo.eval.probe_quality end to end on a tiny random model and a few arith problems."""
 
 from __future__ import annotations
 
-import json
 import math
 import random
 
@@ -12,8 +11,10 @@ from psgrpo.data.arith import split_problems
 
 
 @pytest.fixture(scope="module")
-def probe_quality(import_benchmark):
-    return import_benchmark("probe_quality")
+def probe_quality():
+    from psgrpo.eval import probe_quality
+
+    return probe_quality
 
 
 def test_cases_are_gold_then_one_wrong_step_copies(probe_quality):
@@ -54,13 +55,3 @@ def test_step_end_cuts_follow_each_step_line(probe_quality, tiny_model, char_tok
     assert probed.cut_chars == [c.step_ends for c in cases]
     assert [w for row in probed.wrong for w in row] == [w for c in cases for w in c.wrong_steps]
     assert all(row[-1] and not any(row[:-1]) for row in probed.last)
-
-
-def test_cli_writes_json(probe_quality, tmp_path, monkeypatch, tiny_model, char_tokenizer):
-    monkeypatch.setattr(
-        probe_quality, "load_model_and_tokenizer", lambda *a, **k: (tiny_model, char_tokenizer)
-    )
-    out = tmp_path / "q.json"
-    probe_quality.main(["--problems", "3", "--corruptions", "1", "--kinds", "step_end", "--output", str(out)])
-    saved = json.loads(out.read_text())
-    assert saved["args"]["problems"] == 3 and set(saved["step_end"]) >= {"prob", "log", "gnorm_log", "places"}

@@ -1,6 +1,8 @@
 """Does the GRPO-VPS probe point at the wrong step? ΔC on gold solutions and one-wrong-step copies.
 
-    python benchmarks/probe_quality.py [--model_name_or_path PATH] [--dataset arith] [--problems 200]
+The measurement behind ``psgrpo diagnose`` (:mod:`psgrpo.commands.diagnose`)::
+
+    psgrpo diagnose [--model_name_or_path PATH] [--dataset arith] [--problems 200]
         [--corruptions 3] [--seed 0] [--alpha 1.2] [--output FILE.json]
 
 For each of the first ``--problems`` held-out (test) problems of ``--dataset``, the group is the
@@ -15,9 +17,10 @@ default probe ``</reasoning>\\n<answer>`` + gold + ``</answer>``) at three kinds
 * ``entropy_snapped``: the same cuts moved back out of numbers
   (:func:`psgrpo.diagnostics.number_safe_cuts` as ``snap_positions``).
 
-Ground truth comes from the arithmetic verifier (:func:`psgrpo.ps.scorers.arithmetic.score_steps`):
-a step is wrong when one of its equations fails. A step-end segment takes its step's label; an
-entropy segment is wrong when it holds the last character of a wrong step's result. For each
+Ground truth comes from the arithmetic verifier (:func:`psgrpo.diagnostics.judge_steps`):
+a step is wrong when one of its equations fails. A segment is wrong when it holds the last character
+of a wrong step's result, correct when it holds only right steps' results, and left out of the AUCs
+when it holds none (:func:`psgrpo.diagnostics.segment_labels`). For each
 boundary kind and each form of ΔC, it reports the AUC of ΔC for ranking wrong segments below
 correct ones (:func:`psgrpo.diagnostics.signal_quality`), also over intermediate segments only
 (those a trainer with step boundaries probes: it never probes after the last step), the mean ΔC
@@ -35,26 +38,29 @@ unscaled ``r_i − mean``, the paper's form), with the share of Σ|A_t| that α�
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
-import re
 import statistics
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from psgrpo.advantages import confidence_progress
-from psgrpo.data.arith import ArithProblem, split_problems
+from psgrpo.data.arith import ArithProblem
 from psgrpo.data.arith_probe import PROBE_CLOSE, PROBE_OPEN, random_wrong_step
 from psgrpo.data.prompts import format_prompt
-from psgrpo.diagnostics import boundary_places, number_safe_cuts, place_shares, process_share, signal_quality
-from psgrpo.loading import load_model_and_tokenizer
-from psgrpo.ps.scorers.arithmetic import score_steps
+from psgrpo.diagnostics import (
+    JudgedSteps,
+    boundary_places,
+    judge_steps,
+    number_safe_cuts,
+    place_shares,
+    process_share,
+    segment_labels,
+    signal_quality,
+)
+from psgrpo.options import ProbeBoundaries, allowed
 from psgrpo.ps.segmentation import token_offsets
 from psgrpo.ps.signal import normalize_step_scores
 from psgrpo.rewards import correctness_reward, format_reward
@@ -64,9 +70,8 @@ from psgrpo.vps.cached import cached_confidence
 from psgrpo.vps.packed import packed_confidence
 from psgrpo.vps.probes import ProbeBatch, build_probe_ids
 
-BOUNDARY_KINDS = ("step_end", "entropy", "entropy_snapped")
+BOUNDARY_KINDS = allowed(ProbeBoundaries)
 DELTA_FORMS = ("prob", "log", "gnorm_log")
-_RESULT_RE = re.compile(r"=\s*(\d+)\s*$")
 
 
 @dataclass
@@ -75,35 +80,34 @@ class Case:
 
     Attributes:
         prompt, completion, answer: texts (``answer`` is the problem's gold answer).
-        step_ends: character index just past each step line's newline.
-        wrong_steps: the verifier's verdict per step (True: an equation fails).
-        error_chars: character index of the last digit of each wrong step's result.
+        steps: the verifier's verdict on each step line (:func:`psgrpo.diagnostics.judge_steps`).
         ids: token ids of ``prompt`` and ``completion`` (+ EOS), filled by :func:`measure`.
     """
 
     prompt: str
     completion: str
     answer: str
-    step_ends: list[int]
-    wrong_steps: list[bool]
-    error_chars: list[int]
+    steps: JudgedSteps
     ids: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def step_ends(self) -> list[int]:
+        """Character index just past each step line's newline."""
+        return self.steps.ends
+
+    @property
+    def wrong_steps(self) -> list[bool]:
+        return [bool(w) for w in self.steps.wrong]
+
+    @property
+    def error_chars(self) -> list[int]:
+        """Character index of the last digit of each wrong step's result."""
+        return [c for c, w in zip(self.steps.result_chars, self.steps.wrong, strict=True) if w]
 
 
 def make_case(prompt: str, shown: ArithProblem, gold: ArithProblem) -> Case:
     """Label ``shown`` (gold or a wrong copy of ``gold``) with the arithmetic verifier."""
-    completion = shown.solution
-    step_ends, error_chars = [], []
-    verdicts = score_steps(shown.steps, str(shown.answer))
-    position = completion.index("\n") + 1  # after "<reasoning>\n"
-    for line, verdict in zip(shown.steps, verdicts, strict=True):
-        start = completion.index(line, position)
-        position = start + len(line) + 1
-        step_ends.append(position)
-        if verdict.correct is not None and verdict.correct < 1:
-            error_chars.append(start + _RESULT_RE.search(line).end(1) - 1)
-    wrong = [v.correct is not None and v.correct < 1 for v in verdicts]
-    return Case(prompt, completion, str(gold.answer), step_ends, wrong, error_chars)
+    return Case(prompt, shown.solution, str(gold.answer), judge_steps(shown.solution))
 
 
 def build_cases(problems: Sequence[ArithProblem], corruptions: int, rng: random.Random) -> list[Case]:
@@ -153,7 +157,7 @@ class Probed:
     cut_chars: list[list[int]]
     confidence: torch.Tensor  # (N, K_max + 1), NaN padded
     log_confidence: torch.Tensor
-    wrong: list[list[bool]]  # per case, per probed segment (those with a ΔC)
+    wrong: list[list[bool | None]]  # per case, per probed segment (those with a ΔC); None: no judged result
     last: list[list[bool]]  # per case, per probed segment: it ends the last step
 
 
@@ -179,11 +183,10 @@ def probe(model, tokenizer, cases: Sequence[Case], kind: str, chunk_size: int = 
     else:
         raise ValueError(f"unknown boundary kind {kind!r}; expected one of {BOUNDARY_KINDS}")
     cut_chars = [[off[b][1] for b in cuts] for cuts, off in zip(boundaries, offsets, strict=True)]
-    wrong, last = [], []
-    for case, chars in zip(cases, cut_chars, strict=True):
-        starts = [0, *chars[:-1]]
-        wrong.append([any(s <= e < c for e in case.error_chars) for s, c in zip(starts, chars, strict=True)])
-        last.append([c >= case.step_ends[-1] - 1 for c in chars])
+    wrong = [segment_labels(chars, case.steps) for case, chars in zip(cases, cut_chars, strict=True)]
+    last = [
+        [c >= case.step_ends[-1] - 1 for c in chars] for case, chars in zip(cases, cut_chars, strict=True)
+    ]
     return Probed(boundaries, cut_chars, result.confidence, result.log_confidence, wrong, last)
 
 
@@ -211,16 +214,25 @@ def summarize(
     """AUCs, means, C medians, boundary places, |α·ΔC| and the process share of |A_t| for one boundary kind."""
     flat_wrong = [w for row in probed.wrong for w in row]
     flat_last = [x for row in probed.last for x in row]
-    out: dict[str, Any] = {"segments": len(flat_wrong), "wrong_segments": sum(flat_wrong)}
+    labelled = [w for w in flat_wrong if w is not None]
+    out: dict[str, Any] = {
+        "segments": len(flat_wrong),
+        "labelled_segments": len(labelled),
+        "wrong_segments": sum(labelled),
+    }
     for form, values in delta_forms(probed, cases, group_size).items():
         flat = [v for row in values for v in row]
         stats: dict[str, Any] = {}
-        if 0 < sum(flat_wrong) < len(flat_wrong):
-            quality = signal_quality(flat, flat_wrong)
+        pairs = [(v, w) for v, w in zip(flat, flat_wrong, strict=True) if w is not None]
+        if 0 < sum(w for _, w in pairs) < len(pairs):
+            quality = signal_quality([v for v, _ in pairs], [w for _, w in pairs])
             stats.update(auc=quality.auc, mean_wrong=quality.mean_wrong, mean_correct=quality.mean_correct)
         mid = [(v, w) for v, w, x in zip(flat, flat_wrong, flat_last, strict=True) if not x]
-        if mid and 0 < sum(w for _, w in mid) < len(mid):
-            stats["auc_intermediate"] = signal_quality([v for v, _ in mid], [w for _, w in mid]).auc
+        mid_pairs = [(v, w) for v, w in mid if w is not None]
+        if 0 < sum(w for _, w in mid_pairs) < len(mid_pairs):
+            stats["auc_intermediate"] = signal_quality(
+                [v for v, _ in mid_pairs], [w for _, w in mid_pairs]
+            ).auc
         used = [abs(alpha * v) for v, _ in mid] or [0.0]  # the segments a trainer gives ΔC (not the last)
         stats["mean_abs_alpha_delta"] = statistics.fmean(used)
         for name, advantages in outcome.items():
@@ -297,8 +309,9 @@ def measure(
     group_size: int,
     alpha: float = 1.2,
     kinds: Sequence[str] = BOUNDARY_KINDS,
+    chunk_size: int = 32,
 ) -> dict[str, Any]:
-    """All figures for ``cases`` (groups of ``group_size`` consecutive cases)."""
+    """All figures for ``cases`` (groups of ``group_size`` consecutive cases; ``chunk_size`` rows per probe forward)."""
     _tokenize(tokenizer, cases)
     outcome = outcome_advantages(cases, group_size)
     report: dict[str, Any] = {
@@ -310,7 +323,7 @@ def measure(
     }
     for kind in kinds:
         report[kind] = summarize(
-            probe(model, tokenizer, cases, kind), cases, group_size, alpha, outcome, tokenizer
+            probe(model, tokenizer, cases, kind, chunk_size), cases, group_size, alpha, outcome, tokenizer
         )
     return report
 
@@ -342,38 +355,3 @@ def markdown(report: dict[str, Any]) -> str:
                 + " |"
             )
     return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model_name_or_path", default=None, help="checkpoint (default: the embedded one)")
-    parser.add_argument("--dataset", default="arith", help="arith variant (default arith)")
-    parser.add_argument("--problems", type=int, default=200, help="held-out test problems (default 200)")
-    parser.add_argument("--corruptions", type=int, default=3, help="wrong copies per problem (default 3)")
-    parser.add_argument("--alpha", type=float, default=1.2, help="α of Ã = A_i + α·ΔC (default 1.2)")
-    parser.add_argument("--seed", type=int, default=0, help="RNG seed of the wrong copies (default 0)")
-    parser.add_argument("--kinds", nargs="+", default=list(BOUNDARY_KINDS), choices=BOUNDARY_KINDS)
-    parser.add_argument("--output", default=None, help="write the report as JSON here")
-    args = parser.parse_args(argv)
-    torch.manual_seed(args.seed)
-    model, tokenizer = load_model_and_tokenizer(args.model_name_or_path, attn_implementation="sdpa")
-    model.eval()
-    problems = split_problems("test", n=args.problems, variant=args.dataset)
-    cases = build_cases(problems, args.corruptions, random.Random(args.seed))
-    report = {
-        "args": vars(args),
-        **measure(model, tokenizer, cases, 1 + args.corruptions, args.alpha, args.kinds),
-    }
-    print(markdown(report))
-    print(
-        f"\n{report['groups']} groups of 1 gold + {args.corruptions} wrong copies; mean |A_i| scaled "
-        f"{report['mean_abs_A_scaled']:.3f}, unscaled {report['mean_abs_A_unscaled']:.3f}"
-    )
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(json.dumps(report, indent=2))
-    return report
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
