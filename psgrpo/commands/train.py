@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +20,8 @@ logger = logging.getLogger("psgrpo")
 REPORT_KEYS = ("accuracy", "format_rate", "answer_rate", "mean_tokens")
 
 
-def train(argv: Sequence[str], callbacks: Sequence[Callable[[Any], Any]] = ()) -> dict[str, Any]:
-    """``psgrpo train``: build config, data, model; evaluate, train, evaluate; return the report.
-
-    ``callbacks``: factories ``trainer -> TrainerCallback`` whose callbacks are added before training
-    (e.g. ``benchmarks/testbed_sanity.py``'s per-step group statistics).
-    """
+def train(argv: Sequence[str]) -> dict[str, Any]:
+    """``psgrpo train``: build config, data, model; evaluate, train, evaluate; return the report."""
     import torch
     from trl import ModelConfig, get_peft_config
 
@@ -73,8 +69,6 @@ def train(argv: Sequence[str], callbacks: Sequence[Callable[[Any], Any]] = ()) -
                 trainer, eval_dataset, task.heldout_eval_steps, task.heldout_eval_on_start, **eval_kwargs
             )
         )
-    for make_callback in callbacks:
-        trainer.add_callback(make_callback(trainer))
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
     report["train_seconds"] = time.perf_counter() - start

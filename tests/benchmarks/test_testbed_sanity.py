@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
@@ -14,13 +13,16 @@ def sanity(import_benchmark):
 
 
 def test_windows_average_each_statistic(sanity):
-    records = [{"step": s, **dict.fromkeys(sanity.STATS, float(s))} for s in range(1, 6)]
-    records[1]["unnecessary_steps"] = math.nan  # a step without equations is left out
+    records = [{"step": s, **{key: float(s) for key in sanity.STATS.values()}} for s in range(1, 6)]
+    del records[1]["diag/unnecessary_step_frac"]  # a step without equations has no such metric
+    records.insert(2, {"step": 2, "heldout/accuracy": 0.5})  # not a training record
     rows = sanity.windows(records, 2)
     assert [r["steps"] for r in rows] == ["1-2", "3-4", "5-5"]
     assert (
         rows[0]["all_wrong"] == 1.5 and rows[0]["unnecessary_steps"] == 1.0 and rows[2]["format_share"] == 5.0
     )
+    with pytest.raises(ValueError, match="--window must be at least 1, got 0"):
+        sanity.windows(records, 0)
 
 
 @pytest.mark.slow
@@ -33,11 +35,11 @@ def test_sanity_run_records_group_statistics_every_step(sanity, tmp_path, capsys
             "--save_strategy", "no", "--method", "grpo", "--window", "1",
         ]
     )  # fmt: skip
-    records = [json.loads(line) for line in (out / "group_stats.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in records] == [1, 2]
-    for record in records:
-        assert record["all_equal"] == pytest.approx(record["all_wrong"] + record["all_right"])
-        assert 0.0 <= record["all_equal"] <= 1.0 and record["mean_chars"] > 0
-        if not math.isnan(record["correctness_share"]):
-            assert record["correctness_share"] + record["format_share"] == pytest.approx(1.0)
-    assert len(report["group_stats"]) == 2 and "| steps | all_wrong" in capsys.readouterr().out
+    rows = report["group_stats"]
+    assert [r["steps"] for r in rows] == ["1-1", "2-2"]
+    for row in rows:
+        assert row["all_equal"] == pytest.approx(row["all_wrong"] + row["all_right"])
+        assert 0.0 <= row["all_equal"] <= 1.0 and row["mean_length"] > 0
+        if not math.isnan(row["correctness_share"]):
+            assert row["correctness_share"] + row["format_share"] == pytest.approx(1.0)
+    assert "| steps | all_wrong" in capsys.readouterr().out
