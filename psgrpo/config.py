@@ -346,6 +346,16 @@ class ProcessGRPOConfig(GRPOConfig):
             "Default None: transformers' usual warm-up (a ramp from 0)."
         },
     )
+    # ---- diagnostics (psgrpo.step_diagnostics) ----
+    diagnostics: bool = field(
+        default=False,
+        metadata={
+            "help": "Log signal-quality metrics every step as diag/* (default False; docs/learning.md): the share "
+            "of groups whose correctness is all equal, which reward A_i comes from, unneeded steps, and where the "
+            "arithmetic verifier can label steps, the AUC of the ps/vps process signal for ranking wrong steps "
+            "below correct ones and (vps) where boundaries fall. No extra forward pass."
+        },
+    )
     # ---- checkpoints (psgrpo.checkpoints): only the help changes; the trainer resolves the value ----
     resume_from_checkpoint: str | None = field(
         default=None,
@@ -435,6 +445,7 @@ CONFIG_SECTIONS: dict[str, tuple[str, ...]] = {
         "memory_bank_",
         "warmup_lr",
     ),
+    "Diagnostics": ("diagnostics",),
 }
 """Docstring sections of :class:`ProcessGRPOConfig`: field names, or prefixes ending in ``_``."""
 

@@ -36,15 +36,17 @@ def looks_like_local_path(name: str) -> bool:
 
 
 def checkpoint_path(model_name_or_path: str | None) -> str:
-    """The checkpoint to load: the given path or hub id, or the embedded checkpoint for ``None``.
+    """The checkpoint to load: the given path or hub id, the embedded checkpoint for ``None``, or a
+    committed one for ``embedded:NAME`` (:func:`psgrpo.tiny.resolve_checkpoint`).
 
     Raises:
         FileNotFoundError: when ``model_name_or_path`` is a filesystem path that does not exist.
+        ValueError: an unknown ``embedded:`` name.
     """
-    from psgrpo.tiny import CHECKPOINT_DIR
+    from psgrpo.tiny import EMBEDDED_PREFIX, resolve_checkpoint
 
-    if model_name_or_path is None:
-        return str(CHECKPOINT_DIR)
+    if model_name_or_path is None or model_name_or_path.startswith(EMBEDDED_PREFIX):
+        return resolve_checkpoint(model_name_or_path)
     if looks_like_local_path(model_name_or_path) and not Path(model_name_or_path).expanduser().exists():
         raise FileNotFoundError(
             f"model path {model_name_or_path} does not exist: give a checkpoint directory (config.json + weights "

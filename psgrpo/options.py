@@ -53,6 +53,12 @@ KLSchedule = Literal["none", "linear", "cosine"]
 Curriculum = Literal["none", "linear"]
 """Order of training prompts by difficulty."""
 
+ProbeBoundaries = Literal["step_end", "entropy", "entropy_snapped"]
+"""Where ``psgrpo diagnose`` probes: step-line ends, the trainer's entropy cuts, or those cuts moved out of numbers."""
+
+ArithVariant = Literal["arith", "arith-long", "arith-distractor", "arith-hard"]
+"""The synthetic arith datasets (:data:`psgrpo.data.arith.ARITH_VARIANTS` holds their shapes)."""
+
 
 # TRL's own string options (trl 1.16 accepts exactly these; it checks some of them only at the first
 # loss computation, after the model has loaded, so psgrpo checks them at config time).

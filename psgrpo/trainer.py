@@ -36,6 +36,7 @@ from psgrpo.ps.scorers import build_step_scorer
 from psgrpo.ps.segmentation import get_segmenter
 from psgrpo.ps.signal import StepSignal
 from psgrpo.rewards import get_reward_funcs
+from psgrpo.step_diagnostics import StepDiagnostics
 from psgrpo.techniques.trainer_mixin import TechniquesMixin
 from psgrpo.vps.signal import ConfidenceSignal
 
@@ -97,6 +98,11 @@ class ProcessGRPOTrainer(TokenCreditLossMixin, TechniquesMixin, CheckpointMixin,
             )
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
         self.signal = self._build_signal(step_scorer)
+        self.diagnostics = (  # --diagnostics: diag/* metrics (psgrpo/step_diagnostics.py)
+            StepDiagnostics(args, self._tokenizer, self.reward_func_names, self.reward_weights.tolist())
+            if args.diagnostics
+            else None
+        )
         self.last_credit: CreditRecord | None = None
         self.completion_tokens_seen = 0  # restored on resume (CheckpointMixin)
         self.add_callback(JsonlMetricsCallback(Path(args.output_dir) / METRICS_FILE))
@@ -162,6 +168,10 @@ class ProcessGRPOTrainer(TokenCreditLossMixin, TechniquesMixin, CheckpointMixin,
             )
             for key, value in process.items():
                 metrics[f"{self.args.method}/{key}"].append(value)
+        if self.diagnostics is not None:
+            diag = self.diagnostics(output, signal.credit, self._last_rewards_per_func, num_generations)
+            for key, value in diag.items():
+                metrics[key].append(value)
         self.last_credit = CreditRecord(output["advantages"].detach(), advantages.detach(), signal.credit)
         # no process term: TRL gets its own 1-D A_i, so its code paths and metrics hold
         if not self.token_credit:

@@ -32,6 +32,10 @@ SUBCOMMANDS = {
         "psgrpo.commands.inspect_credit:inspect",
         "HTML page of the credit each token gets on a few sampled groups",
     ),
+    "diagnose": (
+        "psgrpo.commands.diagnose:diagnose",
+        "does a checkpoint's VPS probe point at the wrong step? AUC of ΔC, C, |α·ΔC|, cut places",
+    ),
     "compare": (
         "psgrpo.commands.compare:compare",
         "train methods × seeds on one budget; held-out curves, plot and table (docs/compare.md)",

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from datasets import Dataset
 
-from psgrpo.data.arith import make_arith_dataset
+from psgrpo.data.arith import ARITH_VARIANTS, make_arith_dataset
 from psgrpo.data.gsm8k import GSM8K_HUB_ID, load_gsm8k
 from psgrpo.data.prompts import resolve_template
 from psgrpo.data.validation import validate_columns, validate_gold_answers
-from psgrpo.options import check_number
+from psgrpo.options import ArithVariant, check_choice, check_number
 
 
 @dataclass
@@ -20,8 +21,10 @@ class TaskConfig:
     dataset: str = field(
         default="arith",
         metadata={
-            "help": "'arith' (embedded synthetic task, default), 'gsm8k' (hub id openai/gsm8k), or a local GSM8K-style "
-            "JSONL file / directory of {split}.jsonl with 'question' and 'answer' (gold after '####')."
+            "help": "'arith' (embedded synthetic task, default), a harder arith variant ('arith-long': 4-8 steps, "
+            "'arith-distractor': an irrelevant fact, 'arith-hard': both; psgrpo.data.arith.ARITH_VARIANTS), 'gsm8k' "
+            "(hub id openai/gsm8k), or a local GSM8K-style JSONL file / directory of {split}.jsonl with 'question' and "
+            "'answer' (gold after '####')."
         },
     )
     train_split: str = field(default="train", metadata={"help": "Split to train on (default 'train')."})
@@ -86,16 +89,18 @@ class TaskConfig:
         check_number("heldout_eval_steps", self.heldout_eval_steps, low=0)
         if self.prompt_template is not None:
             resolve_template(self.prompt_template)  # a bad name or pattern fails before any loading
+        if self.dataset.startswith("arith") and not Path(self.dataset).exists():
+            check_choice("dataset", self.dataset, ArithVariant)  # a misspelt variant is not a GSM8K path
 
 
 ARITH_SPLITS = {"train": "train", "validation": "validation", "test": "test", "eval": "test"}
 
 
 def default_template(task: TaskConfig) -> str:
-    """The prompt template of a task: the configured one, else 'compact' for arith and 'tags' for GSM8K."""
+    """The prompt template of a task: the configured one, else 'compact' for arith (any variant) and 'tags' for GSM8K."""
     if task.prompt_template is not None:
         return task.prompt_template
-    return "compact" if task.dataset == "arith" else "tags"
+    return "compact" if task.dataset in ARITH_VARIANTS else "tags"
 
 
 def load_task_split(task: TaskConfig, split: str, limit: int | None = None) -> Dataset:
@@ -106,10 +111,12 @@ def load_task_split(task: TaskConfig, split: str, limit: int | None = None) -> D
     names the row).
     """
     template = default_template(task)
-    if task.dataset == "arith":
+    if task.dataset in ARITH_VARIANTS:
         if split not in ARITH_SPLITS:
-            raise ValueError(f"arith has splits {sorted(ARITH_SPLITS)}, got {split!r}")
-        dataset = make_arith_dataset(ARITH_SPLITS[split], n=limit, template=template, chat=task.chat)
+            raise ValueError(f"{task.dataset} has splits {sorted(ARITH_SPLITS)}, got {split!r}")
+        dataset = make_arith_dataset(
+            ARITH_SPLITS[split], n=limit, template=template, chat=task.chat, variant=task.dataset
+        )
     else:
         source = GSM8K_HUB_ID if task.dataset == "gsm8k" else task.dataset
         dataset = load_gsm8k(

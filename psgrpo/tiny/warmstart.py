@@ -9,11 +9,21 @@ loss) and stops as soon as its greedy accuracy on the arith *validation* split r
 accuracy jumps from ~5 % to ~95 % within a few hundred steps once the model learns to read
 the question, and where that jump happens varies with the seed. Run it with defaults to
 reproduce the committed checkpoint.
+
+Two options shape the SFT data beyond the default (docs/learning.md has the measurements):
+
+* ``--dataset arith-hard`` (any :data:`~psgrpo.data.arith.ARITH_VARIANTS` name) trains on a
+  harder arith variant; validation and the final report use the same variant.
+* ``--early_answer_prob p`` turns a share ``p`` of the rows into early-answer rows (reasoning
+  truncated at a step end, then the answer; :mod:`psgrpo.data.arith_probe`), which puts the
+  GRPO-VPS probe in distribution; ``--early_answer_wrong_prob q`` makes a share ``q`` of those
+  prefixes contain one wrong step, answered with where that wrong chain leads.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import shutil
 import tempfile
 import time
@@ -21,11 +31,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from datasets import Dataset
 from transformers import TrainerCallback
 from trl import SFTConfig, SFTTrainer
 
-from psgrpo.data.arith import make_arith_dataset
+from psgrpo.data.arith import make_arith_dataset, split_problems
+from psgrpo.data.arith_probe import probe_sft_rows
+from psgrpo.data.prompts import format_prompt
 from psgrpo.eval.generation import evaluate_model
+from psgrpo.options import ArithVariant, check_choice, check_number
 from psgrpo.tiny import CHECKPOINT_DIR
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.tiny.tokenizer import build_char_tokenizer
@@ -70,7 +84,7 @@ class WarmstartConfig:
     )
     per_device_train_batch_size: int = field(default=32, metadata={"help": "SFT batch size (default 32)."})
     learning_rate: float = field(
-        default=2e-3, metadata={"help": "Peak learning rate, 5% warm-up then cosine decay (default 2e-3)."}
+        default=2e-3, metadata={"help": "Peak learning rate, 5%% warm-up then cosine decay (default 2e-3)."}
     )
     seed: int = field(default=0, metadata={"help": "Seed for model init and data order (default 0)."})
     hidden_size: int = field(default=128, metadata={"help": "Model width (default 128)."})
@@ -79,21 +93,69 @@ class WarmstartConfig:
         default=200,
         metadata={"help": "Held-out arith test problems used to report accuracy at the end (default 200)."},
     )
+    dataset: ArithVariant = field(
+        default="arith",
+        metadata={
+            "help": "Arith variant to train, validate and report on: 'arith' (default), 'arith-long', "
+            "'arith-distractor' or 'arith-hard' (psgrpo.data.arith.ARITH_VARIANTS)."
+        },
+    )
+    early_answer_prob: float = field(
+        default=0.0,
+        metadata={
+            "help": "Share of SFT rows that answer early: reasoning cut after a random step, then "
+            "'</reasoning>\\n<answer>' (not trained) and the answer (trained). Puts the GRPO-VPS probe in "
+            "distribution (default 0: full solutions only)."
+        },
+    )
+    early_answer_wrong_prob: float = field(
+        default=0.0,
+        metadata={
+            "help": "Share of early-answer rows whose reasoning prefix has one wrong step, answered with the value "
+            "that wrong chain ends at (default 0)."
+        },
+    )
+    init_from: str | None = field(
+        default=None,
+        metadata={
+            "help": "Continue from this checkpoint (a path, or embedded:NAME such as embedded:arith) instead of a "
+            "random init; --hidden_size/--num_layers are then ignored. Default: random init."
+        },
+    )
+    max_new_tokens: int = field(
+        default=128,
+        metadata={
+            "help": "Generation budget of the validation and held-out checks (default 128; 256 for arith-hard)."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        check_choice("dataset", self.dataset, ArithVariant)
+        check_number("early_answer_prob", self.early_answer_prob, low=0.0, high=1.0)
+        check_number("early_answer_wrong_prob", self.early_answer_wrong_prob, low=0.0, high=1.0)
+        check_number("max_new_tokens", self.max_new_tokens, low=1)
 
 
 class StopAtAccuracy(TrainerCallback):
     """Every ``every`` steps, measure greedy accuracy on ``dataset``; stop training at ``target``."""
 
-    def __init__(self, model, tokenizer, dataset, target: float, every: int) -> None:
+    def __init__(
+        self, model, tokenizer, dataset, target: float, every: int, max_new_tokens: int = 128
+    ) -> None:
         self.model, self.tokenizer, self.dataset = model, tokenizer, dataset
-        self.target, self.every = target, every
+        self.target, self.every, self.max_new_tokens = target, every, max_new_tokens
         self.history: list[tuple[int, float]] = []
 
     def on_step_end(self, args, state, control, **kwargs):
         if state.global_step % self.every:
             return control
         metrics = evaluate_model(
-            self.model, self.tokenizer, self.dataset, max_new_tokens=128, batch_size=100, show_progress=False
+            self.model,
+            self.tokenizer,
+            self.dataset,
+            max_new_tokens=self.max_new_tokens,
+            batch_size=100,
+            show_progress=False,
         )
         self.history.append((state.global_step, metrics["accuracy"]))
         logger.info("step %d: validation accuracy %.3f", state.global_step, metrics["accuracy"])
@@ -109,16 +171,24 @@ def warmstart(cfg: WarmstartConfig) -> dict[str, float]:
     complete, so an interrupted run never leaves a half-written checkpoint behind.
     """
     start = time.perf_counter()
-    tokenizer = build_char_tokenizer()
-    model = build_tiny_model(tokenizer, seed=cfg.seed, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers)
+    if cfg.init_from is None:
+        tokenizer = build_char_tokenizer()
+        model = build_tiny_model(
+            tokenizer, seed=cfg.seed, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers
+        )
+    else:
+        from psgrpo.loading import load_model_and_tokenizer
+
+        model, tokenizer = load_model_and_tokenizer(cfg.init_from)
     n_train = cfg.num_train_examples or cfg.max_steps * cfg.per_device_train_batch_size
-    train = make_arith_dataset("train", n=n_train).select_columns(["prompt", "completion"])
+    train = sft_dataset(cfg, n_train)
     stopper = StopAtAccuracy(
         model,
         tokenizer,
-        make_arith_dataset("validation", n=cfg.validation_examples),
+        make_arith_dataset("validation", n=cfg.validation_examples, variant=cfg.dataset),
         target=cfg.target_accuracy,
         every=cfg.eval_every,
+        max_new_tokens=cfg.max_new_tokens,
     )
     with tempfile.TemporaryDirectory() as run_dir:
         args = SFTConfig(
@@ -145,8 +215,8 @@ def warmstart(cfg: WarmstartConfig) -> dict[str, float]:
         trainer.train()
     train_seconds = time.perf_counter() - start
 
-    test = make_arith_dataset("test", n=cfg.eval_examples)
-    metrics = evaluate_model(model, tokenizer, test, max_new_tokens=128, batch_size=100)
+    test = make_arith_dataset("test", n=cfg.eval_examples, variant=cfg.dataset)
+    metrics = evaluate_model(model, tokenizer, test, max_new_tokens=cfg.max_new_tokens, batch_size=100)
     save_checkpoint(model, tokenizer, Path(cfg.output_dir))
     result = {
         "train_seconds": train_seconds,
@@ -156,6 +226,19 @@ def warmstart(cfg: WarmstartConfig) -> dict[str, float]:
     }
     logger.info("warm start done: %s", result)
     return result
+
+
+def sft_dataset(cfg: WarmstartConfig, n: int) -> Dataset:
+    """The SFT rows (``prompt``, ``completion``): ``n`` training problems of ``cfg.dataset``, a share
+    ``cfg.early_answer_prob`` of them as early-answer rows (drawn with ``cfg.seed``)."""
+    if not cfg.early_answer_prob:  # exactly the rows of make_arith_dataset (the committed checkpoint's data)
+        return make_arith_dataset("train", n=n, variant=cfg.dataset).select_columns(["prompt", "completion"])
+    problems = split_problems("train", n=n, variant=cfg.dataset)
+    prompts = [format_prompt(p.question, "compact") for p in problems]
+    rows = probe_sft_rows(
+        prompts, problems, random.Random(cfg.seed), cfg.early_answer_prob, cfg.early_answer_wrong_prob
+    )
+    return Dataset.from_list(rows)
 
 
 def save_checkpoint(model, tokenizer, output_dir: Path) -> None:

@@ -4,20 +4,28 @@ from __future__ import annotations
 
 import random
 import re
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from psgrpo.data.arith import (
+    ARITH_VARIANTS,
     DEFAULT_SIZES,
     MAX_STEPS,
     MAX_VALUE,
     MIN_STEPS,
     ArithProblem,
+    ArithSpec,
+    ArithStep,
     generate_problem,
+    get_arith_spec,
     make_arith_dataset,
+    problem_from_chain,
+    with_wrong_step,
 )
+from psgrpo.ps.scorers.arithmetic import score_steps
 from psgrpo.rewards import correctness_reward, format_reward
 
 STEP_RE = re.compile(r"^Step (\d+): (\d+) ([-+*]) (\d+) = (\d+)$")
@@ -226,3 +234,128 @@ def test_chat_does_not_change_the_rows():
     chat = make_arith_dataset("test", n=5, chat=True)
     assert list(plain["question"]) == list(chat["question"])
     assert list(plain["completion"]) == list(chat["completion"])
+
+
+# -----------------------------------------------------------------------------
+# variants
+
+
+def test_default_variant_is_the_plain_arith_task():
+    assert (
+        make_arith_dataset("test", n=20).to_list()
+        == make_arith_dataset("test", n=20, variant="arith").to_list()
+    )
+    assert get_arith_spec("arith") == ArithSpec()
+
+
+@pytest.mark.parametrize("variant", ["arith-long", "arith-hard"])
+def test_long_variants_have_four_to_eight_operations(variant):
+    data = make_arith_dataset("test", n=200, variant=variant)
+    assert set(data["difficulty"]) == set(range(4, 9))
+    for row in data:
+        assert len(row["prompt"]) + len(row["completion"]) < 480  # the tiny model's context is 512
+
+
+@given(seed=st.integers(min_value=0, max_value=2**32 - 1), variant=st.sampled_from(sorted(ARITH_VARIANTS)))
+@settings(max_examples=100, deadline=None)
+def test_every_variant_states_true_steps_and_its_answer(seed, variant):
+    spec = ARITH_VARIANTS[variant]
+    problem = generate_problem(
+        random.Random(seed), random.Random(seed).randint(spec.min_steps, spec.max_steps), spec
+    )
+    assert len(problem.chain) == len(problem.steps)
+    used = [step for step in problem.chain if step.used]
+    assert problem.difficulty == len(used)
+    for prev, step in pairwise(used):
+        assert step.a == prev.result  # the used steps form one chain
+    for k, (line, step) in enumerate(zip(problem.steps, problem.chain, strict=True), start=1):
+        assert line == step.text(k) and step.written == step.result
+        assert all(0 <= v <= MAX_VALUE for v in (step.a, step.b, step.result))
+    assert problem.answer == used[-1].result
+    verdicts = score_steps(problem.steps, str(problem.answer))
+    assert all(v.correct == 1.0 for v in verdicts)
+    assert [v.necessary for v in verdicts] == [
+        step.used for step in problem.chain
+    ]  # distractor steps: unnecessary
+
+
+def test_distractor_questions_name_whom_they_ask_about():
+    rows = make_arith_dataset("test", n=200, variant="arith-distractor")
+    pattern = re.compile(r"^Question: (\w+) has .* How many (\w+) does \1 have now\?\n$")
+    assert all(pattern.match(p) for p in rows["prompt"])
+    lines = [len(c.split("\n")) - 3 for c in rows["completion"]]  # step lines: all but 3 tag lines
+    with_step = sum(n > d for n, d in zip(lines, rows["difficulty"], strict=True))
+    assert 70 <= with_step <= 130  # distractor_step_prob = 0.5 of 200
+
+
+def test_variant_splits_keep_held_out_questions_out_of_train():
+    train = set(make_arith_dataset("train", n=2000, variant="arith-hard")["question"])
+    test = set(make_arith_dataset("test", n=200, variant="arith-hard")["question"])
+    assert not train & test
+
+
+def test_unknown_variant_and_bad_specs_raise():
+    with pytest.raises(ValueError, match=r"unknown arith variant 'arith-xl'; expected one of \['arith'"):
+        make_arith_dataset("test", n=1, variant="arith-xl")
+    with pytest.raises(ValueError, match="min_steps=6, max_steps=5"):
+        ArithSpec(min_steps=6)
+    with pytest.raises(ValueError, match="max_operand must be in"):
+        ArithSpec(max_operand=0)
+    with pytest.raises(ValueError, match="distractor_prob must be a probability"):
+        ArithSpec(distractor_prob=1.5)
+    with pytest.raises(ValueError, match="min_steps=3, max_steps=9"):
+        make_arith_dataset("test", n=1, variant="arith-long", min_steps=3, max_steps=9)
+
+
+# -----------------------------------------------------------------------------
+# one wrong step
+
+
+def test_with_wrong_step_recomputes_later_steps_hand_example():
+    chain = (
+        ArithStep(7, "+", 5),
+        ArithStep(6, "+", 3, used=False),
+        ArithStep(12, "-", 3),
+        ArithStep(9, "*", 2),
+    )
+    gold = problem_from_chain("q", chain)
+    assert gold.answer == 18
+    wrong = with_wrong_step(gold, 0, 13)
+    assert wrong.steps == (
+        "Step 1: 7 + 5 = 13",
+        "Step 2: 6 + 3 = 9",
+        "Step 3: 13 - 3 = 10",
+        "Step 4: 10 * 2 = 20",
+    )
+    assert wrong.answer == 20 and wrong.question == "q"
+    verdicts = score_steps(wrong.steps, str(wrong.answer))
+    assert [v.correct for v in verdicts] == [0.0, 1.0, 1.0, 1.0]
+
+
+def test_with_wrong_step_refuses_bad_requests():
+    gold = problem_from_chain(
+        "q", (ArithStep(7, "+", 5), ArithStep(6, "+", 3, used=False), ArithStep(12, "-", 9))
+    )
+    with pytest.raises(ValueError, match="step 2 is a distractor"):
+        with_wrong_step(gold, 1, 10)
+    with pytest.raises(ValueError, match="12 is its true result"):
+        with_wrong_step(gold, 0, 12)
+    with pytest.raises(ValueError, match="outside the chain of 3 steps"):
+        with_wrong_step(gold, 3, 1)
+    assert with_wrong_step(gold, 0, 8) is None  # 8 - 9 < 0: never shown
+
+
+@given(seed=st.integers(min_value=0, max_value=2**32 - 1), variant=st.sampled_from(sorted(ARITH_VARIANTS)))
+@settings(max_examples=100, deadline=None)
+def test_a_wrong_step_is_the_only_step_the_verifier_flags(seed, variant):
+    rng = random.Random(seed)
+    spec = ARITH_VARIANTS[variant]
+    gold = generate_problem(rng, rng.randint(spec.min_steps, spec.max_steps), spec)
+    index = rng.choice([i for i, s in enumerate(gold.chain) if s.used])
+    wrong = with_wrong_step(gold, index, gold.chain[index].result + rng.choice([-2, -1, 1, 2]))
+    if wrong is None:
+        return
+    verdicts = score_steps(wrong.steps, str(wrong.answer))
+    assert [v.correct < 1 for v in verdicts] == [i == index for i in range(len(gold.chain))]
+    assert wrong.steps[:index] == gold.steps[:index]
+    assert wrong.answer != gold.answer

@@ -58,3 +58,83 @@ def test_cli_warmstart_prints_json(tmp_path, capsys):
     )
     printed = capsys.readouterr().out
     assert json.loads(printed[printed.rindex("{\n") :])["heldout_n"] == 2.0
+
+
+def test_sft_rows_default_to_the_dataset_rows_and_mix_in_early_answers():
+    from psgrpo.data.arith import make_arith_dataset
+    from psgrpo.data.arith_probe import PROBE_OPEN
+    from psgrpo.tiny.warmstart import sft_dataset
+
+    plain = sft_dataset(WarmstartConfig(), 50)
+    assert (
+        plain.to_list()
+        == make_arith_dataset("train", n=50).select_columns(["prompt", "completion"]).to_list()
+    )
+    mixed = sft_dataset(
+        WarmstartConfig(dataset="arith-hard", early_answer_prob=0.5, early_answer_wrong_prob=0.5), 200
+    )
+    early = [row for row in mixed if row["prompt"].endswith(PROBE_OPEN)]
+    assert 60 <= len(early) <= 140
+    assert all(
+        row["completion"].endswith("</answer>") and "<reasoning>" not in row["completion"] for row in early
+    )
+    assert all("does" in row["prompt"] for row in mixed)  # arith-hard questions name whom they ask about
+
+
+def test_warmstart_config_rejects_bad_options():
+    import pytest
+
+    with pytest.raises(ValueError, match=r"dataset='gsm8k' is not allowed; choose one of 'arith'"):
+        WarmstartConfig(dataset="gsm8k")
+    with pytest.raises(ValueError, match=r"early_answer_wrong_prob=2 is outside its range \[0.0, 1.0\]"):
+        WarmstartConfig(early_answer_wrong_prob=2)
+
+
+def quick_config(output_dir, **overrides) -> WarmstartConfig:
+    """A warm start of one or two steps on a few rows, with ``overrides``."""
+    settings = {
+        "max_steps": 1,
+        "per_device_train_batch_size": 2,
+        "eval_examples": 2,
+        "validation_examples": 2,
+        "max_new_tokens": 8,
+    }
+    return WarmstartConfig(output_dir=str(output_dir), **{**settings, **overrides})
+
+
+def test_warmstart_on_a_variant_with_early_answers(tmp_path):
+    config = quick_config(
+        tmp_path / "hard",
+        dataset="arith-hard",
+        early_answer_prob=0.5,
+        early_answer_wrong_prob=0.5,
+        max_steps=2,
+        hidden_size=16,
+        num_layers=1,
+    )
+    result = warmstart(config)
+    assert result["sft_steps"] == 2.0 and result["heldout_n"] == 2.0
+    assert (tmp_path / "hard" / "model.safetensors").exists()
+
+
+def test_warmstart_help_lists_the_new_options(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit):
+        main(["warmstart", "--help"])
+    printed = capsys.readouterr().out
+    assert "--early_answer_prob" in printed and "--dataset" in printed and "5% warm-up" in printed
+
+
+def test_warmstart_continues_from_a_checkpoint(tmp_path, tiny_model, char_tokenizer):
+    start = tmp_path / "start"
+    save_checkpoint(tiny_model, char_tokenizer, start)  # hidden size 32, 2 layers
+    result = warmstart(
+        quick_config(tmp_path / "next", init_from=str(start), dataset="arith-long", max_new_tokens=4)
+    )
+    assert result["sft_steps"] == 1.0
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "next")
+    assert (model.config.hidden_size, model.config.num_hidden_layers) == (
+        32,
+        2,
+    )  # the start's, not the defaults

@@ -1,0 +1,52 @@
+"""psgrpo diagnose: options are checked before loading, and the report is printed and written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from psgrpo.commands import diagnose as diagnose_module
+from psgrpo.commands.cli import main
+from psgrpo.commands.diagnose import DiagnoseConfig
+
+
+def test_writes_json_and_prints_the_table(tmp_path, monkeypatch, capsys, tiny_model, char_tokenizer):
+    import psgrpo.loading
+
+    monkeypatch.setattr(
+        psgrpo.loading, "load_model_and_tokenizer", lambda *a, **k: (tiny_model, char_tokenizer)
+    )
+    out = tmp_path / "q.json"
+    main(["diagnose", "--problems", "3", "--corruptions", "1", "--kinds", "step_end", "--output", str(out)])
+    saved = json.loads(out.read_text())
+    assert saved["config"]["problems"] == 3 and saved["groups"] == 3
+    assert set(saved["step_end"]) >= {"prob", "log", "gnorm_log", "places"} and "entropy" not in saved
+    assert "| step_end | prob |" in capsys.readouterr().out
+
+
+def test_the_embedded_checkpoint_by_name(tmp_path):
+    report = diagnose_module.run_diagnose(
+        DiagnoseConfig(model_name_or_path="embedded:arith", problems=4, corruptions=1, kinds=["step_end"])
+    )
+    assert report["groups"] == 4 and report["step_end"]["places"]["step_end"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"dataset": "gsm8k"}, "dataset='gsm8k' is not allowed"),
+        ({"kinds": ["entropy", "line"]}, "kinds='line' is not allowed; choose one of 'step_end'"),
+        ({"kinds": []}, "kinds is empty"),
+        ({"corruptions": 0}, r"corruptions=0 is outside its range \[1, inf\]"),
+    ],
+)
+def test_bad_options_are_refused(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        DiagnoseConfig(**overrides)
+
+
+def test_cli_error_is_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+    assert main(["diagnose", "--problems", "0"]) == 2
+    assert "psgrpo: error: problems=0 is outside its range [1, inf]" in capsys.readouterr().err
