@@ -15,6 +15,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from psgrpo.config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
+from psgrpo.precision import resolve_bf16
 from psgrpo.rewards import correctness_reward, format_reward
 from psgrpo.trainer import ProcessGRPOTrainer
 
@@ -50,7 +51,9 @@ def test_grpo_method_matches_trl(tmp_path, char_tokenizer):
     model_dir = save_tiny_model(tmp_path / "init", char_tokenizer)
     ref_batches, ref_logs, ref_params, _ = _run(
         GRPOTrainer,
-        GRPOConfig(**_common_args(tmp_path, "trl", beta=0.04)),
+        # stock TRL turns an unset bf16 into True even on a CPU without native bf16, where psgrpo
+        # trains in fp32: the comparison is at equal precision, psgrpo's rule (psgrpo.precision)
+        GRPOConfig(**_common_args(tmp_path, "trl", beta=0.04), bf16=resolve_bf16(None, False, True)),
         char_tokenizer,
         dataset,
         model_dir,
