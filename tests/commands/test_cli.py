@@ -9,7 +9,7 @@ import sys
 import pytest
 from trl import ModelConfig, TrlParser
 
-from psgrpo.commands.cli import main
+from psgrpo.commands.cli import SUBCOMMANDS, main
 from psgrpo.config import ProcessGRPOConfig
 from psgrpo.data.tasks import TaskConfig
 from psgrpo.data.validation import DatasetValidationError
@@ -55,6 +55,15 @@ def test_gsm8k_recipe_builds_seed_hyperparameters():
     assert (args.learning_rate, args.epsilon, args.beta, args.max_completion_length) == (5e-6, 0.2, 0.05, 512)
     assert (args.top_k, args.top_p, args.temperature) == (40, 0.9, 0.7)
     assert args.bf16 and args.gradient_checkpointing
+
+
+@pytest.mark.parametrize("command", sorted(SUBCOMMANDS))
+def test_every_subcommand_prints_its_help(command, capsys):
+    # argparse %-formats help strings: a stray '%' in one (e.g. "95% intervals") crashed `--help`
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    assert f"psgrpo {command}" in capsys.readouterr().out
 
 
 def test_unknown_flag_is_an_error():
