@@ -368,6 +368,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "aims": AIMS,
         "results": [],
     }
+    output = Path(cli.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
     for size in cli.sizes:
         for length in cli.lengths:
             shape = (size, length, cli.steps, cli.warmup, cli.prompts, cli.generations)
@@ -391,10 +393,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         "aim_met": None if kind not in AIMS else ratio <= AIMS[kind],
                     }
                 )
+            output.write_text(json.dumps(report, indent=2) + "\n")  # a sweep cut short keeps what finished
     print_report(report)
-    output = Path(cli.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=2) + "\n")
     print(f"\nJSON: {output}")
     return report
 

@@ -82,7 +82,7 @@ def test_an_import_failure_names_the_error(gpu_check):
 
 
 def test_cpu_smoke_in_process_runs_vps_and_reports_the_optional_backends(
-    gpu_check, tmp_path, qwen_tokenizer, monkeypatch
+    gpu_check, tmp_path, qwen_tokenizer, monkeypatch, request
 ):
     """The script's main() on the smoke size: 1 vps step, then every optional section skipped with its reason.
 
@@ -90,6 +90,9 @@ def test_cpu_smoke_in_process_runs_vps_and_reports_the_optional_backends(
     the full script, every method and both steps, is the slow test below.
     """
     monkeypatch.setattr(gpu_check, "build_qwen_tokenizer", lambda ranks: qwen_tokenizer)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # 2 threads on a shared 2-core machine spin-wait: 10-30x slower steps
+    request.addfinalizer(lambda: torch.set_num_threads(threads))
     monkeypatch.setitem(
         gpu_check.OPTIONAL, "liger", ("psgrpo_no_such_package", ["--use_liger_kernel", "true"])
     )
@@ -113,7 +116,7 @@ def test_cpu_smoke_in_process_runs_vps_and_reports_the_optional_backends(
 @pytest.mark.slow
 def test_cpu_smoke_runs_every_method_and_reports(tmp_path, qwen_tokenizer):
     """The whole script, as documented: `bash benchmarks/gpu_check.sh --cpu-smoke` (2.5 min on the shared 2 cores)."""
-    env = {**os.environ, "PYTHON": sys.executable}
+    env = {**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"}
     out = tmp_path / "gpu_check"
     command = ["bash", str(REPO / "benchmarks/gpu_check.sh"), "--cpu-smoke", "--output_dir", str(out)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
