@@ -25,6 +25,7 @@ from trl import GRPOConfig, TrlParser
 from psgrpo.config import METHODS, ProcessGRPOConfig
 from psgrpo.data.tasks import TaskConfig
 from psgrpo.loading import DEFAULT_RECIPE
+from psgrpo.precision import resolve_bf16
 
 TRAINERS = ("trl", *METHODS)
 """``trl`` is stock ``trl.GRPOTrainer``; the others are ``ProcessGRPOTrainer`` with that method."""
@@ -52,7 +53,8 @@ def recipe_configs(
     ``trainer`` is ``"trl"`` (a plain ``trl.GRPOConfig``; psgrpo-only fields such as ``method``
     are dropped) or a psgrpo method (a ``ProcessGRPOConfig`` with ``method=trainer``). Values
     go through TRL's parser as YAML values do, so the config equals what ``psgrpo train
-    --config recipe`` would build.
+    --config recipe`` would build. Stock TRL gets psgrpo's precision rule (bf16 only where the
+    hardware computes it natively, :mod:`psgrpo.precision`), so both run at the same precision.
 
     Raises:
         ValueError: for an unknown trainer or a field neither config nor ``TaskConfig`` has.
@@ -68,6 +70,11 @@ def recipe_configs(
     if trainer == "trl":
         config_cls: type[GRPOConfig] = GRPOConfig
         values = {k: v for k, v in values.items() if k not in PSGRPO_ONLY_FIELDS}
+        # Stock TRL turns an unset bf16 into True even on a CPU without native bf16; give it
+        # psgrpo's precision rule so that both trainers compute at the same precision.
+        bf16 = resolve_bf16(values.get("bf16"), bool(values.get("fp16")), bool(values.get("use_cpu")))
+        if bf16 is not None:
+            values["bf16"] = bf16
     else:
         config_cls, values["method"] = ProcessGRPOConfig, trainer
     parser = TrlParser((TaskConfig, config_cls))

@@ -1,6 +1,6 @@
 """Training-step time, throughput and peak RSS of psgrpo against stock ``trl.GRPOTrainer``, in one process.
 
-    python benchmarks/bench_step.py [--sizes tiny 24m] [--lengths 64 256] [--steps 5] [--warmup 1]
+    python benchmarks/bench_step.py [--sizes tiny 24m qwen-vocab] [--lengths 64 256] [--steps 5] [--warmup 1]
         [--trainers trl grpo ps vps] [--prompts 4] [--generations 4] [--isolated] [--output FILE.json]
 
 For every (model size, completion length) it builds stock ``trl.GRPOTrainer`` (``trl``) and
@@ -22,9 +22,13 @@ as usual, so the timed work is the normal one.
 
 Models: ``tiny`` is the embedded warm-started checkpoint (0.82 M parameters, character-level
 tokenizer); ``24m`` is a randomly initialised Qwen2 (8 layers × 512, 24.3 M parameters) with
-the same tokenizer. A random model writes random characters, so the PS arithmetic verifier finds
-few or no ``a op b = c`` steps to check and VPS's confidences are near zero: the cost is what
-is measured here, not learning.
+the same tokenizer; ``qwen-vocab`` is a randomly initialised Qwen2 of 4 layers × 512 with
+Qwen2.5's real tokenizer and its 151,936 embedding rows (89.9 M parameters, 77.8 M of them the
+tied embedding / lm_head), so the lm_head and the log-softmax and entropy over the vocabulary —
+what VPS's extra forward adds — weigh as they do in Qwen2.5. It needs Qwen's ranks file
+(``python -m psgrpo.tiny.qwen_tokenizer``; see :mod:`psgrpo.tiny.qwen_tokenizer`). A random model
+writes random tokens, so the PS arithmetic verifier finds few or no ``a op b = c`` steps to check
+and VPS's confidences are near zero: the cost is what is measured here, not learning.
 
 Measured for each trainer over the steps after ``--warmup`` (JSON field names in brackets):
 
@@ -77,20 +81,22 @@ from psgrpo.data.tasks import load_task_split
 from psgrpo.loading import load_model_and_tokenizer
 from psgrpo.rewards import get_reward_funcs
 from psgrpo.tiny.model import build_tiny_model
+from psgrpo.tiny.qwen_tokenizer import QWEN2_5_VOCAB_SIZE, build_qwen_tokenizer
 from psgrpo.trainer import ProcessGRPOTrainer
+
+WIDTH_512 = dict(
+    hidden_size=512, num_heads=8, num_kv_heads=2, intermediate_size=1536, max_position_embeddings=1024
+)
 
 SIZES: dict[str, dict[str, int] | None] = {
     "tiny": None,  # the embedded warm-started checkpoint
-    "24m": dict(
-        hidden_size=512,
-        num_layers=8,
-        num_heads=8,
-        num_kv_heads=2,
-        intermediate_size=1536,
-        max_position_embeddings=1024,
-    ),
+    "24m": dict(WIDTH_512, num_layers=8),
+    "qwen-vocab": dict(WIDTH_512, num_layers=4, vocab_size=QWEN2_5_VOCAB_SIZE),
 }
-"""Model sizes: ``None`` is the embedded checkpoint, a dict is a random-init Qwen2 config (char tokenizer)."""
+"""Model sizes: ``None`` is the embedded checkpoint, a dict is a random-init Qwen2 config."""
+
+QWEN_TOKENIZER_SIZES = frozenset({"qwen-vocab"})
+"""Sizes built with Qwen2.5's real tokenizer; the others use the embedded character-level one."""
 
 AIMS = {"grpo": 1.02, "ps": 1.10, "vps": 1.15}
 """The issue's upper bounds on step time relative to stock TRL."""
@@ -104,7 +110,15 @@ RSS_MEASURE = {
 
 
 def load_model(size: str):
-    """``(model, tokenizer)`` for a size in :data:`SIZES` (random init is seeded: every call is identical)."""
+    """``(model, tokenizer)`` for a size in :data:`SIZES` (random init is seeded: every call is identical).
+
+    Raises:
+        QwenVocabUnavailable: for a size in :data:`QWEN_TOKENIZER_SIZES` when Qwen's ranks file
+            is neither cached nor downloadable.
+    """
+    if size in QWEN_TOKENIZER_SIZES:
+        tokenizer = build_qwen_tokenizer()
+        return build_tiny_model(tokenizer, seed=0, **SIZES[size]), tokenizer
     model, tokenizer = load_model_and_tokenizer(None)
     if SIZES[size] is not None:
         model = build_tiny_model(tokenizer, seed=0, **SIZES[size])
@@ -314,7 +328,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES), help="default: all")
+    parser.add_argument(
+        "--sizes", nargs="+", default=["tiny", "24m"], choices=list(SIZES), help="default: tiny 24m"
+    )
     parser.add_argument(
         "--lengths", nargs="+", type=int, default=[64, 256], help="completion tokens (64 256)"
     )

@@ -1,12 +1,17 @@
-"""Check the arithmetic step verifier on GSM8K gold solutions and on corrupted copies of them.
+"""Check the arithmetic step verifier on GSM8K gold solutions and on corrupted copies of them,
+or (``--scaling``) time it on completions of growing length.
 
     python benchmarks/bench_verifier.py [--gsm8k-dir DIR] [--split test] [--limit N] [--seed 0]
+    python benchmarks/bench_verifier.py --scaling [--max-chars 32768] [--repeats 3]
 
 Each gold solution (the text before ``####``) is split into steps, one per line.
 
 (a) Gold steps: of the steps where the verifier finds at least one equation, the fraction whose
     equations all hold (target >= 99%); steps without an equation are counted, and the first
     failing steps are listed for inspection.
+    The same steps go through ``score_steps`` with the solution's final answer: reported are the
+    share of steps with equations on the dependency path to the answer (``necessary``) and the
+    no-op steps (``12 * 1 = 12``).
 (b) Corruption: in each solution one step with a calculator annotation whose equations all hold
     is drawn (seeded); the result ``R`` of one of its annotations ``<<expr=R>>`` and the visible
     copy right after ``>>`` are replaced by a different number (R ± k or 2R). Reported: the fraction
@@ -17,6 +22,14 @@ Both checks run twice: on the text as written, and with the annotations removed 
 
 The data is GSM8K JSONL with ``question``/``answer`` (default ``$PSGRPO_GSM8K_DIR`` or
 ``<repo>/../shared/data/gsm8k``).
+
+``--scaling`` needs no data: it builds completions of 1k, 2k, … ``--max-chars`` characters of each
+kind in :data:`KINDS` (honest steps, the same as one step, hostile arithmetic, random text),
+splits them with the ``markers`` segmenter as training does, scores them with
+``ArithmeticVerifier`` (best of ``--repeats``) and prints seconds, µs per character and the
+ratio of the per-character cost at the longest length to that at the shortest (1.0 = linear),
+then the milliseconds to score each hostile step of ``psgrpo.ps.credit_gaming.HOSTILE_STEPS`` (the
+inputs that used to raise) and the runs it counted as unparsed.
 """
 
 from __future__ import annotations
@@ -33,7 +46,10 @@ from pathlib import Path
 
 from psgrpo.data.gsm8k import solution_steps
 from psgrpo.numbers import format_number, parse_number
-from psgrpo.ps.scorers.arithmetic import extract_equations
+from psgrpo.ps.credit_gaming import HOSTILE_STEPS
+from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, extract_equations, score_steps
+from psgrpo.ps.segmentation import get_segmenter
+from psgrpo.rewards import extract_answer
 
 REPO = Path(__file__).resolve().parent.parent
 ANNOTATION_RE = re.compile(r"<<(?P<expr>[^<>=]*)=(?P<result>[^<>=]*)>>(?P<shown>-?\$?-?[\d,]*\.?\d+)?")
@@ -98,12 +114,15 @@ def run(solutions: list[str], seed: int, plain: bool) -> dict:
     """Both checks over ``solutions`` (``plain``: annotations removed); counts, failing steps, rates."""
     rng = random.Random(seed)
     shown = strip_annotations if plain else (lambda step: step)
-    n_steps = n_with_eq = n_hold = n_no_eq = 0
+    n_steps = n_with_eq = n_hold = n_no_eq = n_necessary = n_noop = 0
     failures: list[str] = []
     n_corrupted = n_detected = 0
     missed: list[str] = []
     for solution in solutions:
         steps = solution_steps(solution)
+        verdicts = score_steps([shown(step) for step in steps], extract_answer(solution))
+        n_necessary += sum(v.necessary for v in verdicts)
+        n_noop += sum(v.noop for v in verdicts)
         candidates = []
         for step in steps:
             n_steps += 1
@@ -132,6 +151,8 @@ def run(solutions: list[str], seed: int, plain: bool) -> dict:
         "steps_all_hold": n_hold,
         "steps_no_equation": n_no_eq,
         "gold_hold_rate": n_hold / max(1, n_with_eq),
+        "steps_necessary": n_necessary,
+        "steps_noop": n_noop,
         "failures": failures,
         "corrupted": n_corrupted,
         "detected": n_detected,
@@ -150,6 +171,14 @@ def print_report(reports: list[dict], command: str, split: str, seconds: float) 
             f"| {split} | {r['text']} | {r['solutions']} | {r['steps']} | {r['steps_with_equation']} | "
             f"{r['steps_all_hold']} ({100 * r['gold_hold_rate']:.2f}%) | {r['steps_no_equation']} | "
             f"{r['corrupted']} | {r['detected']} ({100 * r['detection_rate']:.2f}%) |"
+        )
+    print("\n| split | text | steps with eq. | necessary (on the path to the answer) | no-op |")
+    print("|---|---|---|---|---|")
+    for r in reports:
+        share = 100 * r["steps_necessary"] / max(1, r["steps_with_equation"])
+        print(
+            f"| {split} | {r['text']} | {r['steps_with_equation']} | {r['steps_necessary']} ({share:.2f}%) | "
+            f"{r['steps_noop']} |"
         )
     for r in reports:
         met = r["gold_hold_rate"] >= 0.99 and r["detection_rate"] >= 0.95
@@ -174,18 +203,134 @@ def describe_failures(step: str) -> str:
     return "; ".join(parts)
 
 
+def _honest(rng: random.Random, n_chars: int, markers: bool = True) -> str:
+    lines, value, k = [], rng.randint(2, 20), 0
+    while sum(map(len, lines)) < n_chars:
+        k += 1
+        b = rng.randint(1, 9)
+        head = f"Step {k}: " if markers else ""
+        lines.append(f"{head}{value} + {b} = {value + b}\n")
+        value += b
+    return "".join(lines)
+
+
+def _hostile(rng: random.Random, n_chars: int) -> str:
+    pieces = [
+        "(" * 200 + "1" + ")" * 200 + " = 1 ",
+        "1" + " / 7" * 150 + " = 0 ",
+        " * ".join(["99999"] * 100) + " = 1 ",
+        "9" * 500 + " + 1 = 2 ",
+        "-" * 300 + "1 = 1 ",
+        "<<" + "+".join(["1"] * 200) + "=200>>200 ",
+        "1 = 1 = " * 40,
+        "1 " * 120 + "+ 1 = 2 ",  # 120 places where an expression may start
+        "(" * 30 + "2 + 3 = " + ")" * 30,
+    ]
+    text = "Step 1: "
+    while len(text) < n_chars:
+        text += rng.choice(pieces) + "so "  # a word ends the run of arithmetic: each piece is its own
+    return text
+
+
+def _random_text(rng: random.Random, n_chars: int) -> str:
+    alphabet = "0123456789 +-*/=()<>.,$%xStep:\n" + "abcdefghij"
+    return "".join(rng.choice(alphabet) for _ in range(n_chars))
+
+
+KINDS = {
+    "honest steps (Step k: a + b = c)": _honest,
+    "the same in one step (no markers)": lambda rng, n: _honest(rng, n, markers=False),
+    "hostile arithmetic": _hostile,
+    "random characters": _random_text,
+}
+"""Completion families for ``--scaling``: each builds about ``n`` characters from a seeded RNG."""
+
+
+def time_scaling(max_chars: int, repeats: int, seed: int) -> list[dict]:
+    """Best-of-``repeats`` seconds to segment and score one completion of each kind and length."""
+    verifier, segmenter = ArithmeticVerifier(), get_segmenter("markers")
+    lengths = [n for n in (1024 * 2**k for k in range(12)) if n <= max_chars]
+    rows = []
+    for kind, build in KINDS.items():
+        for n_chars in lengths:
+            text = build(random.Random(seed), n_chars)[:n_chars]
+            steps = [text[start:end] for start, end in segmenter(text)]
+            best = float("inf")
+            for _ in range(repeats):
+                start = time.perf_counter()
+                verifier(["Q"], [steps])
+                best = min(best, time.perf_counter() - start)
+            counts = verifier.pop_counts()
+            rows.append(
+                {"kind": kind, "chars": len(text), "steps": len(steps), "seconds": best,
+                 "unparsed": counts["unparsed_equations"] // repeats}
+            )  # fmt: skip
+    return rows
+
+
+def time_hostile(repeats: int) -> list[dict]:
+    """Best-of-``repeats`` milliseconds to score each of :data:`HOSTILE_STEPS` (one step each)."""
+    verifier = ArithmeticVerifier()
+    rows = []
+    for name, step in HOSTILE_STEPS.items():
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            verifier(["Q"], [[step]])
+            best = min(best, time.perf_counter() - start)
+        rows.append({"input": name, "chars": len(step), "ms": 1e3 * best,
+                     "unparsed": verifier.pop_counts()["unparsed_equations"] // repeats})  # fmt: skip
+    return rows
+
+
+def print_scaling(rows: list[dict], command: str) -> None:
+    """A markdown table: time per kind and length, and the per-character cost ratio longest/shortest."""
+    print(f"\n`{command}`\n")
+    print("| completion | chars | steps | seconds | µs / char | unparsed runs |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print(
+            f"| {row['kind']} | {row['chars']} | {row['steps']} | {row['seconds']:.4f} | "
+            f"{1e6 * row['seconds'] / row['chars']:.1f} | {row['unparsed']} |"
+        )
+    print("\n| completion | µs/char at the longest ÷ at the shortest (1.0 = linear) |")
+    print("|---|---:|")
+    for kind in dict.fromkeys(row["kind"] for row in rows):
+        mine = [row for row in rows if row["kind"] == kind]
+        first, last = mine[0], mine[-1]
+        ratio = (last["seconds"] / last["chars"]) / (first["seconds"] / first["chars"])
+        print(f"| {kind} | {ratio:.2f} |")
+
+
+def print_hostile(rows: list[dict]) -> None:
+    """A markdown table: milliseconds and unparsed runs per hostile step."""
+    print("\n| hostile step | chars | ms (best) | unparsed runs |")
+    print("|---|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row['input']} | {row['chars']} | {row['ms']:.2f} | {row['unparsed']} |")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gsm8k-dir", type=Path, default=None, help="folder with <split>.jsonl")
     parser.add_argument("--split", default="test")
     parser.add_argument("--limit", type=int, default=None, help="first N solutions only")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--scaling", action="store_true", help="time the verifier vs completion length instead"
+    )
+    parser.add_argument("--max-chars", type=int, default=32768, help="--scaling: longest completion (chars)")
+    parser.add_argument("--repeats", type=int, default=3, help="--scaling: timings per point (best is kept)")
     args = parser.parse_args(argv)
+    command = "python benchmarks/bench_verifier.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    if args.scaling:
+        print_scaling(time_scaling(args.max_chars, args.repeats, args.seed), command.strip())
+        print_hostile(time_hostile(args.repeats))
+        return
     solutions = load_solutions(args.gsm8k_dir or default_data_dir(), args.split, args.limit)
     start = time.perf_counter()
     reports = [run(solutions, args.seed, plain) for plain in (False, True)]
     seconds = time.perf_counter() - start
-    command = "python benchmarks/bench_verifier.py " + " ".join(sys.argv[1:] if argv is None else argv)
     print_report(reports, command.strip(), args.split, seconds)
 
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import torch
 
-from psgrpo.options import PsAdvantageMode, TruncatedMode, ZeroVarianceMode, check_choice
+from psgrpo.options import ProcessMode, TruncatedMode, ZeroVarianceMode, check_choice
 from psgrpo.registry import Registry
 
 AdvantageEstimator = Callable[..., torch.Tensor]
@@ -99,11 +99,18 @@ def reward_to_go(step_advantages: torch.Tensor, step_mask: torch.Tensor) -> torc
 def soft_min_to_go(
     step_advantages: torch.Tensor, step_mask: torch.Tensor, temperature: float
 ) -> torch.Tensor:
-    """Per step k, a soft minimum of r̃ over steps k..S (PURE-style min-form credit).
+    """Per step k, a soft minimum of r̃ over steps k..S (mode ``min``).
 
-    The soft minimum is Σ_j w_j r̃_j with w = softmax(−r̃_{k..S} / temperature): as the
-    temperature goes to 0 it becomes the minimum, so one bad future step dominates the credit
-    instead of being averaged away by good ones.
+    The soft minimum is Σ_{j≥k} w_j r̃_j with w = softmax(−r̃_{k..S} / temperature), the weights
+    renormalised over steps k..S for every k: as the temperature goes to 0 it becomes
+    min_{j≥k} r̃_j, so one bad future step dominates the credit instead of being averaged away by
+    good ones. Steps that all score r̃ get r̃ whatever their number. It differs from PURE's
+    formula (:func:`pure_min_form`), whose weights are normalised once over the whole trajectory.
+
+    Args:
+        step_advantages: (B, S) normalised step scores r̃ (any value where ``step_mask`` is 0).
+        step_mask: (B, S) 1 for real steps.
+        temperature: T > 0, in the units of r̃ (group standard deviations).
 
     Returns:
         (B, S), 0 on padding.
@@ -120,6 +127,37 @@ def soft_min_to_go(
     return values * step_mask
 
 
+def pure_min_form(step_rewards: torch.Tensor, step_mask: torch.Tensor, temperature: float) -> torch.Tensor:
+    """PURE's min-form credit (Cheng et al., arXiv 2504.15275; mode ``pure_min``).
+
+    Each step reward r_j is weighted by a softmax of −r/T over *all* steps of the trajectory,
+    then summed from step k to the end (the return, γ = 1)::
+
+        w_j = exp(−r_j / T) / Σ_{l=1..S} exp(−r_l / T)
+        G_k = Σ_{j=k..S} w_j · r_j
+
+    As T → 0, G_1 → min_j r_j, and G_k → min_{j≥k} r_j while the trajectory's minimum lies at or
+    after step k (G_k → 0 after it). This is the formula of the paper and of its reference code
+    (``turn_process_reward_logits_to_reward``: weights ``softmax(−r/T)`` over the steps, then a
+    reverse cumulative sum). Steps that all score r get G_k = r·(S − k + 1)/S, so unlike ``min``
+    the credit depends on the number of steps.
+
+    Args:
+        step_rewards: (B, S) step rewards (any value where ``step_mask`` is 0).
+        step_mask: (B, S) 1 for real steps.
+        temperature: T > 0 (the paper uses 0.1), in the units of ``step_rewards``.
+
+    Returns:
+        (B, S) G_k, 0 on padding.
+    """
+    if temperature <= 0:
+        raise ValueError(f"min-form temperature must be positive, got {temperature}")
+    valid = step_mask.bool()
+    logits = (-step_rewards / temperature).masked_fill(~valid, float("-inf"))
+    weights = torch.softmax(logits, dim=-1).nan_to_num(0.0)  # a row without steps: all -inf → NaN → 0
+    return reward_to_go(weights * step_rewards.masked_fill(~valid, 0.0), step_mask)
+
+
 @ADVANTAGE_ESTIMATORS.register("process")
 def process_token_advantages(
     *,
@@ -128,7 +166,7 @@ def process_token_advantages(
     step_advantages: torch.Tensor,
     step_index: torch.Tensor,
     process_valid: torch.Tensor | None = None,
-    advantage_mode: PsAdvantageMode = "reward_to_go",
+    advantage_mode: ProcessMode = "reward_to_go",
     outcome_weight: float = 1.0,
     lambda_: float = 1.0,
     min_temperature: float = 0.1,
@@ -144,12 +182,14 @@ def process_token_advantages(
         process_valid: (B,) bool; False where the scorer failed and the user opted into the
             outcome fallback: those rows get exactly A_i.
         advantage_mode: ``reward_to_go`` (A^proc_t = Σ_{steps j ending at or after t} r̃_j, DeepSeekMath),
-            ``step`` (every token of step j gets r̃_j, "backfill") or ``min`` (soft
-            minimum of r̃ over the current and later steps).
+            ``step`` (every token of step j gets r̃_j, "backfill"), ``min`` (soft minimum of r̃ over
+            the current and later steps, :func:`soft_min_to_go`) or ``pure_min`` (PURE's min-form
+            return on r̃, :func:`pure_min_form`). ``ps_advantage_mode: auto`` is resolved to one of
+            these before the estimator is called (:func:`psgrpo.ps.signal.resolve_process_mode`).
         outcome_weight: w_o, weight of the outcome advantage (default 1; 0 = pure process
             supervision as in DeepSeekMath).
         lambda_: λ (``ps_lambda``).
-        min_temperature: temperature of the soft minimum (``min`` mode).
+        min_temperature: temperature of ``min`` and ``pure_min``, in units of r̃.
 
     Returns:
         (B, T) token advantages, 0 on padding.
@@ -158,13 +198,15 @@ def process_token_advantages(
     step_mask = (torch.arange(step_advantages.shape[1], device=step_index.device) < n_steps.unsqueeze(1)).to(
         step_advantages.dtype
     )
-    check_choice("advantage_mode", advantage_mode, PsAdvantageMode)
+    check_choice("advantage_mode", advantage_mode, ProcessMode)
     if advantage_mode == "reward_to_go":
         per_step = reward_to_go(step_advantages, step_mask)
     elif advantage_mode == "step":
         per_step = step_advantages * step_mask
-    else:  # "min"
+    elif advantage_mode == "min":
         per_step = soft_min_to_go(step_advantages, step_mask, min_temperature)
+    else:  # "pure_min"
+        per_step = pure_min_form(step_advantages, step_mask, min_temperature)
     mask = completion_mask.to(outcome_advantages.dtype)
     process = _step_values_per_token(per_step.to(outcome_advantages.dtype), step_index) * mask
     advantages = outcome_weight * outcome_advantages.unsqueeze(1) * mask + lambda_ * process

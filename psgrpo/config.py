@@ -18,6 +18,7 @@ from typing import Any
 from trl import GRPOConfig
 
 from psgrpo.advantages import ADVANTAGE_ESTIMATORS
+from psgrpo.compatibility import check_trl_compatibility
 from psgrpo.options import (
     Curriculum,
     KLSchedule,
@@ -143,11 +144,14 @@ class ProcessGRPOConfig(GRPOConfig):
         },
     )
     ps_advantage_mode: PsAdvantageMode = field(
-        default="reward_to_go",
+        default="auto",
         metadata={
-            "help": "Token advantage from normalised step scores: 'reward_to_go' (sum over the current and later "
-            "steps, DeepSeekMath; default), 'step' (each token gets its own step's score) or 'min' (soft minimum "
-            "over the current and later steps, PURE-style).",
+            "help": "Token advantage from normalised step scores: 'auto' (default: 'step' for the arithmetic "
+            "verifier, 'min' for a PRM or your own scorer; the modes no gamed solution beats the honest one with, "
+            "docs/robustness.md), 'step' (each token gets its own step's score), 'min' (soft minimum over the "
+            "current and later steps), 'pure_min' (PURE's min-form: softmax(-r/T) weights over the trajectory, "
+            "then the sum over later steps) or 'reward_to_go' (sum over the current and later steps, DeepSeekMath; "
+            "padding and splitting steps pay).",
         },
     )
     ps_outcome_weight: float = field(
@@ -158,12 +162,19 @@ class ProcessGRPOConfig(GRPOConfig):
         },
     )
     ps_lambda: float = field(
-        default=1.0, metadata={"help": "λ, weight of the process advantage (default 1.0)."}
+        default=1.0,
+        metadata={
+            "help": "λ, weight of the process advantage (default 1.0). Step scores are centred per group and "
+            "divided by the step-score std of the group or, when TRL divides A_i by a batch std (scale_rewards "
+            "'batch', normalize_then_sum), of the batch, so λ weighs two unitless terms; scale_rewards 'none' "
+            "is refused unless reward_norm_momentum is set (docs/compatibility.md)."
+        },
     )
     ps_min_temperature: float = field(
         default=0.1,
         metadata={
-            "help": "Temperature of the soft minimum in 'min' mode (default 0.1; smaller → closer to min)."
+            "help": "Temperature of the soft minimum in 'min' and 'pure_min' modes, in units of the normalised "
+            "step scores (default 0.1; smaller → closer to min)."
         },
     )
     ps_on_scorer_error: ScorerErrorPolicy = field(
@@ -221,7 +232,9 @@ class ProcessGRPOConfig(GRPOConfig):
     vps_alpha: float = field(
         default=1.2,
         metadata={
-            "help": "α in Ã_k = A_i + α·ΔC_k (default 1.2; the paper's sweep peaked at 1.2, 0 = outcome GRPO)."
+            "help": "α in Ã_k = A_i + α·ΔC_k (default 1.2; the paper's sweep peaked at 1.2, 0 = outcome GRPO). "
+            "ΔC is a probability difference, unitless like A_i scaled by scale_rewards 'group' or 'batch'; "
+            "scale_rewards 'none' is refused unless reward_norm_momentum is set (docs/compatibility.md)."
         },
     )
     vps_log_form: bool = field(
@@ -388,6 +401,7 @@ class ProcessGRPOConfig(GRPOConfig):
         check_number("vps_boundary_jitter", self.vps_boundary_jitter, low=0)
         check_number("vps_probe_chunk_size", self.vps_probe_chunk_size, low=1, allow_none=True)
         check_components(self)
+        check_trl_compatibility(self)  # TRL option × method combinations psgrpo refuses
 
 
 def check_components(config: Any) -> None:

@@ -57,7 +57,8 @@ class CreditRecord:
 
     Attributes:
         outcome_advantages: (B,) A_i, after the training techniques.
-        token_advantages: (B, T) A_t, what TRL's loss received; 0 on padding.
+        token_advantages: (B, T) A_t, 0 on padding: what TRL's loss received, or its broadcast where TRL
+            received the 1-D A_i (no process term: :func:`psgrpo.compatibility.has_token_credit`).
         process: the method's record (``None`` for ``grpo``).
     """
 

@@ -20,6 +20,10 @@ _NUMBER_RE = re.compile(
     re.VERBOSE,
 )
 
+MAX_NUMBER_DIGITS = 1000
+"""Longest digit string read as a number. Python refuses to convert more than 4300 digits to an int
+(``ValueError``); model text can hold any number of digits, so longer numbers are "not a number"."""
+
 
 def parse_number(text: str) -> Fraction | None:
     """Parse ``text`` as one number and return it exactly, or ``None`` if it is not one number.
@@ -27,11 +31,11 @@ def parse_number(text: str) -> Fraction | None:
     Accepts thousands separators, a leading ``$``, a trailing ``%`` (kept as written: ``50%`` is 50,
     as GSM8K answers are), decimals, a sign (ASCII or Unicode minus) and simple fractions ``a/b``.
     Surrounding whitespace and a final full stop are ignored. Anything else (words, two numbers,
-    an empty string) gives ``None``.
+    an empty string, more than :data:`MAX_NUMBER_DIGITS` digits) gives ``None``.
     """
     s = text.strip().rstrip(".").strip() if text.strip() not in {".", ""} else ""
     match = _NUMBER_RE.match(s)
-    if match is None:
+    if match is None or len(match["body"]) + len(match["den"] or "") > MAX_NUMBER_DIGITS:
         return None
     value = Fraction(match["body"].replace(",", ""))
     if match["den"] is not None:

@@ -28,8 +28,12 @@ from typing import Any, Literal, get_args
 Method = Literal["grpo", "ps", "vps"]
 """Credit assignment: outcome GRPO, PS-GRPO (step scores) or GRPO-VPS (confidence probes)."""
 
-PsAdvantageMode = Literal["reward_to_go", "step", "min"]
-"""How normalised step scores become token advantages (see :mod:`psgrpo.advantages`)."""
+ProcessMode = Literal["step", "min", "pure_min", "reward_to_go"]
+"""How the ``process`` estimator turns normalised step scores into token advantages (:mod:`psgrpo.advantages`)."""
+
+PsAdvantageMode = Literal["auto", ProcessMode]
+"""``ps_advantage_mode``: a :data:`ProcessMode`, or ``auto``, the one no gamed solution beats the honest
+one with for the step scorer (``step`` for the arithmetic verifier, ``min`` otherwise; docs/robustness.md)."""
 
 ScorerErrorPolicy = Literal["raise", "outcome"]
 """What a step scorer failure does: stop training, or fall back to the outcome advantage."""

@@ -26,7 +26,6 @@ Anti-gaming rules, so that spamming never pays more than the clean format:
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import threading
@@ -56,6 +55,8 @@ TAG_REWARD = 0.2
 STRICT_FORMAT_REWARD = 0.8
 MATH_VERIFY_TIMEOUT_S = 5
 """Per-call limit for math-verify (signal based, so only applied in the main thread on POSIX)."""
+MATH_VERIFY_MAX_CHARS = 1000
+"""A predicted answer longer than this is wrong without asking math-verify (bounded work on model text)."""
 
 # -----------------------------------------------------------------------------
 # completion text and answer extraction
@@ -154,6 +155,22 @@ def _parse_number_with_units(text: str) -> Fraction | None:
     return parse_number(match["number"])
 
 
+_NUMBER_LIST_RE = re.compile(
+    r"(?<![\d.,/])\d+(?:\.\d+)?(?:\s*,\s+|\s*,(?!\d{3}(?!\d))|\s+|\s*(?:\.{3}|…)[\s,]*)\d+(?![\d/])"
+)
+"""Two numbers side by side, apart only by spaces, a comma or an ellipsis: ``1 2``, ``8, 9``, ``3 ... 100``
+(not ``1,000``, ``3 1/2``)."""
+
+
+def is_number_list(text: str) -> bool:
+    """Whether ``text`` lists numbers side by side (``1 2 3 … 100``, ``8, 9``): never one numeric answer.
+
+    math-verify reads such a list as something (``1 2 3`` as 6, ``1, 2, ..., 100`` as 100), so a
+    policy could hedge with it; :func:`grade_answer` grades it wrong when the gold is one number.
+    """
+    return _NUMBER_LIST_RE.search(text) is not None
+
+
 def _math_verify_timeout() -> int | None:
     """math-verify's signal-based timeout works only in the main thread on POSIX; elsewhere none."""
     if os.name == "posix" and threading.current_thread() is threading.main_thread():
@@ -161,16 +178,29 @@ def _math_verify_timeout() -> int | None:
     return None
 
 
-@functools.lru_cache(maxsize=4096)
+_MV_PARSED: dict[str, tuple[Any, ...]] = {}
+_MV_PARSED_SIZE = 4096
+
+
 def _mv_parse(text: str) -> tuple[Any, ...]:
     """math-verify parse of ``text`` read as one whole expression (wrapped in ``\\boxed{}``).
 
     Wrapping makes ``3 or 4`` a set {3, 4} rather than "the last number, 4"; a failure gives ``()``.
+    Successful parses are remembered (up to 4096, oldest dropped first); a failure is not, because
+    math-verify reports a timeout (a loaded machine) as an empty parse, and remembering it would
+    grade every later answer to that gold wrong for the rest of the run.
     """
+    if (parsed := _MV_PARSED.get(text)) is not None:
+        return parsed
     try:
-        return tuple(mv_parse(f"\\boxed{{{text}}}", parsing_timeout=_math_verify_timeout()))
+        parsed = tuple(mv_parse(f"\\boxed{{{text}}}", parsing_timeout=_math_verify_timeout()))
     except (Exception, TimeoutException):
         return ()
+    if parsed:
+        if len(_MV_PARSED) >= _MV_PARSED_SIZE:
+            _MV_PARSED.pop(next(iter(_MV_PARSED)))
+        _MV_PARSED[text] = parsed
+    return parsed
 
 
 def math_verify_equal(predicted: str, gold: str) -> bool:
@@ -193,6 +223,9 @@ def grade_answer(predicted: str | None, gold: str, rel_tol: float = DEFAULT_REL_
     Both parse as numbers (``1,000``, ``$18``, ``18.0``, ``3/4``, ``5 apples``): exact if equal, close
     if ``|p - g| <= rel_tol * max(1, |g|)`` (never when ``rel_tol`` is 0), else wrong. Otherwise
     (LaTeX ``\\frac{3}{4}``, ``x = 5``, symbolic gold) math-verify decides exact or wrong.
+
+    Never more than one answer: a list of numbers (:func:`is_number_list`) against a numeric gold,
+    or a prediction longer than :data:`MATH_VERIFY_MAX_CHARS`, is wrong.
     """
     if predicted is None or not predicted.strip():
         return "wrong"
@@ -202,6 +235,8 @@ def grade_answer(predicted: str | None, gold: str, rel_tol: float = DEFAULT_REL_
             return "exact"
         tolerance = Fraction(str(rel_tol)) * max(Fraction(1), abs(g))
         return "close" if rel_tol > 0 and abs(p - g) <= tolerance else "wrong"
+    if len(predicted) > MATH_VERIFY_MAX_CHARS or (g is not None and is_number_list(predicted)):
+        return "wrong"
     return "exact" if math_verify_equal(predicted, gold) else "wrong"
 
 

@@ -8,8 +8,10 @@ The subclass is thin glue. One training step reads top to bottom in
     token advantages A_t (B, T)           psgrpo/advantages.py, a registry of pure estimators
     → TRL's unchanged clipped policy loss
 
-With ``method="grpo"`` the token advantage is A_i on every completion token, so training is
-identical to ``trl.GRPOTrainer`` (tested). Formulas: docs/design.md.
+Where a configuration has no process term (``method="grpo"``, ``ps_lambda=0``, ``vps_alpha=0``), TRL
+receives the 1-D A_i, so training and every logged metric are those of ``trl.GRPOTrainer`` (tested);
+with token credit, the hooks of :mod:`psgrpo.loss_hooks` keep TRL's sequence-level loss pieces from
+undoing it (docs/compatibility.md). Formulas: docs/design.md.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from trl.import_utils import is_vllm_available
 
 from psgrpo.advantages import ADVANTAGE_ESTIMATORS, METHOD_ESTIMATORS
 from psgrpo.checkpoints.trainer_mixin import CheckpointMixin
+from psgrpo.compatibility import has_token_credit
 from psgrpo.config import ProcessGRPOConfig
 from psgrpo.credit import CreditRecord, ProcessSignal, SignalOutput, process_term_metrics
 from psgrpo.eval.vllm_backend import VLLM_INSTALL
 from psgrpo.guards import check_finite, check_loss_and_gradients, check_rewards
+from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
 from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
 from psgrpo.ps.scorers import build_step_scorer
 from psgrpo.ps.segmentation import get_segmenter
@@ -37,12 +41,13 @@ from psgrpo.techniques.trainer_mixin import TechniquesMixin
 from psgrpo.vps.signal import ConfidenceSignal
 
 
-class ProcessGRPOTrainer(TechniquesMixin, CheckpointMixin, GRPOTrainer):
+class ProcessGRPOTrainer(TokenCreditLossMixin, TechniquesMixin, CheckpointMixin, GRPOTrainer):
     """GRPO trainer whose per-token advantages come from a registered estimator.
 
     The training techniques (KL schedule, reward normalisation, curriculum, memory bank, flat LR
     warm-up; all off by default) come from :class:`~psgrpo.techniques.trainer_mixin.TechniquesMixin`;
-    atomic checkpoints and the exact resume from :class:`~psgrpo.checkpoints.trainer_mixin.CheckpointMixin`.
+    atomic checkpoints and the exact resume from :class:`~psgrpo.checkpoints.trainer_mixin.CheckpointMixin`;
+    the loss hooks for token advantages from :class:`~psgrpo.loss_hooks.TokenCreditLossMixin`.
 
     Args are those of ``trl.GRPOTrainer``; ``args`` must be a :class:`ProcessGRPOConfig`.
     ``reward_funcs`` defaults to the built-ins named in ``args.reward_funcs``. ``step_scorer``
@@ -52,6 +57,8 @@ class ProcessGRPOTrainer(TechniquesMixin, CheckpointMixin, GRPOTrainer):
     Attributes:
         signal: the method's process signal stage (``None`` for ``grpo``).
         advantage_estimator: the registered estimator turning A_i and the signal into A_t (B, T).
+        token_credit: whether TRL's loss gets A_t (B, T), or the 1-D A_i because the configuration has
+            no process term (:func:`psgrpo.compatibility.has_token_credit`).
         last_credit: :class:`~psgrpo.credit.CreditRecord` of the last batch scored (local rows;
             read by ``psgrpo inspect``).
         completion_tokens_seen: training completion tokens over all processes (restored on resume);
@@ -81,6 +88,7 @@ class ProcessGRPOTrainer(TechniquesMixin, CheckpointMixin, GRPOTrainer):
         self.advantage_estimator = ADVANTAGE_ESTIMATORS.get(
             args.advantage_estimator or METHOD_ESTIMATORS[args.method]
         )
+        self.token_credit = has_token_credit(args)
         if reward_funcs is None:
             reward_funcs = get_reward_funcs(
                 args.reward_funcs,
@@ -117,7 +125,10 @@ class ProcessGRPOTrainer(TechniquesMixin, CheckpointMixin, GRPOTrainer):
         return None
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
-        """TRL's rollout and outcome scoring, then the method's process signal, then token advantages (B, T)."""
+        """TRL's rollout and outcome scoring, then the method's process signal, then token advantages (B, T).
+
+        TRL's loss receives A_t (B, T) with token credit, else the rows' single value (B,), TRL's own form.
+        """
         # TechniquesMixin runs first (psgrpo/techniques): the memory bank may swap a banked completion into
         # an all-wrong group, and running reward normalisation may replace A_i. Then TRL: rollout, rewards, A_i.
         output = super()._generate_and_score_completions(
@@ -162,6 +173,9 @@ class ProcessGRPOTrainer(TechniquesMixin, CheckpointMixin, GRPOTrainer):
             for key, value in diag.items():
                 metrics[key].append(value)
         self.last_credit = CreditRecord(output["advantages"].detach(), advantages.detach(), signal.credit)
+        # no process term: TRL gets its own 1-D A_i, so its code paths and metrics hold
+        if not self.token_credit:
+            advantages = row_advantages(advantages, output["completion_mask"], empty=output["advantages"])
         output["advantages"] = advantages
         return output
 

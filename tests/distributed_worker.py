@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from trainer_helpers import length_reward, record_batches, tiny_run_args
+from trainer_helpers import FIXED_COMPLETIONS, FixedRollouts, length_reward, record_batches, tiny_run_args
 from transformers import AutoModelForCausalLM
 
 from psgrpo.config import ProcessGRPOConfig
@@ -45,44 +45,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
     },
 }
 
-COMPLETIONS = [
-    "<reasoning>\nStep 1: 4 + 1 = 5\nStep 2: 5 * 2 = 10\n</reasoning>\n<answer>10</answer>",
-    "<reasoning>\nStep 1: 4 + 1 = 6\nStep 2: 6 * 2 = 12\n</reasoning>\n<answer>12</answer>",
-    "<reasoning>\nStep 1: 3 * 3 = 9\n</reasoning>\n<answer>9</answer>",
-    "Step 1: 7 - 2 = 5\nStep 2: 5 + 5 = 11\nStep 3: 11 * 2 = 22\n<answer>22</answer>",
-    "<reasoning>\n2 + 2 = 4\n4 + 4 = 8\n8 + 8 = 16\n</reasoning>\n<answer>16</answer>",
-    "the answer is 7",
-    "<reasoning>\nStep 1: 10 / 2 = 5\nStep 2: 5 - 1 = 4\n",  # no EOS: a truncated completion
-]
-TRUNCATED = {len(COMPLETIONS) - 1}
 
-
-def fixed_completion(row: int, step: int) -> int:
-    """Index into COMPLETIONS for global row ``row`` of the generation batch at ``step``.
-
-    Every third group gets four identical completions (a zero-variance group); the others get
-    four different ones.
-    """
-    group, member = divmod(row, NUM_GENERATIONS)
-    if group % 3 == 2:
-        return (group + step) % len(COMPLETIONS)
-    return (group + 2 * member + 3 * step) % len(COMPLETIONS)
-
-
-class FixedRolloutTrainer(ProcessGRPOTrainer):
-    """ProcessGRPOTrainer whose sampler is replaced by fixed completions chosen by global row index.
-
-    Only generation changes: prompts, rewards, advantages, probes and the loss are the real code.
-    """
-
-    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, **kwargs):
-        offset = self.accelerator.process_index * len(prompt_ids)
-        completions = []
-        for i in range(len(prompt_ids)):
-            choice = fixed_completion(offset + i, self.state.global_step)
-            ids = self._tokenizer(COMPLETIONS[choice], add_special_tokens=False)["input_ids"]
-            completions.append(ids if choice in TRUNCATED else [*ids, self._tokenizer.eos_token_id])
-        return completions, None
+class FixedRolloutTrainer(FixedRollouts, ProcessGRPOTrainer):
+    """ProcessGRPOTrainer whose sampler is replaced by fixed completions chosen by global row index."""
 
 
 def _cpu(value: Any) -> Any:
@@ -180,7 +145,7 @@ def probe_symmetry(out_dir: Path, model_dir: Path) -> None:
     data = make_arith_dataset("train", n=rows)
     prompts = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in data["prompt"]]
     completions = [
-        tokenizer(COMPLETIONS[i % 5], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        tokenizer(FIXED_COMPLETIONS[i % 5], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         for i in range(rows)
     ]
     batch = ProbeBatch.from_lists(prompts, completions, *build_probe_ids(tokenizer, data["answer"]))

@@ -23,7 +23,7 @@ def _parse(tmp_path, recipe: dict, *flags: str):
     [
         ("vps_boundaries", "marker", "'entropy', 'markers'"),
         ("method", "vsp", "'grpo', 'ps', 'vps'"),
-        ("ps_advantage_mode", "reward-to-go", "'reward_to_go', 'step', 'min'"),
+        ("ps_advantage_mode", "reward-to-go", "'auto', 'step', 'min', 'pure_min', 'reward_to_go'"),
         ("segmenter", "lines", "'markers', 'newline', 'paragraph', 'single'"),
         ("step_scorer", "verifier", "'arithmetic', 'prm'"),
         ("kl_schedule", "exp", "'none', 'linear', 'cosine'"),

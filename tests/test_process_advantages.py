@@ -1,6 +1,8 @@
-"""PS-GRPO advantages: group step normalisation and the reward-to-go / step / min token advantages."""
+"""PS-GRPO advantages: group step normalisation and the reward-to-go / step / min / pure_min token advantages."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
@@ -10,9 +12,11 @@ from hypothesis import strategies as st
 from psgrpo.advantages import (
     ADVANTAGE_ESTIMATORS,
     process_token_advantages,
+    pure_min_form,
     reward_to_go,
+    soft_min_to_go,
 )
-from psgrpo.options import PsAdvantageMode, allowed
+from psgrpo.options import ProcessMode, allowed
 from psgrpo.ps.signal import normalize_step_scores, step_tensors
 
 
@@ -38,6 +42,14 @@ def build(steps, values, pad):
     return tensors, mask
 
 
+def pure_min_paper(rewards: list[float], temperature: float) -> list[float]:
+    """PURE's min-form return, written out with loops: w_j = exp(−r_j/T) / Σ_l exp(−r_l/T) over the
+    trajectory's steps, G_k = Σ_{j≥k} w_j·r_j."""
+    z = sum(math.exp(-r / temperature) for r in rewards)
+    weights = [math.exp(-r / temperature) / z for r in rewards]
+    return [sum(weights[j] * rewards[j] for j in range(k, len(rewards))) for k in range(len(rewards))]
+
+
 def brute_force(steps, values, mode, outcome, w, lam, width, temperature=0.1):
     out = torch.zeros(len(steps), width)
     for i, (lengths, vals) in enumerate(zip(steps, values, strict=True)):
@@ -48,6 +60,8 @@ def brute_force(steps, values, mode, outcome, w, lam, width, temperature=0.1):
                 proc = sum(future)
             elif mode == "step":
                 proc = vals[k]
+            elif mode == "pure_min":
+                proc = pure_min_paper(vals, temperature)[k]
             else:
                 weights = torch.softmax(-torch.tensor(future) / temperature, 0)
                 proc = float((weights * torch.tensor(future)).sum())
@@ -58,7 +72,7 @@ def brute_force(steps, values, mode, outcome, w, lam, width, temperature=0.1):
 
 @given(
     batches(),
-    st.sampled_from(allowed(PsAdvantageMode)),
+    st.sampled_from(allowed(ProcessMode)),
     st.sampled_from([0.0, 1.0]),
     st.sampled_from([0.5, 1.0]),
 )
@@ -82,7 +96,7 @@ def test_matches_brute_force_and_is_zero_on_padding(batch, mode, w, lam):
     torch.testing.assert_close(adv, expected, atol=1e-5, rtol=1e-5)
 
 
-@given(batches(), st.sampled_from(allowed(PsAdvantageMode)))
+@given(batches(), st.sampled_from(allowed(ProcessMode)))
 @settings(max_examples=50, deadline=None)
 def test_invariant_to_padding_length(batch, mode):
     steps, values, _ = batch
@@ -154,3 +168,93 @@ def test_equal_step_scores_normalise_to_exact_zeros():
     scores = [[0.7, 0.7, 0.7], [0.7], [0.7, 0.7, 0.7]]
     assert torch.tensor([0.7] * 7, dtype=torch.float64).std() > 0  # the pitfall: std of equal floats
     assert normalize_step_scores(scores, num_generations=3) == [[0.0] * 3, [0.0], [0.0] * 3]
+
+
+# --------------------------------------------------------------------------------------------
+# PURE's min-form and step-count neutrality
+
+rows_of_rewards = st.lists(st.lists(st.floats(-3, 3), min_size=0, max_size=6), min_size=1, max_size=4)
+
+
+def padded(rows: list[list[float]]) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max([len(row) for row in rows] + [1])
+    values = torch.full((len(rows), width), 7.0, dtype=torch.float64)  # padding: any value
+    mask = torch.zeros(len(rows), width, dtype=torch.float64)
+    for i, row in enumerate(rows):
+        values[i, : len(row)] = torch.tensor(row, dtype=torch.float64)
+        mask[i, : len(row)] = 1
+    return values, mask
+
+
+@given(rows_of_rewards, st.floats(0.05, 2.0))
+@settings(max_examples=100, deadline=None)
+def test_pure_min_form_is_the_papers_formula(rows, temperature):
+    values, mask = padded(rows)
+    out = pure_min_form(values, mask, temperature)
+    for i, row in enumerate(rows):
+        assert out[i, : len(row)].tolist() == pytest.approx(pure_min_paper(row, temperature), abs=1e-9)
+        assert torch.all(out[i, len(row) :] == 0)
+
+
+def test_pure_min_form_limits():
+    r = torch.tensor([[0.5, -1.0, 2.0, 1.0]])
+    mask = torch.ones_like(r)
+    cold = pure_min_form(r, mask, 1e-3)[0]
+    # G_k → min over later steps while the trajectory's minimum (step 1) is still ahead, → 0 after it
+    assert cold.tolist() == pytest.approx([-1.0, -1.0, 0.0, 0.0], abs=1e-6)
+    # equal rewards r: G_k = r·(S − k + 1)/S, so the credit depends on the number of steps
+    flat = pure_min_form(torch.full((1, 4), 2.0), torch.ones(1, 4), 0.1)[0]
+    assert flat.tolist() == pytest.approx([2.0, 1.5, 1.0, 0.5])
+    with pytest.raises(ValueError, match="temperature"):
+        pure_min_form(r, mask, 0.0)
+
+
+@given(rows_of_rewards, st.floats(0.05, 1.0))
+@settings(max_examples=100, deadline=None)
+def test_soft_min_is_within_its_count_bound_of_the_hard_min(rows, temperature):
+    """min mode: 0 ≤ G_k − min_{j≥k} r̃_j ≤ (n_k − 1)·T/e, n_k the number of steps from k on. This is
+    exactly how much re-counting the same work (splitting a step into many of the same score) can
+    move the credit; with equal scores it moves nothing."""
+    values, mask = padded(rows)
+    out = soft_min_to_go(values, mask, temperature)
+    for i, row in enumerate(rows):
+        for k in range(len(row)):
+            gap = out[i, k].item() - min(row[k:])
+            assert -1e-9 <= gap <= (len(row) - k - 1) * temperature / math.e + 1e-9
+
+
+@given(batches(), st.integers(0, 3), st.integers(2, 4), st.sampled_from(["step", "min"]))
+@settings(max_examples=100, deadline=None)
+def test_splitting_a_step_into_equal_steps_changes_no_token_advantage(batch, which, pieces, mode):
+    """Writing more markers for the same work (a step cut into pieces that score the same) leaves every
+    token's advantage as it was: exactly in ``step`` mode; in ``min`` mode when all the row's steps score
+    the same (otherwise the earlier tokens move within the bound above)."""
+    steps, values, _ = batch
+    row = next((i for i, lengths in enumerate(steps) if lengths), None)
+    if row is None:
+        return
+    k = which % len(steps[row])
+    if mode == "min":  # every step of the row scores the same
+        values = [list(v) for v in values]
+        values[row] = [values[row][k]] * len(values[row])
+    length = steps[row][k] * pieces  # the step, then the same tokens cut into `pieces` steps
+    before = [list(s) for s in steps]
+    before[row][k] = length
+    after = [list(s) for s in steps]
+    after[row][k : k + 1] = [steps[row][k]] * pieces
+    after_values = [list(v) for v in values]
+    after_values[row][k : k + 1] = [values[row][k]] * pieces
+    outcome = torch.zeros(len(steps))
+    advantages = []
+    for lengths, vals in ((before, values), (after, after_values)):
+        tensors, mask = build(lengths, vals, 0)
+        advantages.append(
+            process_token_advantages(
+                outcome_advantages=outcome,
+                completion_mask=mask,
+                step_advantages=tensors.step_advantages,
+                step_index=tensors.step_index,
+                advantage_mode=mode,
+            )
+        )
+    torch.testing.assert_close(advantages[0], advantages[1], atol=1e-5, rtol=1e-5)

@@ -17,6 +17,7 @@ from psgrpo.rewards import (
     format_reward,
     get_reward_funcs,
     grade_answer,
+    is_number_list,
     make_correctness_reward,
     math_verify_equal,
     strict_format_reward,
@@ -330,3 +331,105 @@ def test_registry_errors():
         get_reward_funcs(["correctness", "lenght"])
     with pytest.raises(ValueError, match="more than once"):
         get_reward_funcs(["format", "format"])
+
+
+# -----------------------------------------------------------------------------
+# adversarial answers: nothing pays more than the honest one
+
+REASONING = "<reasoning>\nStep 1: 7 + 5 = 12\nStep 2: 12 - 3 = 9\n</reasoning>\n"
+HONEST = REASONING + "<answer>9</answer>"
+GAMED_ANSWERS = {
+    "repeated reasoning tags": "<reasoning><reasoning>\nStep 1: 7 + 5 = 12\n</reasoning></reasoning>\n<answer>9</answer>",
+    "repeated answer tags": REASONING + "<answer><answer>9</answer></answer>",
+    "answer before and after </answer>": REASONING + "<answer>8</answer>\n9",
+    "right answer, then text after </answer>": REASONING + "<answer>9</answer>\n9",
+    "several <answer> blocks": REASONING + "<answer>8</answer>\n<answer>9</answer>",
+    "an <answer> block in the reasoning": "<reasoning>\n<answer>9</answer>\n</reasoning>\n<answer>9</answer>",
+    "number-dense answer 1 2 3 … 100": REASONING
+    + "<answer>"
+    + " ".join(map(str, range(1, 101)))
+    + "</answer>",
+    "number-dense answer 1, 2, …, 100": REASONING + "<answer>1, 2, 3, ..., 100</answer>",
+    "a list of candidates": REASONING + "<answer>8, 9, 10</answer>",
+    "candidates joined by 'or'": REASONING + "<answer>8 or 9</answer>",
+    "an answer in words": REASONING + "<answer>nine</answer>",
+    "an answer with units": REASONING + "<answer>9 pens</answer>",
+    "a 10,000-digit answer": REASONING + "<answer>" + "9" * 10_000 + "</answer>",
+    "boxed candidates in the answer": REASONING + "<answer>\\boxed{8} \\boxed{9}</answer>",
+    "the answer outside the tags": REASONING + "9",
+}
+
+
+def total_reward(text: str, gold: str) -> float:
+    return sum(
+        fn([text], answer=[gold])[0] for fn in (correctness_reward, format_reward, strict_format_reward)
+    )
+
+
+@pytest.mark.parametrize("name", list(GAMED_ANSWERS))
+@pytest.mark.parametrize("gold", ["9", "100", "5050"])
+def test_no_gamed_answer_pays_more_than_the_honest_one(name, gold):
+    honest = HONEST.replace("9</answer>", f"{gold}</answer>")
+    gamed = (
+        GAMED_ANSWERS[name].replace("9</answer>", f"{gold}</answer>") if gold == "9" else GAMED_ANSWERS[name]
+    )
+    assert total_reward(gamed, gold) <= total_reward(honest, gold), name
+
+
+def test_gamed_answers_table():
+    """The reward each gamed answer gets with gold 9 (honest: correctness 2.0 + format 0.8 + strict 0.8)."""
+    expected = {
+        "repeated reasoning tags": (2.0, 0.4, 0.0),
+        "repeated answer tags": (0.0, 0.4, 0.0),
+        "answer before and after </answer>": (0.0, 0.6, 0.0),
+        "right answer, then text after </answer>": (2.0, 0.6, 0.0),
+        "several <answer> blocks": (0.0, 0.6, 0.0),
+        "an <answer> block in the reasoning": (0.0, 0.4, 0.0),
+        "number-dense answer 1 2 3 … 100": (0.0, 0.8, 0.8),
+        "number-dense answer 1, 2, …, 100": (0.0, 0.8, 0.8),
+        "a list of candidates": (0.0, 0.8, 0.8),
+        "candidates joined by 'or'": (0.0, 0.8, 0.8),
+        "an answer in words": (0.0, 0.8, 0.8),
+        "an answer with units": (2.0, 0.8, 0.8),
+        "a 10,000-digit answer": (0.0, 0.8, 0.8),
+        "boxed candidates in the answer": (0.0, 0.8, 0.8),
+        "the answer outside the tags": (0.0, 0.4, 0.0),
+    }
+    assert [(correct(HONEST, "9"), format_reward([HONEST])[0], strict_format_reward([HONEST])[0])] == [
+        (2.0, 0.8, 0.8)
+    ]
+    for name, text in GAMED_ANSWERS.items():
+        got = (correct(text, "9"), format_reward([text])[0], strict_format_reward([text])[0])
+        assert got == pytest.approx(expected[name]), name
+
+
+@pytest.mark.parametrize(
+    ("text", "listed"),
+    [("1 2 3", True), ("8, 9", True), ("3 ... 100", True), ("3 … 100", True), ("1,000", False), ("3 1/2", False),
+     ("12.5", False), ("x = 9", False), ("9 apples", False), ("\\frac{3}{4}", False)],
+)  # fmt: skip
+def test_is_number_list(text, listed):
+    assert is_number_list(text) is listed
+
+
+def test_a_list_is_still_graded_by_math_verify_when_the_gold_is_not_one_number():
+    assert grade_answer("3, 4", "\\{3, 4\\}") == "exact"
+    assert grade_answer("1, 2, 3, ..., 100", "100") == "wrong"
+
+
+def test_a_failed_math_verify_parse_is_not_remembered(monkeypatch):
+    """math-verify reports a timeout (a loaded machine) as an empty parse: the next call must parse again."""
+    import psgrpo.rewards as rewards
+
+    calls = []
+    real = rewards.mv_parse
+
+    def flaky(text, **kwargs):
+        calls.append(text)
+        return [] if len(calls) == 1 else real(text, **kwargs)
+
+    monkeypatch.setattr(rewards, "mv_parse", flaky)
+    monkeypatch.setattr(rewards, "_MV_PARSED", {})
+    assert not math_verify_equal("\\frac{6}{8}", "\\frac{3}{4}")  # the gold's parse "timed out"
+    assert math_verify_equal("\\frac{6}{8}", "\\frac{3}{4}")
+    assert math_verify_equal("\\frac{6}{8}", "\\frac{3}{4}") and len(calls) == 3  # both parses remembered

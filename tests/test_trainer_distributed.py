@@ -21,9 +21,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 from distributed_worker import CONFIGS, GLOBAL_BATCH, run_config
+from trainer_helpers import save_tiny_model
 from transformers import AutoModelForCausalLM
-
-from psgrpo.tiny.model import build_tiny_model
 
 pytestmark = pytest.mark.slow
 
@@ -36,11 +35,7 @@ FILL = {"confidence": math.nan, "step_index": -1, "segment_index": -1}
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory, char_tokenizer) -> Path:
-    path = tmp_path_factory.mktemp("distributed") / "model"
-    build_tiny_model(
-        char_tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64
-    ).save_pretrained(path)
-    return path
+    return save_tiny_model(tmp_path_factory.mktemp("distributed") / "model", char_tokenizer)
 
 
 @pytest.fixture(scope="module")

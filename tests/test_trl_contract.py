@@ -8,6 +8,7 @@ in the module named next to each entry.
 from __future__ import annotations
 
 import inspect
+import re
 from collections import defaultdict
 
 import pytest
@@ -41,17 +42,29 @@ OVERRIDDEN = {
         ["num_training_steps", "optimizer"],
         "techniques (flat warm-up)",
     ),
+    "_compute_loss": (trl.GRPOTrainer, ["model", "inputs"], "loss_hooks.py (GSPO-token)"),
+    "get_off_policy_mask": (
+        trl.GRPOTrainer,
+        ["advantages", "per_token_logps", "sampling_per_token_logps", "mask", "off_policy_threshold"],
+        "loss_hooks.py (sequence-level decision)",
+    ),
+    "get_gamma_weights": (
+        trl.GRPOTrainer,
+        ["advantages", "log_ratio_per_token", "mask", "importance_sampling_ratio"],
+        "loss_hooks.py (one VESPO weight per sequence)",
+    ),
 }
 
 CALLED = {
     # member: (its leading parameters after self that psgrpo passes, who calls it)
     "_get_per_token_logps_and_entropies": (
         ["model", "input_ids", "attention_mask", "logits_to_keep", "batch_size"],
-        "techniques/trainer_mixin.py (behaviour log-probs of the memory bank)",
+        "techniques/trainer_mixin.py (behaviour log-probs of the memory bank); loss_hooks.py wraps it on the "
+        "instance for one GSPO-token loss call",
     ),
     "_generate_single_turn": (
         ["prompt_ids", "images", "multimodal_fields", "num_generations"],
-        "tests/distributed_worker.py (fixed rollouts)",
+        "tests/trainer_helpers.py (FixedRollouts: the distributed and compatibility tests)",
     ),
 }
 
@@ -73,6 +86,7 @@ ATTRIBUTES = {
     "environment_factories": "techniques/trainer_mixin.py",
     "_step": "checkpoints/trainer_mixin.py (TRL's micro-step counter, saved and restored)",
     "_buffered_inputs": "checkpoints/trainer_mixin.py (generation batches reused within a cycle)",
+    "importance_sampling_level": "loss_hooks.py (switched to 'token' for one GSPO-token loss call)",
 }
 
 GENERATE_RETURNS = 8
@@ -121,6 +135,18 @@ def test_attributes_psgrpo_reads_exist(trainer, name):
     assert hasattr(trainer, name), f"GRPOTrainer no longer sets {name!r}; read by {ATTRIBUTES[name]}"
 
 
+def test_compute_loss_reads_old_logps_after_its_forward():
+    """GSPO-token (loss_hooks.py) sets the old log-probs from inside the loss forward, so TRL must read them after."""
+    source = inspect.getsource(trl.GRPOTrainer._compute_loss)
+    forward = source.index("self._get_per_token_logps_and_entropies(")
+    assert forward < source.index('inputs.get("old_per_token_logps")'), "see psgrpo/loss_hooks.py"
+    assert 'if self.importance_sampling_level == "token":' in source, "see psgrpo/loss_hooks.py"
+    for hook in ("get_off_policy_mask", "get_gamma_weights"):  # the wrappers take keyword arguments only
+        assert re.search(rf"self\.{hook}\(\s*advantages=advantages,", source), (
+            f"_compute_loss no longer calls self.{hook}(advantages=..., ...); see psgrpo/loss_hooks.py"
+        )
+
+
 def test_metrics_and_logs_have_the_layout_psgrpo_writes_into(trainer):
     assert set(trainer._metrics) >= {"train", "eval"}
     assert (
@@ -145,7 +171,7 @@ def test_generate_and_score_output_and_rewards_shape(trainer):
     trainer.model.train()
     output = trainer._generate_and_score_completions(rows)
     assert OUTPUT_KEYS <= set(output)
-    assert output["advantages"].shape == output["completion_mask"].shape  # psgrpo's token advantages (B, T)
+    assert output["advantages"].shape == (len(rows),)  # grpo: TRL's own 1-D A_i (ps/vps: (B, T))
     assert trainer._last_rewards_per_func.shape == (len(rows), 1)  # (N, F) from _calculate_rewards
     logps, entropies = trainer._get_per_token_logps_and_entropies(
         trainer.model,

@@ -66,7 +66,7 @@ class CompareConfig:
     seeds: list[int] = field(
         default_factory=lambda: [0, 1, 2, 3, 4],
         metadata={
-            "help": "Training seeds, one run per method and seed (default: 0 1 2 3 4). The table's 95% intervals "
+            "help": "Training seeds, one run per method and seed (default: 0 1 2 3 4). The table's 95-percent intervals "
             "and the paired differences against grpo are over seeds: fewer than 5 gives wide intervals."
         },
     )

@@ -6,11 +6,15 @@ in docs/design.md)::
     completion ids ──segment_completions──► steps (text + token spans)          (local batch)
                    ──step scorer──► raw step scores r_{i,j}                      (local batch)
                    ──gather──► the whole generation batch's scores  (a group may span processes)
-                   ──normalize_step_scores──► r̃_{i,j} = (r − mean R_g) / (std R_g + eps)
+                   ──normalize_step_scores──► r̃_{i,j} = (r − mean R_g) / (std R + eps)
+                                  (R = the group's or the batch's step scores, as TRL scales A_i)
                    ──local rows──► (B, S) step advantages + (B, T) token → step index
 
 The result is the keyword arguments of the ``process`` advantage estimator
-(:func:`psgrpo.advantages.process_token_advantages`), the ``ps/*`` metrics and the
+(:func:`psgrpo.advantages.process_token_advantages`, with ``ps_advantage_mode: auto`` resolved
+for the scorer by :func:`resolve_process_mode`), the ``ps/*`` metrics (:func:`step_metrics`:
+step shape and, for the arithmetic verifier, no-op / unnecessary shares and the equations it
+gave up on, the signs of a policy gaming its steps, docs/robustness.md) and the
 :class:`PsCredit` record that ``psgrpo inspect`` draws. Everything but the gather is a pure
 function of its inputs.
 """
@@ -26,8 +30,11 @@ from typing import Any
 import torch
 from accelerate.utils import gather_object
 
+from psgrpo.compatibility import ProcessScale, process_scale
 from psgrpo.credit import SignalOutput
 from psgrpo.distributed import local_rows
+from psgrpo.options import check_choice
+from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier
 from psgrpo.ps.scorers.base import StepScoreError, validate_step_scores
 from psgrpo.ps.segmentation import Span, segment_completions, spans_to_step_index
 
@@ -103,17 +110,22 @@ def _call(scorer: StepScorer, prompts: Sequence[Any], steps: list[list[str]], co
 
 
 def normalize_step_scores(
-    scores: list[list[float] | None], num_generations: int, eps: float = 1e-4
+    scores: list[list[float] | None], num_generations: int, eps: float = 1e-4, scale: ProcessScale = "group"
 ) -> list[list[float] | None]:
-    """Normalise step scores over *all* steps of each group: r̃ = (r − mean(R)) / (std(R) + eps).
+    """Centre step scores per group, and divide by a std as TRL divides the outcome advantage.
+
+    r̃ = (r − mean R_g) / (std R + eps), R_g the step scores of the group, R those of the group
+    (``scale="group"``) or of the whole batch (``"batch"``); see
+    :func:`psgrpo.compatibility.process_scale`.
 
     Args:
         scores: one list of step scores per completion, for the whole generation batch
             (gathered across processes), groups of ``num_generations`` consecutive rows.
-            ``None`` marks a completion whose scorer failed (fallback): it is left out of its
-            group's statistics and stays ``None``.
+            ``None`` marks a completion whose scorer failed (fallback): it is left out of the
+            statistics and stays ``None``.
         num_generations: G.
         eps: added to the std, as for outcome rewards.
+        scale: ``group`` or ``batch``: whose step-score std divides.
 
     Returns:
         The normalised scores, same nesting. A group whose step scores are all equal (or that
@@ -121,6 +133,8 @@ def normalize_step_scores(
     """
     if num_generations < 1 or len(scores) % num_generations:
         raise ValueError(f"{len(scores)} completions do not split into groups of {num_generations}")
+    check_choice("scale", scale, ProcessScale)
+    batch_std = _std(torch.tensor([s for row in scores if row is not None for s in row], dtype=torch.float64))
     out: list[list[float] | None] = []
     for start in range(0, len(scores), num_generations):
         group = scores[start : start + num_generations]
@@ -128,7 +142,7 @@ def normalize_step_scores(
         # all equal: exactly zero (the float mean of equal values can differ from them in the last bit)
         no_spread = flat.numel() < 2 or bool(flat.max() == flat.min())
         mean = flat.mean() if flat.numel() else torch.tensor(0.0, dtype=torch.float64)
-        std = flat.std() if flat.numel() > 1 else torch.tensor(0.0, dtype=torch.float64)
+        std = _std(flat) if scale == "group" else batch_std
         for row in group:
             if row is None:
                 out.append(None)
@@ -137,6 +151,11 @@ def normalize_step_scores(
             else:
                 out.append(((torch.tensor(row, dtype=torch.float64) - mean) / (std + eps)).tolist())
     return out
+
+
+def _std(values: torch.Tensor) -> torch.Tensor:
+    """Sample std of the float64 ``values``; 0 for fewer than two."""
+    return values.std() if values.numel() > 1 else torch.tensor(0.0, dtype=torch.float64)
 
 
 @dataclass
@@ -171,16 +190,59 @@ def step_tensors(
     return StepTensors(step_advantages.to(device), step_index.to(device), valid.to(device))
 
 
-def step_metrics(raw: list[list[float] | None], wrong_threshold: float) -> dict[str, float]:
-    """Logged PS statistics over the whole generation batch (the gathered raw scores)."""
+def resolve_process_mode(mode: str, scorer: Any) -> str:
+    """The ``process`` estimator's mode for ``ps_advantage_mode``: ``mode`` itself, or for ``auto``
+    the safest mode for ``scorer`` (docs/robustness.md: no gamed variant of an honest solution gets
+    more credit in it): ``step`` for the arithmetic verifier, whose scores are exact and local;
+    ``min`` for a PRM or any other callable, whose scores can overrate a step (a later weak step
+    then caps the credit of everything before it)."""
+    if mode != "auto":
+        return mode
+    return "step" if isinstance(scorer, ArithmeticVerifier) else "min"
+
+
+def scorer_counts(scorer: Any) -> dict[str, int] | None:
+    """What the scorer counted since it was last asked (``pop_counts()``, e.g. the arithmetic
+    verifier's :class:`~psgrpo.ps.scorers.arithmetic.VerifierCounts`), or ``None`` if it counts nothing."""
+    pop = getattr(scorer, "pop_counts", None)
+    return pop() if callable(pop) else None
+
+
+def step_metrics(
+    raw: list[list[float] | None],
+    wrong_threshold: float,
+    step_tokens: list[list[int]] | None = None,
+    counts: list[dict[str, int] | None] | None = None,
+) -> dict[str, float]:
+    """Logged PS statistics over the whole generation batch (the gathered raw scores).
+
+    Args:
+        raw: (N, S_i) raw step scores, ``None`` for a completion whose scorer failed.
+        wrong_threshold: a step scoring below this counts as wrong.
+        step_tokens: (N, S_i) tokens in each step, for ``ps/tokens_per_step``.
+        counts: :func:`scorer_counts` of each process (summed); with the arithmetic verifier they
+            give the shares of all steps with no equation, no-op and off the dependency path
+            (``ps/frac_steps_no_equation|noop|unnecessary``) and the number of runs of arithmetic
+            it gave up on (``ps/unparsed_equations``).
+    """
     scored = [row for row in raw if row is not None]
     flat = [s for row in scored for s in row]
-    return {
+    metrics = {
         "ps/steps_per_completion": sum(len(row) for row in scored) / max(len(scored), 1),
         "ps/step_score_mean": sum(flat) / len(flat) if flat else math.nan,
         "ps/frac_steps_wrong": sum(s < wrong_threshold for s in flat) / len(flat) if flat else math.nan,
         "ps/scorer_fallbacks": float(len(raw) - len(scored)),
     }
+    if step_tokens is not None:
+        n_steps = sum(len(row) for row in step_tokens)
+        metrics["ps/tokens_per_step"] = sum(map(sum, step_tokens)) / n_steps if n_steps else math.nan
+    reported = [c for c in counts or [] if c is not None]
+    if reported:
+        total = {key: sum(c[key] for c in reported) for key in reported[0]}
+        for key in ("no_equation", "noop", "unnecessary"):
+            metrics[f"ps/frac_steps_{key}"] = total[key] / total["steps"] if total["steps"] else math.nan
+        metrics["ps/unparsed_equations"] = float(total["unparsed_equations"])
+    return metrics
 
 
 class StepSignal:
@@ -199,6 +261,7 @@ class StepSignal:
     ):
         self.config, self.tokenizer, self.accelerator = config, tokenizer, accelerator
         self.segmenter, self.step_scorer = segmenter, step_scorer
+        self.advantage_mode = resolve_process_mode(config.ps_advantage_mode, step_scorer)
 
     def __call__(
         self,
@@ -223,9 +286,12 @@ class StepSignal:
         )
         scorer_seconds = time.perf_counter() - start
         all_raw = gather_object(raw)  # the whole generation batch: groups may span processes
-        normalized = normalize_step_scores(all_raw, num_generations)[local_rows(self.accelerator, len(ids))]
+        normalized = normalize_step_scores(all_raw, num_generations, scale=process_scale(config))
+        normalized = normalized[local_rows(self.accelerator, len(ids))]
         tensors = step_tensors(normalized, segmentation.token_spans, mask.shape[1], mask.device)
-        metrics = step_metrics(all_raw, config.ps_wrong_step_threshold)
+        step_tokens = gather_object([[end - start for start, end in row] for row in segmentation.token_spans])
+        counts = gather_object([scorer_counts(self.step_scorer)])  # one entry per process
+        metrics = step_metrics(all_raw, config.ps_wrong_step_threshold, step_tokens, counts)
         metrics["ps/scorer_seconds"] = scorer_seconds
         return SignalOutput(
             estimator_kwargs={
@@ -233,7 +299,7 @@ class StepSignal:
                 "step_index": tensors.step_index,
                 "process_valid": tensors.process_valid,
                 # the ps_* options, named as the config names them minus the prefix
-                "advantage_mode": config.ps_advantage_mode,
+                "advantage_mode": self.advantage_mode,  # 'auto' resolved for the scorer
                 "outcome_weight": config.ps_outcome_weight,
                 "lambda_": config.ps_lambda,  # ps_lambda: `lambda` is a Python keyword
                 "min_temperature": config.ps_min_temperature,

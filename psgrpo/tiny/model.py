@@ -47,11 +47,22 @@ def tiny_qwen2_config(
     )
 
 
-def build_tiny_model(tokenizer: PreTrainedTokenizerBase, seed: int = 0, **config_kwargs) -> Qwen2ForCausalLM:
-    """A randomly initialised tiny Qwen2 sized for ``tokenizer`` (fp32, eval mode off)."""
+def build_tiny_model(
+    tokenizer: PreTrainedTokenizerBase, seed: int = 0, vocab_size: int | None = None, **config_kwargs
+) -> Qwen2ForCausalLM:
+    """A randomly initialised tiny Qwen2 sized for ``tokenizer`` (fp32, eval mode off).
+
+    ``vocab_size``: embedding rows, default ``len(tokenizer)``; more rows than ids, as Qwen2.5's
+    151,936 for its 151,665 ids, are allowed (never sampled by a trained model, only computed).
+
+    Raises:
+        ValueError: when ``vocab_size`` is smaller than the tokenizer.
+    """
+    if vocab_size is not None and vocab_size < len(tokenizer):
+        raise ValueError(f"vocab_size={vocab_size} is smaller than the tokenizer's {len(tokenizer)} ids")
     torch.manual_seed(seed)
     config = tiny_qwen2_config(
-        vocab_size=len(tokenizer),
+        vocab_size=vocab_size or len(tokenizer),
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,
         **config_kwargs,

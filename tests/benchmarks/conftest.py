@@ -1,4 +1,4 @@
-"""Fixtures for the benchmark scripts' tests."""
+"""Fixtures for the tests of benchmarks/ scripts."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 @pytest.fixture(scope="module")
 def import_benchmark():
-    """``import_benchmark(name)`` imports ``benchmarks/name.py`` as the scripts import each other
-    (``benchmarks/`` on ``sys.path`` for the module's tests)."""
+    """``importlib.import_module`` with benchmarks/ on ``sys.path``, as the scripts import each other."""
     sys.path.insert(0, str(BENCHMARKS))
     try:
         yield importlib.import_module

@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from trl import GRPOConfig
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
-def bench():
+def bench(import_benchmark):
     """``(bench_step, _common)`` imported as the scripts import each other (benchmarks/ on sys.path)."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        yield importlib.import_module("bench_step"), importlib.import_module("_common")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return import_benchmark("bench_step"), import_benchmark("_common")
 
 
 def test_trl_and_psgrpo_configs_share_every_trl_field(bench, tmp_path):
@@ -97,3 +88,13 @@ def test_smallest_sweep_writes_the_report(bench, tmp_path):
         assert row["first_step_matches_trl"] is True
     assert report["results"][0]["ratio_vs_trl"] == 1.0
     assert report["results"][1]["aim"] == 1.02
+
+
+def test_qwen_vocab_size_has_qwens_tokenizer_and_embedding_rows(bench, qwen_tokenizer):
+    bench_step, _ = bench
+    model, tokenizer = bench_step.load_model("qwen-vocab")
+    config = model.config
+    assert (config.vocab_size, config.hidden_size, config.num_hidden_layers) == (151_936, 512, 4)
+    assert sum(p.numel() for p in model.parameters()) == 89_857_536  # 77.8 M of it the tied embedding
+    assert tokenizer.get_vocab() == qwen_tokenizer.get_vocab() and tokenizer.eos_token == "<|im_end|>"
+    assert bench_step.parse_args([]).sizes == ["tiny", "24m"]  # qwen-vocab only when asked for

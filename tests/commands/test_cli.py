@@ -9,13 +9,13 @@ import sys
 import pytest
 from trl import ModelConfig, TrlParser
 
-from psgrpo.commands.cli import main
+from psgrpo.commands.cli import SUBCOMMANDS, main
 from psgrpo.config import ProcessGRPOConfig
 from psgrpo.data.tasks import TaskConfig
 from psgrpo.data.validation import DatasetValidationError
 from psgrpo.loading import DEFAULT_RECIPE, RECIPES_DIR, load_model_and_tokenizer
 from psgrpo.tiny.model import build_tiny_model
-from psgrpo.tiny.tokenizer import train_bpe_tokenizer
+from psgrpo.tiny.qwen_tokenizer import QWEN2_5_VOCAB_SIZE
 
 GSM8K_ROWS = [
     {
@@ -57,6 +57,15 @@ def test_gsm8k_recipe_builds_seed_hyperparameters():
     assert args.bf16 and args.gradient_checkpointing
 
 
+@pytest.mark.parametrize("command", sorted(SUBCOMMANDS))
+def test_every_subcommand_prints_its_help(command, capsys):
+    # argparse %-formats help strings: a stray '%' in one (e.g. "95% intervals") crashed `--help`
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    assert f"psgrpo {command}" in capsys.readouterr().out
+
+
 def test_unknown_flag_is_an_error():
     with pytest.raises(ValueError, match="no_such_flag"):
         _parse(["--config", str(DEFAULT_RECIPE), "--no_such_flag", "1"])
@@ -71,16 +80,22 @@ def test_missing_tokenizer_is_a_clear_error(tmp_path, char_tokenizer):
 
 
 @pytest.mark.slow
-def test_gsm8k_recipe_runs_end_to_end_on_tiny_qwen2(tmp_path):
-    """Same code path as the real recipe (chat template, bf16, gradient checkpointing, β>0), tiny model."""
+def test_gsm8k_recipe_runs_end_to_end_on_tiny_qwen2(tmp_path, qwen_tokenizer):
+    """Same code path as the real recipe (chat template, bf16, gradient checkpointing, β>0), tiny model.
+
+    The tokenizer is Qwen2.5-Instruct's own (built offline from Qwen's ranks) and the model has its
+    151,936 embedding rows, only 32 wide.
+    """
     data_dir = tmp_path / "gsm8k"
     data_dir.mkdir()
     for split in ("train", "test"):
         (data_dir / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in GSM8K_ROWS * 4))
-    tokenizer = train_bpe_tokenizer([r["question"] + r["answer"] for r in GSM8K_ROWS] * 20, vocab_size=300)
     model_dir = tmp_path / "tiny-qwen2"
-    build_tiny_model(tokenizer, hidden_size=32, num_layers=2, intermediate_size=64).save_pretrained(model_dir)
-    tokenizer.save_pretrained(model_dir)
+    model = build_tiny_model(
+        qwen_tokenizer, vocab_size=QWEN2_5_VOCAB_SIZE, hidden_size=32, num_layers=2, intermediate_size=64
+    )
+    model.save_pretrained(model_dir)
+    qwen_tokenizer.save_pretrained(model_dir)
     out = tmp_path / "out"
     main(
         [
@@ -115,6 +130,9 @@ def test_gsm8k_recipe_runs_end_to_end_on_tiny_qwen2(tmp_path):
     assert set(report["before"]) >= {"accuracy", "format_rate", "mean_tokens"}
     assert 0.0 <= report["after"]["accuracy"] <= 1.0
     assert (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()
+    assert json.loads((out / "config.json").read_text())["vocab_size"] == QWEN2_5_VOCAB_SIZE
+    saved = load_model_and_tokenizer(str(out))[1]
+    assert saved.get_vocab() == qwen_tokenizer.get_vocab() and saved.eos_token == "<|im_end|>"
     logs = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert any("kl" in r for r in logs)  # β = 0.05 from the recipe: the reference model ran
 

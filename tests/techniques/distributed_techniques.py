@@ -62,7 +62,7 @@ def main(out: Path) -> None:
         rows[rank * 6 + local] = {
             "replayed": batch["completion_ids"][local, :length].tolist() == entry.completion_ids,
             "old_logps": batch["old_per_token_logps"][local, :length].tolist(),
-            "advantage": batch["advantages"][local, 0].item(),
+            "advantage": batch["advantages"][local].item(),  # grpo: TRL's 1-D A_i
         }
     summary = {
         "rescued": sorted(trainer._rescued_rows),

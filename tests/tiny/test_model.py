@@ -63,6 +63,15 @@ def test_config_kwargs_are_forwarded(tok):
     assert (config.hidden_size, config.num_hidden_layers, config.intermediate_size) == (64, 2, 128)
 
 
+def test_vocab_size_may_pad_the_tokenizer_but_not_cut_it(tok):
+    padded = build_tiny_model(
+        tok, vocab_size=len(tok) + 30, hidden_size=16, num_layers=1, intermediate_size=32
+    )
+    assert padded.get_input_embeddings().num_embeddings == padded.config.vocab_size == len(tok) + 30
+    with pytest.raises(ValueError, match=f"vocab_size=10 is smaller than the tokenizer's {len(tok)} ids"):
+        build_tiny_model(tok, vocab_size=10)
+
+
 def test_config_token_ids():
     config = tiny_qwen2_config(vocab_size=10, pad_token_id=0, eos_token_id=1)
     assert config.vocab_size == 10

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import Qwen2ForCausalLM
 
@@ -279,3 +279,67 @@ def test_min_chunks_pads_with_idle_forwards_and_changes_nothing(model, batch, bo
     assert padded_forwards == 5 * per_chunk
     assert_same(padded, plain, atol=0.0)
     assert_same(fewer, plain, atol=0.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Qwen2.5's real vocabulary (skipped when its ranks file cannot be had)
+
+
+@given(answer=st.integers(min_value=0, max_value=10**9))
+@settings(max_examples=40, deadline=None)
+def test_qwen_probe_is_the_canonical_tokenisation_of_its_text(qwen_tokenizer, answer):
+    """Tokenised in three parts, a GSM8K-style probe still equals Qwen's tokens of the whole text.
+
+    Digits are single tokens and ``>`` before a digit is never merged, so the answer's ids do not
+    depend on its neighbours. (A negative answer would not hold: Qwen merges ``>-``.)
+    """
+    digits = str(answer)
+    probes, score_from = build_probe_ids(qwen_tokenizer, [digits])
+    text = f"</reasoning>\n<answer>{digits}</answer>"
+    assert probes[0] == qwen_tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert probes[0][score_from[0] : score_from[0] + len(digits)] == [15 + int(d) for d in digits]
+    assert qwen_tokenizer.decode(probes[0][score_from[0] :]) == f"{digits}</answer>"
+
+
+def test_qwen_probe_of_gsm8k_gold_answers(qwen_tokenizer, gsm8k_dir):
+    """The loader's gold answers carry no leading space; each probe is one token per answer character."""
+    from psgrpo.data.gsm8k import load_gsm8k
+
+    if not (gsm8k_dir / "test.jsonl").is_file():
+        pytest.skip(f"no GSM8K copy at {gsm8k_dir} (set PSGRPO_GSM8K_DIR)")
+    answers = load_gsm8k(str(gsm8k_dir), split="test", chat=True)["answer"]
+    probes, score_from = build_probe_ids(qwen_tokenizer, answers)
+    negative = 0
+    for answer, probe, start in zip(answers, probes, score_from, strict=True):
+        assert answer == answer.strip() != ""
+        scored = probe[start : len(probe) - 3]  # "</answer>" is "</", "answer", ">"
+        assert [qwen_tokenizer.decode([i]) for i in scored] == list(answer)
+        if answer.startswith("-"):  # in running text Qwen merges ">-"; the probe keeps ">" and "-" apart
+            negative += 1
+            continue
+        assert (
+            probe
+            == qwen_tokenizer(f"</reasoning>\n<answer>{answer}</answer>", add_special_tokens=False)[
+                "input_ids"
+            ]
+        )
+    assert negative < 0.01 * len(answers)
+
+
+def test_qwen_vocabulary_cached_probes_equal_naive(qwen_tokenizer):
+    """Chat-template prompts, completions ending in <|im_end|>, 151,936 logits: cached == naive."""
+    from psgrpo.tiny.qwen_tokenizer import QWEN2_5_VOCAB_SIZE
+
+    tok = qwen_tokenizer
+    rows = make_arith_dataset("test", n=2)
+    encode = lambda text: tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    chat = [[{"role": "user", "content": q}] for q in rows["question"]]
+    prompts = [encode(tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False)) for m in chat]
+    completions = [[*encode(c)[: 20 + 5 * i], tok.eos_token_id] for i, c in enumerate(rows["completion"])]
+    batch = ProbeBatch.from_lists(prompts, completions, *build_probe_ids(tok, rows["answer"]))
+    boundaries = [[3, 11, len(completions[0]) - 1], [7]]
+    model = tiny_qwen2(QWEN2_5_VOCAB_SIZE, "sdpa")
+    choose = lambda entropies, row: boundaries[row]  # noqa: E731
+    got = cached_confidence(model, batch, choose, temperature=TEMPERATURE)
+    assert_same(got.probes, naive_confidence(model, batch, boundaries, temperature=TEMPERATURE))
+    assert got.probes.confidence.shape == (2, 4)

@@ -49,11 +49,12 @@ def test_vps_step_logs_confidence_metrics(tmp_path, char_tokenizer):
 
 
 def test_alpha_zero_is_outcome_grpo(tmp_path, char_tokenizer):
-    out, _, _ = _run(tmp_path, char_tokenizer, vps_alpha=0.0, vps_truncated="keep")
-    token_rows = out["advantages"]
-    mask = out["completion_mask"].bool()
-    for row, keep in zip(token_rows, mask, strict=True):  # constant along each completion
-        assert torch.allclose(row[keep], row[keep][0].expand(int(keep.sum())))
+    out, _, trainer = _run(tmp_path, char_tokenizer, vps_alpha=0.0, vps_truncated="keep")
+    credit = trainer.last_credit
+    # no process term: TRL gets its own 1-D A_i, and the record holds its broadcast
+    torch.testing.assert_close(out["advantages"], credit.outcome_advantages, rtol=0, atol=0)
+    expected = credit.outcome_advantages.unsqueeze(1) * out["completion_mask"]
+    torch.testing.assert_close(credit.token_advantages, expected, rtol=0, atol=0)
 
 
 def test_marker_boundaries_are_the_segmenters_step_ends(tmp_path, char_tokenizer):

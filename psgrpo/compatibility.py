@@ -1,0 +1,468 @@
+"""TRL's GRPO options × psgrpo's methods: what is supported, how, and what is refused. One table.
+
+Three readers share it, so they cannot drift apart:
+
+- :func:`check_trl_compatibility` refuses unsound combinations when a :class:`ProcessGRPOConfig`
+  is built (its ``__post_init__``), with an error that names both options, says why and what to do;
+- the compatibility matrix test (tests/test_compatibility.py) runs every CPU-testable row of
+  :data:`TRL_OPTIONS` with every method for two optimizer steps and asserts one of two outcomes:
+  *supported and correct* (``grpo`` equals stock ``trl.GRPOTrainer`` in loss, gradients,
+  parameters and every logged metric; for ``ps``/``vps`` the token credit reaches the gradient) or
+  *refused* at construction;
+- docs/compatibility.md embeds :func:`render_table` (``python -m psgrpo.compatibility`` prints it,
+  ``--write docs/compatibility.md`` updates the page; a test checks the page is current).
+
+**Token credit.** Whether a configuration hands TRL's loss advantages that vary along a completion
+(:func:`has_token_credit`). Without it (``grpo``, ``ps_lambda=0``, ``vps_alpha=0``) TRL receives the
+1-D A_i and runs its own code paths; with it, the hooks of :mod:`psgrpo.loss_hooks` keep TRL's
+sequence-level pieces (GSPO ratio, off-policy mask, VESPO weight) from undoing the credit.
+
+**The outcome/process balance follows ``scale_rewards``** (:func:`process_scale`): the ``ps`` step
+scores are centred per group and divided by the step-score std of the group (``group``) or of the
+whole batch (``batch``, and ``multi_objective_aggregation="normalize_then_sum"``, whose A_i TRL
+divides by a batch std), exactly as TRL scales A_i. ``vps``'s ΔC is a probability difference,
+unitless like the scaled A_i. ``scale_rewards="none"`` leaves A_i in reward units, which the
+process term does not share, so λ and α would silently depend on the reward's scale: refused with
+token credit, unless ``reward_norm_momentum`` divides the rewards by their running std first (the
+process term is then normalised over the batch).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from psgrpo.advantages import METHOD_ESTIMATORS
+from psgrpo.options import Method, allowed
+
+ProcessScale = Literal["group", "batch"]
+Status = Literal["supported", "refused", "not tested on CPU"]
+
+TOKEN_PATH = "A_t (B, T) reaches TRL's loss unchanged"
+"""How most options work with token credit: TRL's token-level code is correct for (B, T) advantages."""
+
+
+def has_token_credit(config: Any) -> bool:
+    """Whether TRL's loss gets advantages that vary along a completion (B, T), or one per completion (B,).
+
+    False for ``method="grpo"`` (estimator ``outcome``) and for a process term weighted 0
+    (``ps_lambda=0``, ``vps_alpha=0``); a custom ``advantage_estimator`` counts as token credit.
+    """
+    estimator = config.advantage_estimator or METHOD_ESTIMATORS[config.method]
+    if estimator == "outcome":
+        return False
+    if config.method == "ps" and estimator == METHOD_ESTIMATORS["ps"]:
+        return config.ps_lambda != 0
+    if config.method == "vps" and estimator == METHOD_ESTIMATORS["vps"]:
+        return config.vps_alpha != 0
+    return True
+
+
+def process_scale(config: Any) -> ProcessScale:
+    """The std the ``ps`` step scores are divided by, chosen as TRL scales the outcome advantage A_i.
+
+    ``group`` with ``scale_rewards="group"``; ``batch`` when A_i is divided by a std over the whole
+    batch (``scale_rewards="batch"``, ``multi_objective_aggregation="normalize_then_sum"``, or
+    ``scale_rewards="none"`` with psgrpo's running reward std ``reward_norm_momentum``).
+    ``scale_rewards="none"`` alone is refused with token credit (:func:`check_trl_compatibility`).
+    """
+    if config.multi_objective_aggregation == "normalize_then_sum" or config.scale_rewards == "batch":
+        return "batch"
+    if config.scale_rewards == "none" and config.reward_norm_momentum is not None:
+        return "batch"
+    return "group"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A combination ``check_trl_compatibility`` refuses: the two options it names, when, and the message."""
+
+    options: tuple[str, str]
+    applies: Callable[[Any], bool]
+    message: Callable[[Any], str]
+    summary: str
+    """One line for docs/compatibility.md."""
+
+
+def _process_weight(config: Any) -> str:
+    return f"ps_lambda={config.ps_lambda}" if config.method == "ps" else f"vps_alpha={config.vps_alpha}"
+
+
+REFUSALS: tuple[Refusal, ...] = (
+    Refusal(
+        options=("scale_rewards", "method"),
+        applies=lambda c: (
+            has_token_credit(c)
+            and c.scale_rewards == "none"
+            and c.multi_objective_aggregation == "sum_then_normalize"
+            and c.reward_norm_momentum is None
+        ),
+        message=lambda c: (
+            f"scale_rewards='none' cannot be combined with method={c.method!r} ({_process_weight(c)}): without "
+            "a std, the outcome advantage A_i stays in reward units while the process term does not (step "
+            "scores / probability differences), so the balance between them would silently depend on the "
+            "reward's scale. Use scale_rewards='batch' (no per-group std either), or keep 'none' and add "
+            "reward_norm_momentum (e.g. 0.99) to divide rewards by their running std, or use method='grpo'."
+        ),
+        summary="refused: A_i in reward units has no common scale with the process term; use "
+        "`scale_rewards='batch'` or add `reward_norm_momentum`",
+    ),
+)
+
+
+def check_trl_compatibility(config: Any) -> None:
+    """Raise ValueError for a TRL option × method combination psgrpo refuses (see :data:`REFUSALS`)."""
+    for refusal in REFUSALS:
+        if refusal.applies(config):
+            raise ValueError(refusal.message(config))
+
+
+@dataclass(frozen=True)
+class TrlOption:
+    """One row of the matrix: a GRPO option (or the combination TRL's own test runs).
+
+    Attributes:
+        name: the row's title in docs/compatibility.md.
+        config: the ``GRPOConfig`` fields the row sets.
+        source: the test of TRL's tests/test_grpo_trainer.py that exercises it, or the ``GRPOConfig`` field.
+        token_credit: how ``ps`` and ``vps`` work with it, when supported.
+        setup: what else the matrix test varies besides the config (``eval``, ``iterable``,
+            ``unscorable``, ``generate``, ``peft``); None for a plain run.
+        gpu: for an option that cannot run on this CPU-only suite, what it needs and what to expect;
+            its cells read "not tested on CPU".
+    """
+
+    name: str
+    config: dict[str, Any]
+    source: str
+    token_credit: str = TOKEN_PATH
+    setup: str | None = None
+    gpu: str | None = None
+
+
+GSPO_TOKEN = (
+    "GSPO-token: ratio s_i·π_θ(o_t)/sg[π_θ(o_t)], value s_i (clipped per sequence), gradient per token "
+    "(`psgrpo/loss_hooks.py`)"
+)
+_OFF_POLICY = {"num_iterations": 2}
+"""Two passes over each batch: the second sees ratios ≠ 1, so clipping, the off-policy mask and VESPO's weight act
+(on-policy TRL uses the current log-probs as the old ones, and every ratio is exactly 1)."""
+_SEQUENCE = {**_OFF_POLICY, "importance_sampling_level": "sequence"}
+_GSPO = {**_SEQUENCE, "loss_type": "grpo", "epsilon": 3e-4, "epsilon_high": 4e-4}
+"""GSPO as its paper sets it: sequence ratios clipped to [1 − 3e-4, 1 + 4e-4] (so clipping happens here)."""
+_GSPO_NAME = (
+    "GSPO (`importance_sampling_level='sequence'`, `loss_type='grpo'`, ε = 3e-4 / 4e-4, `num_iterations=2`)"
+)
+_SMALL_BATCH = {"per_device_train_batch_size": 4}
+
+TRL_OPTIONS: tuple[TrlOption, ...] = (
+    TrlOption("TRL defaults (`loss_type='dapo'`, token-level ratio)", {}, "test_train"),
+    *(
+        TrlOption(
+            f"`loss_type='{loss}'`, `num_iterations=2`",
+            {**_OFF_POLICY, "loss_type": loss},
+            "test_train_loss_types",
+        )
+        for loss in ("grpo", "bnpo", "dr_grpo", "cispo", "sapo")
+    ),
+    TrlOption(
+        "`loss_type='luspo'` (with GSPO's sequence ratio and clip range, as LUSPO needs), `num_iterations=2`",
+        {**_GSPO, "loss_type": "luspo"},
+        "test_train_loss_types",
+        token_credit=f"{GSPO_TOKEN}; the per-sequence sum then weights each token by 1, as LUSPO does",
+    ),
+    TrlOption(
+        "`loss_type='vespo'`, `num_iterations=2`",
+        {**_OFF_POLICY, "loss_type": "vespo"},
+        "test_train_loss_types",
+        token_credit="φ(w_i) picks (k, λ) from the sign of the sequence's mean token advantage, so φ is one "
+        "weight per sequence as published; the loss is −φ_i·A_t·log π_θ(o_t)",
+    ),
+    TrlOption(
+        _GSPO_NAME,
+        _GSPO,
+        "test_train_sequence_importance_sampling",
+        token_credit=GSPO_TOKEN,
+    ),
+    *(
+        TrlOption(
+            f"`importance_sampling_level='sequence'` + `loss_type='{loss}'`, `num_iterations=2`",
+            {**_SEQUENCE, "loss_type": loss},
+            "test_train_sequence_importance_sampling, "
+            "test_warning_raised_sequence_level_with_token_summed_loss",
+            token_credit=GSPO_TOKEN,
+        )
+        for loss in ("dapo", "cispo", "sapo")
+    ),
+    TrlOption(
+        "GSPO + `off_policy_mask_threshold=1e-6`",
+        {**_GSPO, "off_policy_mask_threshold": 1e-6},
+        "test_train_sequence_importance_sampling, test_train_with_off_policy_mask",
+        token_credit=f"{GSPO_TOKEN}; the mask reads the same mean KL as TRL's sequence branch, drops whole rows",
+    ),
+    TrlOption(
+        "GSPO + `beta=0.04` (KL, bias-corrected by the ratio)",
+        {**_GSPO, "beta": 0.04},
+        "test_train_sequence_importance_sampling, test_train_beta_non_zero",
+        token_credit=f"{GSPO_TOKEN}; the KL term is weighted by s_{{i,t}}: TRL's s_i in value, a per-token gradient",
+    ),
+    TrlOption(
+        "`epsilon_high=0.28` (DAPO clip-higher), `num_iterations=2`",
+        {**_OFF_POLICY, "epsilon_high": 0.28},
+        "GRPOConfig.epsilon_high",
+    ),
+    TrlOption(
+        "`delta=2.0` (two-sided clipping), `num_iterations=2`",
+        {**_OFF_POLICY, "delta": 2.0},
+        "test_train_delta_clipping",
+    ),
+    TrlOption(
+        "`scale_rewards='batch'`",
+        {"scale_rewards": "batch"},
+        "test_train_scale_rewards",
+        token_credit="ps: step scores centred per group, divided by the batch's step-score std (as A_i); "
+        "vps: ΔC as usual",
+    ),
+    TrlOption("`scale_rewards='none'`", {"scale_rewards": "none"}, "test_train_scale_rewards"),
+    TrlOption(
+        "`multi_objective_aggregation='normalize_then_sum'`",
+        {"multi_objective_aggregation": "normalize_then_sum"},
+        "test_train_normalize_then_sum_aggregation",
+        token_credit="A_i is batch-normalised, so ps divides step scores by the batch's step-score std",
+    ),
+    TrlOption(
+        "`reward_weights=[1.0, 0.5, 2.0]`",
+        {"reward_weights": [1.0, 0.5, 2.0]},
+        "test_train_multiple_reward_funcs_with_weights",
+    ),
+    TrlOption(
+        "reward functions returning `None` (unscorable completions get A_i = 0)",
+        {},
+        "test_train_multiple_reward_funcs_with_None_output",
+        token_credit="A_i = 0 as in TRL; the process term still credits the steps (it does not use the rewards)",
+        setup="unscorable",
+    ),
+    TrlOption("`num_iterations=2`", _OFF_POLICY, "test_train_multiple_iterations"),
+    TrlOption(
+        "`steps_per_generation=2`",
+        {**_SMALL_BATCH, "steps_per_generation": 2},
+        "GRPOConfig.steps_per_generation",
+    ),
+    TrlOption(
+        "`gradient_accumulation_steps=2` (`num_generations` > per-device batch)",
+        {**_SMALL_BATCH, "gradient_accumulation_steps": 2},
+        "test_train_num_generations_larger_than_batch_size",
+    ),
+    TrlOption(
+        "`mask_truncated_completions=True`",
+        {"mask_truncated_completions": True},
+        "test_train_with_mask_truncated_completions",
+    ),
+    TrlOption("`top_entropy_quantile=0.2`", {"top_entropy_quantile": 0.2}, "test_train_with_entropy_filter"),
+    TrlOption(
+        "`off_policy_mask_threshold` (`num_iterations=2`, threshold 1e-6 so that it bites)",
+        {**_OFF_POLICY, "off_policy_mask_threshold": 1e-6},
+        "test_train_with_off_policy_mask",
+        token_credit="the sequence is kept when its mean token advantage is ≥ 0 or its mean KL is small; "
+        "otherwise the whole row is dropped",
+    ),
+    TrlOption("`beta=0.04` (KL, bias-corrected)", {"beta": 0.04}, "test_train_beta_non_zero"),
+    TrlOption(
+        "`beta=0.04`, `use_bias_correction_kl=False`",
+        {"beta": 0.04, "use_bias_correction_kl": False},
+        "test_train_with_bias_correction_kl",
+    ),
+    TrlOption(
+        "`sync_ref_model=True` (`beta=0.04`, every step)",
+        {"beta": 0.04, "sync_ref_model": True, "ref_model_sync_steps": 1},
+        "test_train_with_sync_ref_model",
+    ),
+    TrlOption("`entropy_coef=0.1`", {"entropy_coef": 0.1}, "test_train_with_static_entropy"),
+    TrlOption(
+        "`use_adaptive_entropy=True` (`gradient_accumulation_steps=2`)",
+        {
+            **_SMALL_BATCH,
+            "gradient_accumulation_steps": 2,
+            "use_adaptive_entropy": True,
+            "entropy_coef": 0.01,
+            "entropy_target": 15.0,
+        },
+        "test_train_with_adaptive_entropy_gradient_accumulation",
+    ),
+    TrlOption("`pad_to_multiple_of=64`", {"pad_to_multiple_of": 64}, "test_train_with_pad_to_multiple_of"),
+    TrlOption(
+        "`cast_lm_head_to_fp32=True`", {"cast_lm_head_to_fp32": True}, "test_train_with_cast_lm_head_to_fp32"
+    ),
+    TrlOption(
+        "`gradient_checkpointing=True`",
+        {"gradient_checkpointing": True},
+        "test_train_peft_with_gradient_checkpointing",
+    ),
+    TrlOption("`temperature=0.7`", {"temperature": 0.7}, "GRPOConfig.temperature"),
+    TrlOption(
+        "evaluation (`eval_strategy='steps'`, `num_generations_eval=2`)",
+        {
+            "eval_strategy": "steps",
+            "eval_steps": 1,
+            "num_generations_eval": 2,
+            "per_device_eval_batch_size": 4,
+        },
+        "test_train_with_eval, test_train_with_num_generations_eval",
+        setup="eval",
+    ),
+    TrlOption("iterable train dataset", {}, "test_train_with_iterable_dataset", setup="iterable"),
+    TrlOption(
+        "`generation_kwargs` (real generation runs; its output is then replaced by the fixed completions)",
+        {"generation_kwargs": {"top_k": 5, "repetition_penalty": 1.1}},
+        "test_train_with_generation_kwargs",
+        setup="generate",
+    ),
+    TrlOption("LoRA (`peft_config`)", {}, "test_train_peft_config", setup="peft"),
+    TrlOption(
+        "vLLM (`use_vllm=True`, `vllm_importance_sampling_correction`, every `vllm_importance_sampling_mode`)",
+        {"use_vllm": True},
+        "test_train_vllm_importance_sampling_correction",
+        gpu="needs vLLM and CUDA. Expected: supported for all methods; the vLLM IS ratio multiplies the per-token "
+        "loss after the hooks, GSPO-token and the off-policy mask read vLLM's sampling log-probs as TRL does; "
+        "probes and step scorers run on the training model",
+    ),
+    TrlOption(
+        "`use_liger_kernel=True`",
+        {"use_liger_kernel": True},
+        "test_train_loss_types[liger], test_train_with_off_policy_mask_with_liger",
+        gpu="needs liger-kernel (Triton, CUDA). Expected: supported for all methods; in trl 1.16 it only swaps "
+        "layer kernels (no fused loss), so the loss is `_compute_loss` with psgrpo's hooks",
+    ),
+    TrlOption(
+        "tools / `environment_factory` / `rollout_func` (multi-turn, `tool_mask`)",
+        {},
+        "test_train_with_tools, test_train_with_environment_factory",
+        gpu="needs a tool-calling chat model. Expected: grpo supported; ps/vps run, tool-output tokens "
+        "(tool_mask 0) get no gradient, but steps and probe cuts may fall inside tool output (not verified); "
+        "the memory bank refuses them",
+    ),
+    TrlOption(
+        "vision-language models (images)",
+        {},
+        "test_train_vlm*",
+        gpu="psgrpo's tasks and signals are text-only. Expected: grpo supported (TRL's path); ps/vps untested",
+    ),
+)
+"""Every row of the matrix (docs/compatibility.md)."""
+
+OUTSIDE_THE_LOSS: tuple[tuple[str, str], ...] = (
+    (
+        "generation: `top_k`, `top_p`, `min_p`, `repetition_penalty`, `cache_implementation`, "
+        "`chat_template_kwargs`, `use_transformers_paged`, continuous batching (the `generation_kwargs` row runs "
+        "TRL's real generation for them)",
+        "test_train_with_additional_generation_kwargs, test_train_with_chat_template_kwargs, "
+        "test_train_with_transformers_continuous_batching",
+    ),
+    (
+        "reward sources: reward models, async and mixed reward functions, `reward_processing_classes`, extra "
+        "dataset columns, metrics logged by reward functions (they change the rewards, not how A_i or the process "
+        "term reach the loss)",
+        "test_train_different_reward_model, test_train_sync_and_async_reward_funcs, "
+        "test_train_multiple_mixed_reward_funcs, test_train_reward_func_*",
+    ),
+    (
+        "data and logging: conversational datasets, `shuffle_dataset`, dataloader workers, `eval_on_start`, "
+        "`log_completions`",
+        "test_train_dataset_format, test_train_multiple_dataloader_workers, test_train_eval_on_start",
+    ),
+    (
+        "model loading: `model_init_kwargs`, `disable_dropout`, `trust_remote_code`, `ds3_gather_for_generation`, "
+        "a `PeftModel` passed in, `router_aux_loss_coef` (MoE; its auxiliary loss is added after the policy loss)",
+        "test_train_peft_model, test_train_moe_peft_model, test_trust_remote_code",
+    ),
+)
+"""TRL options that never reach advantages, ratios or masks: listed on the page, not run by the matrix."""
+
+
+def _namespace(option: TrlOption, method: str) -> Any:
+    """ProcessGRPOConfig's defaults with the row's fields and the method, without building a config."""
+    from types import SimpleNamespace
+
+    from psgrpo.config import ProcessGRPOConfig  # lazy: config imports this module
+
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(ProcessGRPOConfig):
+        if f.default is not dataclasses.MISSING:
+            values[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            values[f.name] = f.default_factory()
+    return SimpleNamespace(**{**values, **option.config, "method": method})
+
+
+def refusal_for(option: TrlOption, method: str) -> Refusal | None:
+    """The rule that refuses ``option`` with ``method`` at default settings, or None."""
+    config = _namespace(option, method)
+    return next((r for r in REFUSALS if r.applies(config)), None)
+
+
+@dataclass(frozen=True)
+class Cell:
+    status: Status
+    how: str = field(default="")
+
+
+def cell(option: TrlOption, method: str) -> Cell:
+    """What the matrix asserts (and the page says) for ``option`` with ``method``."""
+    if option.gpu is not None:
+        return Cell("not tested on CPU", option.gpu)
+    refusal = refusal_for(option, method)
+    if refusal is not None:
+        return Cell("refused", refusal.summary)
+    if method == "grpo":
+        return Cell("supported", "TRL's own path (1-D A_i)")
+    return Cell("supported", option.token_credit)
+
+
+METHODS: tuple[str, ...] = allowed(Method)
+
+
+def render_table() -> str:
+    """The matrix as a markdown table (embedded in docs/compatibility.md)."""
+    lines = [
+        "| # | option | exercised by (TRL test or field) | grpo | ps | vps | how, with token credit (ps, vps); or what to expect |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for number, option in enumerate(TRL_OPTIONS, start=1):
+        cells = [cell(option, method) for method in METHODS]
+        hows = dict.fromkeys(c.how for c in cells[1:])  # ps and vps; the same text once
+        lines.append(
+            f"| {number} | {option.name} | {option.source} | "
+            + " | ".join(c.status for c in cells)
+            + f" | {'; '.join(hows)} |"
+        )
+    lines += ["", "Not in the matrix, because they never reach advantages, ratios or masks:", ""]
+    lines += [f"- {what}; TRL tests: {tests}" for what, tests in OUTSIDE_THE_LOSS]
+    return "\n".join(lines) + "\n"
+
+
+MATRIX_BEGIN, MATRIX_END = "<!-- matrix: begin -->\n", "<!-- matrix: end -->"
+"""The markers around the rendered table in docs/compatibility.md."""
+
+
+def embed_table(page: str) -> str:
+    """``page`` (docs/compatibility.md's text) with the current :func:`render_table` between its markers."""
+    if MATRIX_BEGIN not in page or MATRIX_END not in page:
+        raise ValueError(f"the page lost its markers {MATRIX_BEGIN.strip()!r} / {MATRIX_END!r}")
+    before, rest = page.split(MATRIX_BEGIN, 1)
+    after = rest.split(MATRIX_END, 1)[1]
+    return before + MATRIX_BEGIN + render_table() + MATRIX_END + after
+
+
+if __name__ == "__main__":  # python -m psgrpo.compatibility [--write docs/compatibility.md]
+    import sys
+    from pathlib import Path
+
+    if sys.argv[1:2] == ["--write"] and len(sys.argv) == 3:
+        path = Path(sys.argv[2])
+        path.write_text(embed_table(path.read_text()))
+    elif len(sys.argv) == 1:
+        print(render_table(), end="")
+    else:
+        sys.exit("usage: python -m psgrpo.compatibility [--write docs/compatibility.md]")

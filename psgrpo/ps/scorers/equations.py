@@ -1,0 +1,325 @@
+"""Equations a step states: found in text, judged exactly, with the numbers the step uses.
+
+Equations are read from GSM8K calculator annotations ``<<expr=result>>`` (the visible copy of the
+result right after ``>>`` belongs to the annotation, so ``48/2 = <<48/2=24>>24`` is one equation)
+and from plain text: ``a op b = c`` and chains ``a = b = c``, in any expression
+:mod:`psgrpo.ps.scorers.expressions` parses (an equation with ``%`` holds if it holds with
+percentages as hundredths or as written). A right side that writes decimals may round:
+``10/3 = 3.33`` holds. Text next to a variable or an operator word (``2x + 3 = 9``,
+``X*25% = 19.50``, ``15 pages x 1/3 = 5``) is only part of an expression and is skipped, and so is
+anything else that does not parse: it is not an equation. Division by zero makes an equation fail.
+
+:func:`extract_step` never raises: a run of arithmetic beyond the limits of
+:mod:`psgrpo.ps.scorers.expressions`, or past the step's work budget, yields no equation and is
+counted in :attr:`StepEquations.unparsed`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from itertools import pairwise
+
+from psgrpo.ps.scorers.expressions import (
+    HUNDREDTHS,
+    MATH_KINDS,
+    NUMBER_PATTERN,
+    OP_CANONICAL,
+    Budget,
+    BudgetExceeded,
+    Expr,
+    Token,
+    evaluate,
+    has_operator,
+    parse_expression,
+    pass_through,
+    tokenize,
+    written_numbers,
+)
+
+
+@dataclass(frozen=True)
+class Equation:
+    """One stated equation ``lhs = rhs``; a value is ``None`` when it divides by zero.
+
+    ``passes_through``: ``None``, unless the left side passes an operand equal to the right side
+    through unchanged (``12 + 0``, ``12 * 1``, see :func:`pass_through`); then the left side's other
+    numbers, which make it a no-op unless one of them was computed by an earlier step.
+    """
+
+    lhs_text: str
+    rhs_text: str
+    lhs_value: Fraction | None
+    rhs_value: Fraction | None
+    holds: bool
+    passes_through: tuple[Fraction, ...] | None = None
+
+
+# --------------------------------------------------------------------------- equality
+
+
+def rounding_tolerance(rhs_text: str, percent: Fraction = HUNDREDTHS) -> Fraction:
+    """Half a unit of the last decimal written in a single-number right side (``3.33`` → 0.005), else 0."""
+    match = re.fullmatch(r"[-−+]?\s*\$?[\d,]*\.(\d+)(%?)", rhs_text.strip())
+    if match is None:
+        return Fraction(0)
+    unit = Fraction(1, 10 ** len(match.group(1)))
+    return unit / 2 * (percent if match.group(2) else 1)
+
+
+def values_match(lhs: Fraction | None, rhs: Fraction | None, rounding: Fraction, rel_tol: float) -> bool:
+    """True when ``rhs`` states ``lhs``: within ``rel_tol·max(1, |rhs|)``, or within ``rounding``
+    (the right side rounds ``lhs`` to the decimals it writes: ``10/3 = 3.33``, ``2/3 = 0.67``)."""
+    if lhs is None or rhs is None:
+        return False
+    error = abs(lhs - rhs)
+    return error <= Fraction(rel_tol) * max(1, abs(rhs)) or error <= rounding
+
+
+# --------------------------------------------------------------------------- extraction
+
+
+@dataclass(frozen=True)
+class _Side:
+    """An expression found in text: its tokens (for the source span) and parse tree."""
+
+    tokens: tuple[Token, ...]
+    tree: Expr
+
+
+@dataclass(frozen=True)
+class StepEquations:
+    """What a step states: its equations, and the numbers it uses as operands (not as results).
+
+    ``uses`` and ``results`` hold ``(position, value)`` in the step's text, for the dependency
+    path: every operand number, and the value each equation states on its right side.
+    ``unparsed`` counts the runs of arithmetic given up on (see the module docstring).
+    """
+
+    equations: list[Equation]
+    operands: list[Fraction]
+    uses: list[tuple[int, Fraction]] = field(default_factory=list)
+    results: list[tuple[int, Fraction]] = field(default_factory=list)
+    unparsed: int = 0
+
+
+_ANNOTATION_RE = re.compile(rf"<<(?P<body>[^<>]*)>>(?P<shown>{NUMBER_PATTERN})?")
+_STEP_MARKER_RE = re.compile(r"\bstep\s*\d+\s*[:.)-]?|^[^\S\n]*\d+[.)](?=\s)", re.IGNORECASE | re.MULTILINE)
+# Stands for a removed annotation, padded to its length: not math, so it ends any expression.
+_PLACEHOLDER = "¶"
+
+
+def _judge(
+    lhs: _Side, rhs: _Side, lhs_text: str, rhs_text: str, percent: Fraction, rel_tol: float
+) -> Equation:
+    """The equation ``lhs = rhs`` evaluated with ``1% = percent``."""
+    lhs_value, rhs_value = evaluate(lhs.tree, percent), evaluate(rhs.tree, percent)
+    rounding = Fraction(0) if has_operator(rhs.tree) else rounding_tolerance(rhs_text, percent)
+    holds = values_match(lhs_value, rhs_value, rounding, rel_tol)
+    return Equation(
+        lhs_text, rhs_text, lhs_value, rhs_value, holds, pass_through(lhs.tree, rhs_value, percent)
+    )
+
+
+def _make_equation(text: str, lhs: _Side, rhs: _Side, rel_tol: float) -> Equation:
+    """The equation ``lhs = rhs`` with its source texts, values and verdict.
+
+    With a ``%`` in it, it holds when it holds either with percentages as hundredths
+    (``3 / 6 = 50%``, ``50% * 50% = 25%``) or as written (``100 - 20 = 80%``).
+    """
+    lhs_text = text[lhs.tokens[0].start : lhs.tokens[-1].end]
+    rhs_text = text[rhs.tokens[0].start : rhs.tokens[-1].end]
+    readings = [HUNDREDTHS, Fraction(1)] if "%" in lhs_text + rhs_text else [Fraction(1)]
+    verdicts = [_judge(lhs, rhs, lhs_text, rhs_text, percent, rel_tol) for percent in readings]
+    return next((verdict for verdict in verdicts if verdict.holds), verdicts[0])
+
+
+def _split_on_equals(tokens: Sequence[Token]) -> list[list[Token]]:
+    """The token groups between ``=`` signs."""
+    groups: list[list[Token]] = [[]]
+    for token in tokens:
+        if token.kind == "eq":
+            groups.append([])
+        else:
+            groups[-1].append(token)
+    return groups
+
+
+def _whole(tokens: Sequence[Token], budget: Budget) -> _Side | None:
+    tree = parse_expression(tokens, budget)
+    return None if tree is None else _Side(tuple(tokens), tree)
+
+
+def _can_cut(before: Token, after: Token) -> bool:
+    """Whether an expression may start at ``after`` or end at ``before`` (prose numbers around it):
+    between two numbers apart (``1. 7 + 5``, not inside ``16,0000``) or at a parenthesis."""
+    if before.kind == "num" and after.kind == "num":
+        return before.end < after.start
+    return (
+        before.kind == "lpar"
+        or after.kind == "rpar"
+        or (before.kind, after.kind) in {("num", "lpar"), ("rpar", "num")}
+    )
+
+
+def _longest_suffix(tokens: Sequence[Token], budget: Budget) -> _Side | None:
+    """The longest expression ending the group, starting at its start or at a cut.
+
+    Raises:
+        BudgetExceeded: a candidate is longer than :data:`MAX_EXPRESSION_TOKENS` (its verdict
+            would decide which shorter one is meant), or the budget is spent.
+    """
+    for start in range(len(tokens)):
+        if start == 0 or _can_cut(tokens[start - 1], tokens[start]):
+            if side := _whole(tokens[start:], budget):
+                return side
+    return None
+
+
+def _longest_prefix(tokens: Sequence[Token], budget: Budget) -> _Side | None:
+    """The longest expression starting the group, ending at its end or at a cut (raises as
+    :func:`_longest_suffix`)."""
+    for end in range(len(tokens), 0, -1):
+        if end == len(tokens) or _can_cut(tokens[end - 1], tokens[end]):
+            if side := _whole(tokens[:end], budget):
+                return side
+    return None
+
+
+_WORDS_BEFORE_OPERAND = {"x", "X", "times", "of", "plus", "minus"}  # 15 pages x 1/3 = 5: not 1/3 = 5
+_WORDS_AFTER_OPERAND = {"x", "X", "plus", "minus"}  # not "times": "= 29 times."
+
+
+def _is_open(text: str, tokens: Sequence[Token], start: int, end: int) -> tuple[bool, bool]:
+    """Whether the math run ``tokens[start:end]`` continues into prose on the (left, right), so that
+    its first (last) group is only part of an expression: ``2x + 3 = 9``, ``15 pages x 1/3 = 5``, ``= 8x``.
+
+    Left: the run starts with a binary operator (``+ * /``, or ``-`` followed by a space), follows
+    ``^`` or an operator word (``x``, ``times``, ``of`` ...). Right: it ends with an operator, a lone
+    letter or ``^`` is glued to its end, or an operator word follows.
+    """
+    first, last = tokens[start], tokens[end - 1]
+    before = tokens[start - 1] if start > 0 else None
+    after = tokens[end] if end < len(tokens) else None
+    starts_binary = first.kind == "op" and (
+        OP_CANONICAL[first.text] in {"+", "*", "/"} or text[first.end : first.end + 1].isspace()
+    )
+    word_before = before is not None and before.kind == "word" and before.text in _WORDS_BEFORE_OPERAND
+    left_open = starts_binary or word_before or text[max(0, first.start - 1) : first.start] == "^"
+    glued = text[last.end : last.end + 2]
+    lone_letter = bool(re.match(r"[A-Za-z](?![A-Za-z])", glued))
+    word_after = after is not None and after.kind == "word" and after.text in _WORDS_AFTER_OPERAND
+    right_open = last.kind == "op" or lone_letter or glued.startswith("^") or word_after
+    return left_open, right_open
+
+
+def _math_runs(tokens: Sequence[Token]) -> list[tuple[int, int]]:
+    """``(start, end)`` of each maximal run of math tokens (numbers, operators, parentheses, ``=``)."""
+    runs: list[tuple[int, int]] = []
+    start = None
+    for i, token in enumerate([*tokens, Token("other", "", -1, -1)]):
+        if token.kind in MATH_KINDS and start is None:
+            start = i
+        elif token.kind not in MATH_KINDS and start is not None:
+            runs.append((start, i))
+            start = None
+    return runs
+
+
+def _chains(text: str, tokens: Sequence[Token], start: int, end: int, budget: Budget) -> list[list[_Side]]:
+    """The ``=`` chains of the math run ``tokens[start:end]``, each a list of two or more sides.
+
+    Inner groups must be whole expressions to link a chain; the first group may be cut to its
+    longest expression suffix and the last to its longest prefix (prose numbers around them).
+    """
+    left_open, right_open = _is_open(text, tokens, start, end)
+    groups = _split_on_equals(tokens[start:end])
+    chains: list[list[_Side]] = []
+    current: list[_Side] = []
+    for i, group in enumerate(groups):
+        is_first, is_last = i == 0, i == len(groups) - 1
+        whole = None if (is_first and left_open) or (is_last and right_open) else _whole(group, budget)
+        if whole is not None and not (is_first and is_last):
+            current.append(whole)
+            continue
+        if not is_first and not (is_last and right_open):  # close the chain with a prefix of the group
+            if prefix := _longest_prefix(group, budget):
+                current.append(prefix)
+        chains.append(current)
+        current = []
+        if not is_last and not (is_first and left_open):  # open a new chain with a suffix of the group
+            if suffix := _longest_suffix(group, budget):
+                current.append(suffix)
+    chains.append(current)
+    return [chain for chain in chains if len(chain) >= 2 and any(has_operator(side.tree) for side in chain)]
+
+
+def _annotation_equations(body: str, rel_tol: float, budget: Budget) -> tuple[list[Equation], list[Fraction]]:
+    """Equations and operand numbers of one calculator annotation; nothing if it is not all arithmetic."""
+    tokens = tokenize(body)
+    sides = [_whole(group, budget) for group in _split_on_equals(tokens)]
+    if len(sides) < 2 or any(side is None for side in sides):
+        return [], []
+    equations = [_make_equation(body, a, b, rel_tol) for a, b in pairwise(sides)]  # type: ignore[arg-type]
+    operands = [
+        value
+        for side in sides[:-1]
+        for t in side.tokens
+        if t.kind == "num"
+        for value in written_numbers(t.text)
+    ]  # type: ignore[union-attr]
+    return equations, operands
+
+
+def extract_step(text: str, rel_tol: float = 1e-6) -> StepEquations:
+    """The equations a step states and the numbers it uses as operands.
+
+    Annotations ``<<expr=result>>`` are read first and replaced (with their visible result) by a
+    placeholder of the same length, so the visible ``48/2 =`` before one is not a second equation
+    and positions stay those of ``text``; the remaining text is scanned for plain equations.
+    Operands are all numbers except each chain's final result; step markers (``Step 2:``, and
+    ``2.`` opening a line) are labels, not numbers of the step. A run of arithmetic beyond the
+    verifier's limits adds nothing but one to ``unparsed``; this function never raises.
+    """
+    text = _STEP_MARKER_RE.sub(lambda m: " " * len(m.group()), text)
+    budget = Budget(len(text))
+    equations: list[Equation] = []
+    uses: list[tuple[int, Fraction]] = []
+    results: list[tuple[int, Fraction]] = []
+    unparsed = 0
+    for match in _ANNOTATION_RE.finditer(text):
+        try:
+            found, used = _annotation_equations(match["body"], rel_tol, budget)
+        except BudgetExceeded:
+            unparsed += 1
+            continue
+        equations += found
+        uses += [(match.start(), value) for value in used]
+        results += [(match.end(), eq.rhs_value) for eq in found if eq.rhs_value is not None]
+    prose = _ANNOTATION_RE.sub(lambda m: _PLACEHOLDER.ljust(len(m.group())), text)
+    final_sides: set[int] = set()  # token starts of each chain's final result
+    tokens = tokenize(prose)
+    for start, end in _math_runs(tokens):
+        try:
+            chains = _chains(prose, tokens, start, end, budget)
+            judged = [
+                (_make_equation(prose, a, b, rel_tol), b) for chain in chains for a, b in pairwise(chain)
+            ]
+        except BudgetExceeded:
+            unparsed += any(token.kind == "eq" for token in tokens[start:end])
+            continue
+        equations += [equation for equation, _ in judged]
+        results += [(b.tokens[-1].end, eq.rhs_value) for eq, b in judged if eq.rhs_value is not None]
+        final_sides |= {token.start for chain in chains for token in chain[-1].tokens}
+    for token in tokens:
+        if token.kind == "num" and token.start not in final_sides:
+            uses += [(token.start, value) for value in written_numbers(token.text)]
+    uses.sort(key=lambda use: use[0])
+    return StepEquations(equations, [value for _, value in uses], uses, results, unparsed)
+
+
+def extract_equations(text: str, rel_tol: float = 1e-6) -> list[Equation]:
+    """The equations stated in one step's text (see :func:`extract_step`)."""
+    return extract_step(text, rel_tol).equations

@@ -1,0 +1,375 @@
+"""Bounded arithmetic for the step verifier: tokens, an exact expression parser and evaluator.
+
+Text is split into :class:`Token` s (:func:`tokenize`), a run of tokens is parsed into an
+expression tree (:func:`parse_expression`, recursive descent with standard precedence, never
+``eval``) and evaluated exactly with ``Fraction`` (:func:`evaluate`). Numbers are read as written:
+``1,000``, ``$18``, ``2.5``, ``3/4``, ``3 1/2``, ``½`` and ``50%`` (a percentage: hundredths, or as
+written); operators ``+ - * / // × ÷ x`` (``x`` only between numbers) and Unicode minus.
+
+**Bounded work.** Every function here does a bounded amount of work on any input or raises
+:class:`BudgetExceeded`, which the verifier turns into "not checkable"
+(:mod:`psgrpo.ps.scorers.equations`); nothing else is raised on model text. The limits:
+:data:`MAX_EXPRESSION_TOKENS` tokens per expression, :data:`MAX_NESTING` levels of parentheses or
+signs (the parser's only recursion), :data:`MAX_LITERAL_DIGITS` digits per number,
+:data:`MAX_VALUE_BITS` bits per numerator or denominator of any value computed, and a
+:class:`Budget` of :data:`WORK_PER_CHAR` token visits per character of a step.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+# --------------------------------------------------------------------------- budget
+
+MAX_EXPRESSION_TOKENS = 128
+"""Most tokens one side of an equation may have (GSM8K's longest is about 30)."""
+MAX_NESTING = 32
+"""Deepest nesting of parentheses and unary signs the parser follows."""
+MAX_LITERAL_DIGITS = 40
+"""Most digits one number in an equation may have (Python refuses int conversion beyond 4300)."""
+MAX_VALUE_BITS = 1024
+"""Largest numerator or denominator (bits) of any value computed; ``99999 * 99999 * …`` stops here."""
+WORK_PER_CHAR = 16
+"""A step's work budget: parser token visits per character of its text (plus :data:`BASE_WORK`)."""
+BASE_WORK = 1024
+
+
+class BudgetExceeded(ValueError):
+    """Text the verifier will not judge: beyond one of the limits above. Never escapes the verifier."""
+
+
+class Budget:
+    """The work left to one step: every parse spends the number of tokens it is given."""
+
+    def __init__(self, n_chars: int) -> None:
+        self.work = WORK_PER_CHAR * n_chars + BASE_WORK
+
+    def spend(self, n_tokens: int) -> None:
+        self.work -= n_tokens
+        if self.work < 0:
+            raise BudgetExceeded("the step's work budget is spent")
+
+
+def _bounded(value: Fraction) -> Fraction:
+    """``value``, unless its numerator or denominator is larger than :data:`MAX_VALUE_BITS` bits."""
+    if max(value.numerator.bit_length(), value.denominator.bit_length()) > MAX_VALUE_BITS:
+        raise BudgetExceeded(f"a value beyond {MAX_VALUE_BITS} bits")
+    return value
+
+
+# --------------------------------------------------------------------------- tokens
+
+_DECIMAL = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+_FRACTION = r"\d+/\d+(?!\.?\d|,\d)"  # glued 3/4 is one number (so 1 1/2 / 1/2 = 3), not 3/4.5
+_VULGAR = "¼½¾⅐⅑⅒⅓⅔⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞"
+_SPACED = r"(?<=\$)\d{1,3}(?: \d{3})+(?:\.\d+)?(?![\d,/])"  # $350 000 (space-grouped amounts)
+NUMBER_PATTERN = rf"\$?(?:{_SPACED}|\d+ {_FRACTION}|{_FRACTION}|\d*[{_VULGAR}]|{_DECIMAL})%?"  # 3 1/2, 1½
+_TOKEN_RE = re.compile(
+    rf"(?P<ws>\s+|\$(?=[-−]\d))|(?P<num>{NUMBER_PATTERN})|(?P<op>//|[-+*/×÷−–])|(?P<lpar>\()|(?P<rpar>\))"
+    r"|(?P<eq>=)|(?P<word>[A-Za-z_]+)|(?P<other>.)",
+    re.DOTALL,
+)
+OP_CANONICAL = {
+    "+": "+", "-": "-", "−": "-", "–": "-", "*": "*", "×": "*", "x": "*", "X": "*", "/": "/", "÷": "/", "//": "//"
+}  # fmt: skip
+MATH_KINDS = {"num", "op", "lpar", "rpar", "eq"}
+
+
+@dataclass(frozen=True)
+class Token:
+    """A lexical token of step text: ``kind`` is num/op/lpar/rpar/eq/word/other; ``start:end`` in the text."""
+
+    kind: str
+    text: str
+    start: int
+    end: int
+
+
+def tokenize(text: str) -> list[Token]:
+    """Split ``text`` into tokens (whitespace dropped).
+
+    ``x``/``X`` between two numbers is multiplication; an integer with a leading zero (``0730``, a
+    time or a code) is not a number.
+    """
+    tokens = [
+        Token(_kind(m.lastgroup or "other", m.group()), m.group(), m.start(), m.end())
+        for m in _TOKEN_RE.finditer(text)
+        if m.lastgroup != "ws"
+    ]
+    return [_times_sign(tokens, i) for i in range(len(tokens))]
+
+
+def _kind(kind: str, text: str) -> str:
+    """The token kind, except that a number with a leading zero is ``other``."""
+    return "other" if kind == "num" and re.match(r"\$?0\d", text) else kind
+
+
+def _times_sign(tokens: list[Token], i: int) -> Token:
+    """``tokens[i]`` as an operator when it is the letter ``x`` between two numbers (``3 x 4``, ``3x4``, ``3 x -4``)."""
+    token = tokens[i]
+    if token.kind != "word" or token.text not in {"x", "X"} or i == 0 or i + 1 == len(tokens):
+        return token
+    following = tokens[i + 1 : i + 3]
+    negative = (  # 3 x -4, but not the algebra 2x-5
+        len(following) == 2
+        and following[0].text in {"-", "−"}
+        and following[1].kind == "num"
+        and following[0].start > token.end
+    )
+    if tokens[i - 1].kind in {"num", "rpar"} and (following[0].kind in {"num", "lpar"} or negative):
+        return Token("op", token.text, token.start, token.end)
+    return token
+
+
+# --------------------------------------------------------------------------- expressions
+
+Expr = Fraction | tuple[str, Any] | tuple[str, Any, Any]
+"""A parsed expression: a number, ``(op, left, right)`` with op in ``+ - * / //``, or a unary
+``("neg", operand)`` / ``("%", operand)`` (a percentage, read as hundredths or as written)."""
+
+
+def parse_literal(text: str) -> Expr | None:
+    """The expression a number token stands for: ``$1,000`` → 1000, ``3/4`` → 3 ÷ 4, ``3 1/2`` →
+    3 + 1 ÷ 2 (only a proper fraction makes a mixed number), ``1½`` → 3/2, ``50%`` → a percentage of 50.
+
+    Raises:
+        BudgetExceeded: the number has more than :data:`MAX_LITERAL_DIGITS` digits.
+    """
+    body = text.removeprefix("$")
+    if sum(char.isdigit() for char in body) > MAX_LITERAL_DIGITS:
+        raise BudgetExceeded(f"a number of more than {MAX_LITERAL_DIGITS} digits")
+    percent = body.endswith("%")
+    body = body.removesuffix("%")
+    tree = _fraction_literal(body) if "/" in body else _plain_literal(body)
+    return ("%", tree) if percent and tree is not None else tree
+
+
+def _fraction_literal(body: str) -> Expr | None:
+    """``3/4`` as the division 3 ÷ 4 (so ``5/0`` divides by zero), ``3 1/2`` as 3 + 1 ÷ 2."""
+    whole, _, fraction = body.rpartition(" ")
+    numerator, denominator = (Fraction(part) for part in fraction.split("/"))
+    tree: Expr = ("/", numerator, denominator)
+    if not whole:
+        return tree
+    return ("+", Fraction(whole), tree) if numerator < denominator else None
+
+
+def _plain_literal(body: str) -> Fraction:
+    """``1,000``, ``350 000``, ``2.5``, ``.5`` or a vulgar fraction ``1½``, exactly."""
+    if body[-1] in _VULGAR:
+        return Fraction(body[:-1] or 0) + Fraction(unicodedata.numeric(body[-1])).limit_denominator(10)
+    return Fraction(body.replace(",", "").replace(" ", ""))
+
+
+class _Parser:
+    """Recursive descent over tokens, standard precedence::
+
+    expr := term (("+" | "-") term)*
+    term := unary (("*" | "/" | "//") unary | "(" expr ")")*     # 3(47), (1/2) 278: implicit product
+    unary := ("-" | "+") unary | number | "(" expr ")"
+
+    Recursion happens only for a sign or a parenthesis, at most :data:`MAX_NESTING` deep.
+    """
+
+    def __init__(self, tokens: Sequence[Token]) -> None:
+        self.tokens = tokens
+        self.pos = 0
+        self.depth = 0
+
+    def nest(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise BudgetExceeded(f"nesting deeper than {MAX_NESTING}")
+
+    def peek(self) -> Token | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take_op(self, ops: set[str]) -> str | None:
+        token = self.peek()
+        if token is not None and token.kind == "op" and OP_CANONICAL[token.text] in ops:
+            self.pos += 1
+            return OP_CANONICAL[token.text]
+        return None
+
+    def expr(self) -> Expr | None:
+        left = self.term()
+        while left is not None and (op := self.take_op({"+", "-"})):
+            right = self.term()
+            left = None if right is None else (op, left, right)
+        return left
+
+    def term(self) -> Expr | None:
+        left = self.unary()
+        while left is not None:
+            token = self.peek()
+            if op := self.take_op({"*", "/", "//"}):
+                right = self.unary()
+            elif self._implicit_factor(token):
+                op, right = "*", self.primary()
+            else:
+                break
+            left = None if right is None else (op, left, right)
+        return left
+
+    def _implicit_factor(self, token: Token | None) -> bool:
+        """A factor written without ``*``: ``(`` after anything, or a number right after ``)``."""
+        if token is None:
+            return False
+        return token.kind == "lpar" or (token.kind == "num" and self.tokens[self.pos - 1].kind == "rpar")
+
+    def unary(self) -> Expr | None:
+        op = self.take_op({"-", "+"})
+        if op is None:
+            return self.primary()
+        self.nest()
+        operand = self.unary()
+        self.depth -= 1
+        return None if operand is None else (("neg", operand) if op == "-" else operand)
+
+    def primary(self) -> Expr | None:
+        token = self.peek()
+        if token is None:
+            return None
+        self.pos += 1
+        if token.kind == "num":
+            return parse_literal(token.text)
+        if token.kind == "lpar":
+            self.nest()
+            inner = self.expr()
+            self.depth -= 1
+            closing = self.peek()
+            if inner is None or closing is None or closing.kind != "rpar":
+                return None
+            self.pos += 1
+            return inner
+        return None
+
+
+def parse_expression(tokens: Sequence[Token], budget: Budget | None = None) -> Expr | None:
+    """Parse all of ``tokens`` as one arithmetic expression, or ``None`` if they are not one.
+
+    Raises:
+        BudgetExceeded: more than :data:`MAX_EXPRESSION_TOKENS` tokens, nesting deeper than
+            :data:`MAX_NESTING`, a number with too many digits, or ``budget`` spent.
+    """
+    if not tokens:
+        return None
+    if len(tokens) > MAX_EXPRESSION_TOKENS:
+        raise BudgetExceeded(f"an expression of more than {MAX_EXPRESSION_TOKENS} tokens")
+    if budget is not None:
+        budget.spend(len(tokens))
+    parser = _Parser(tokens)
+    tree = parser.expr()
+    return tree if parser.pos == len(tokens) else None
+
+
+HUNDREDTHS = Fraction(1, 100)
+
+
+def evaluate(tree: Expr, percent: Fraction = HUNDREDTHS) -> Fraction | None:
+    """The exact value of a parsed expression, ``None`` when it divides by zero.
+
+    ``percent`` is what ``1%`` is worth: 1/100 (``50% * 2 = 1``), or 1 to read ``50%`` as written.
+
+    Raises:
+        BudgetExceeded: a value (of the tree or a subtree) beyond :data:`MAX_VALUE_BITS` bits.
+    """
+    if isinstance(tree, Fraction):
+        return _bounded(tree)
+    if len(tree) == 2:
+        value = evaluate(tree[1], percent)
+        return None if value is None else _bounded(-value if tree[0] == "neg" else value * percent)
+    op, left, right = tree
+    a, b = evaluate(left, percent), evaluate(right, percent)
+    if a is None or b is None or (op in {"/", "//"} and b == 0):
+        return None
+    if op == "+":
+        return _bounded(a + b)
+    if op == "-":
+        return _bounded(a - b)
+    if op == "*":
+        return _bounded(a * b)
+    return _bounded(a / b if op == "/" else Fraction(math.floor(a / b)))
+
+
+def has_operator(tree: Expr) -> bool:
+    """True when the expression contains a binary operation (a bare, negated or percent number does not)."""
+    if isinstance(tree, Fraction):
+        return False
+    return len(tree) == 3 or has_operator(tree[1])
+
+
+def evaluate_text(text: str, percent: Fraction = HUNDREDTHS) -> Fraction | None:
+    """Parse and evaluate a whole arithmetic expression written as text (``None``: not one, ÷0, or
+    beyond the verifier's limits)."""
+    try:
+        tree = parse_expression(tokenize(text))
+        return None if tree is None else evaluate(tree, percent)
+    except BudgetExceeded:
+        return None
+
+
+def number_value(text: str) -> Fraction | None:
+    """The value of one number token as written (``50%`` is 50), ``None`` if it is not one (or too long)."""
+    try:
+        tree = parse_literal(text)
+        return None if tree is None else evaluate(tree, Fraction(1))
+    except BudgetExceeded:
+        return None
+
+
+def written_numbers(text: str) -> list[Fraction]:
+    """The numbers written in one number token, as operands: ``120/60`` → [120, 60] (a division
+    uses both), ``3 1/2`` → [3, 1, 2], ``$1,000`` → [1000], ``50%`` → [50]; [] if it is too long."""
+    try:
+        tree = parse_literal(text)
+    except BudgetExceeded:
+        return []
+    return [] if tree is None else _leaves(tree)
+
+
+_NOOP_SHIFT = Fraction(1, 7919)
+
+
+def _substitute(tree: Expr, leaf: int, value: Fraction, counter: list[int]) -> Expr:
+    """``tree`` with its ``leaf``-th number (depth first, left to right) replaced by ``value``."""
+    if isinstance(tree, Fraction):
+        counter[0] += 1
+        return value if counter[0] - 1 == leaf else tree
+    return (tree[0], *(_substitute(child, leaf, value, counter) for child in tree[1:]))  # type: ignore[return-value]
+
+
+def _leaves(tree: Expr) -> list[Fraction]:
+    """The numbers of ``tree``, depth first, left to right."""
+    if isinstance(tree, Fraction):
+        return [tree]
+    return [leaf for child in tree[1:] for leaf in _leaves(child)]
+
+
+def pass_through(
+    tree: Expr, result: Fraction | None, percent: Fraction = HUNDREDTHS
+) -> tuple[Fraction, ...] | None:
+    """The other numbers of ``tree`` if it passes an operand equal to ``result`` through unchanged, else ``None``.
+
+    An operand passes through when it equals ``result`` and shifting it by δ shifts the value by
+    exactly δ: ``12 + 0``, ``12 * 1``, ``12 + 5 - 5``, ``12 * 12 / 12`` pass 12 through (others
+    ``(0,)``, ``(1,)``, ``(5, 5)``, ``(12, 12)``); ``4 - 2`` and ``4 / 2`` with result 2 do not.
+    ``1 * 2 = 2`` does too, and is still real work when its 1 is an earlier step's result (doubling
+    a running total of 1), which is why the caller decides from the other numbers.
+    """
+    if result is None or not has_operator(tree):
+        return None
+    leaves = _leaves(tree)
+    for i, leaf in enumerate(leaves):
+        if leaf != result:
+            continue
+        shifted = evaluate(_substitute(tree, i, leaf + _NOOP_SHIFT, [0]), percent)
+        if shifted == result + _NOOP_SHIFT:
+            return tuple(leaves[:i] + leaves[i + 1 :])
+    return None

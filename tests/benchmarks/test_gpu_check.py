@@ -1,0 +1,137 @@
+"""benchmarks/gpu_check.py and gpu_check.sh: the GPU readiness check, run here with --cpu-smoke."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from psgrpo.data.gsm8k import load_gsm8k
+from psgrpo.tiny.model import build_tiny_model
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def gpu_check(import_benchmark):
+    return import_benchmark("gpu_check")
+
+
+def test_full_size_is_qwen25_0_5b(gpu_check, char_tokenizer):
+    """Qwen2.5-0.5B's shapes with its 151,936 rows give its 494,032,768 parameters (counted on the meta device)."""
+    with torch.device("meta"):
+        model = build_tiny_model(char_tokenizer, vocab_size=151_936, **gpu_check.QWEN2_5_0_5B_SHAPES)
+    config = model.config
+    assert (config.hidden_size, config.num_hidden_layers, config.intermediate_size) == (896, 24, 4864)
+    assert (config.num_attention_heads, config.num_key_value_heads, config.tie_word_embeddings) == (
+        14,
+        2,
+        True,
+    )
+    assert sum(p.numel() for p in model.parameters()) == 494_032_768
+
+
+def test_sections_run_the_gsm8k_recipe_with_two_steps(gpu_check):
+    spec = dict(
+        model_dir="m", dataset="d", method="vps", run_dir="r", steps=2, smoke=False, extra=["--x", "1"]
+    )
+    argv = gpu_check.section_argv(spec)
+    assert argv[:2] == ["--config", str(REPO / "psgrpo/recipes/gsm8k_qwen2.5_0.5b.yaml")]
+    flags = dict(zip(argv[2:-2:2], argv[3:-2:2], strict=True))
+    assert (
+        flags["--method"] == "vps" and flags["--max_steps"] == "2" and flags["--eval_before_after"] == "false"
+    )
+    assert not {"--bf16", "--gradient_checkpointing", "--max_completion_length"} & set(
+        flags
+    )  # the recipe's own
+    assert argv[-2:] == ["--x", "1"]
+    smoke = gpu_check.section_argv({**spec, "smoke": True, "extra": []})
+    assert smoke[-len(gpu_check.SMOKE_FLAGS) :] == gpu_check.SMOKE_FLAGS
+
+
+def test_synthetic_rows_load_as_gsm8k(gpu_check, tmp_path, monkeypatch):
+    monkeypatch.delenv("PSGRPO_GSM8K_DIR", raising=False)
+    monkeypatch.setattr(gpu_check, "REPO", tmp_path)  # no .cache/gsm8k there
+    directory, origin = gpu_check.find_dataset(None, tmp_path / "out")
+    assert origin.startswith("synthetic") and directory == tmp_path / "out" / "data"
+    rows = load_gsm8k(str(directory), split="train", chat=True)
+    assert len(rows) == 64 and rows[0]["prompt"][-1]["role"] == "user"
+    assert len(load_gsm8k(str(directory), split="test")) == 16
+    with pytest.raises(SystemExit, match="has no train.jsonl"):
+        gpu_check.find_dataset(str(tmp_path / "nowhere"), tmp_path / "out")
+
+
+def test_without_cuda_it_asks_for_cpu_smoke(gpu_check, tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    with pytest.raises(SystemExit, match="pass --cpu-smoke"):
+        gpu_check.main(["--output_dir", str(tmp_path)])
+
+
+def test_an_import_failure_names_the_error(gpu_check):
+    assert gpu_check.import_failure("json") is None
+    assert gpu_check.import_failure("psgrpo_no_such_package") == (
+        "ModuleNotFoundError: No module named 'psgrpo_no_such_package'"
+    )
+
+
+def test_cpu_smoke_in_process_runs_vps_and_reports_the_optional_backends(
+    gpu_check, tmp_path, qwen_tokenizer, monkeypatch
+):
+    """The script's main() on the smoke size: 1 vps step, then every optional section skipped with its reason.
+
+    The session's tokenizer stands in for the ranks → tokenizer build (the same function, 10 s saved);
+    the full script, every method and both steps, is the slow test below.
+    """
+    monkeypatch.setattr(gpu_check, "build_qwen_tokenizer", lambda ranks: qwen_tokenizer)
+    monkeypatch.setitem(
+        gpu_check.OPTIONAL, "liger", ("psgrpo_no_such_package", ["--use_liger_kernel", "true"])
+    )
+    out = tmp_path / "gpu_check"
+    argv = ["--cpu-smoke", "--methods", "vps", "--steps", "1", "--optional_methods", "grpo", "vps"]
+    report = gpu_check.main([*argv, "--output_dir", str(out)])
+    assert report == json.loads((out / "gpu_check.json").read_text())
+    assert report["model"]["vocab_size"] == 151_936 and report["environment"]["device"] == "cpu"
+    vps = report["sections"]["vps"]
+    assert vps["status"] == "ok" and len(vps["step_time_s"]) == 1 and vps["completion_tokens_mean"] == [8]
+    assert len(vps["loss"]) == 1 and len(vps["process_share"]) == 1
+    assert list(report["sections"]) == ["vps", "vllm-grpo", "vllm-vps", "liger-grpo", "liger-vps"]
+    liger = "skipped: psgrpo_no_such_package does not import (ModuleNotFoundError: No module named"
+    assert report["sections"]["liger-vps"]["status"].startswith(liger)
+    vllm = report["sections"]["vllm-vps"]["status"]
+    assert vllm.startswith("skipped: vllm does not import") or vllm == "skipped: needs CUDA (--cpu-smoke)"
+    table = (out / "gpu_check.md").read_text()
+    assert "| vps | ok |" in table and "| liger-grpo | skipped: " in table
+
+
+@pytest.mark.slow
+def test_cpu_smoke_runs_every_method_and_reports(tmp_path, qwen_tokenizer):
+    """The whole script, as documented: `bash benchmarks/gpu_check.sh --cpu-smoke` (2.5 min on the shared 2 cores)."""
+    env = {**os.environ, "PYTHON": sys.executable}
+    out = tmp_path / "gpu_check"
+    command = ["bash", str(REPO / "benchmarks/gpu_check.sh"), "--cpu-smoke", "--output_dir", str(out)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((out / "gpu_check.json").read_text())
+    assert report["environment"]["device"] == "cpu" and report["model"]["vocab_size"] == 151_936
+    optional = [f"{backend}-{method}" for backend in ("vllm", "liger") for method in ("grpo", "ps", "vps")]
+    assert list(report["sections"]) == ["grpo", "ps", "vps", *optional]
+    for method in ("grpo", "ps", "vps"):
+        section = report["sections"][method]
+        assert section["status"] == "ok"
+        assert len(section["step_time_s"]) == 2 and all(t > 0 for t in section["step_time_s"])
+        assert section["completion_tokens_mean"] == [8, 8]  # a random model never stops early
+        assert section["peak_rss_mib"] >= section["start_rss_mib"] > 0
+        assert len(section["loss"]) == 2 and all(math.isfinite(v) for v in section["loss"])
+        assert len(section["process_share"]) == (0 if method == "grpo" else 2)
+    for name in optional:
+        assert report["sections"][name]["status"].startswith("skipped: ")
+        assert f"[gpu_check] {name}: skipped: " in done.stdout  # the line a GPU session reads
+    table = (out / "gpu_check.md").read_text()
+    assert "| vps | ok |" in table and table in done.stdout

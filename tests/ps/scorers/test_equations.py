@@ -1,0 +1,143 @@
+"""psgrpo.ps.scorers.equations: which equations a step states, their verdicts, and no-op (pass-through) equations."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from psgrpo.ps.scorers.equations import Equation, extract_equations
+
+
+def holds(text: str) -> list[bool]:
+    """The verdicts of the equations found in ``text``, in order."""
+    return [eq.holds for eq in extract_equations(text)]
+
+
+# --------------------------------------------------------------------------- extraction
+
+
+def test_simple_and_chained_equations():
+    assert holds("Step 1: 16 - 3 - 4 = 9") == [True]
+    assert holds("2 * 3 + 4 = 10") == [True]
+    assert holds("(2 + 3) * 4 = 5 * 4 = 20") == [True, True]
+    assert holds("2 * 3 = 6 = 7") == [True, False]
+
+
+def test_equation_fields():
+    [eq] = extract_equations("She makes 9 * 2 = 18 dollars.")
+    assert eq == Equation("9 * 2", "18", Fraction(18), Fraction(18), True)
+
+
+def test_wrong_result_does_not_hold():
+    [eq] = extract_equations("Step 1: 7 + 5 = 13")
+    assert not eq.holds and eq.lhs_value == 12 and eq.rhs_value == 13
+
+
+def test_several_equations_in_one_step():
+    assert holds("He has 3 + 4 = 7 pens and 7 * 2 = 15 pencils.") == [True, False]
+
+
+def test_gsm8k_annotation_is_one_equation():
+    step = "Janet sells 16 - 3 - 4 = <<16-3-4=9>>9 duck eggs a day."
+    [eq] = extract_equations(step)
+    assert (eq.lhs_text, eq.rhs_text, eq.holds) == ("16-3-4", "9", True)
+    assert holds("It takes 48/2 = <<48/2=25>>25 hours.") == [False]
+
+
+def test_commas_dollars_decimals_and_percent():
+    assert holds("80,000+50,000=$<<80000+50000=130000>>130,000") == [True]
+    assert holds("It costs $1,000 + $250.50 = $1,250.50 in total.") == [True]
+    assert holds("He pays 1,000 * 1.5 = 1,500.") == [True]
+    assert holds("100% - 70% = 30%") == [True]
+    assert holds("3 / 6 = 50%") == [True]
+
+
+def test_rounded_results_hold_to_the_written_precision():
+    assert holds("10/3 = 3.33") == [True]
+    assert holds("2/3 = 0.67") == [True]
+    assert holds("2/3 = 0.6") == [False]
+    assert holds("10/3 = 3") == [False]
+
+
+def test_division_by_zero_does_not_hold():
+    [eq] = extract_equations("Each gets 5 / 0 = 3 apples.")
+    assert eq.lhs_value is None and not eq.holds
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Let x be the number of apples.",
+        "She has 12 apples and 3 pears.",
+        "x = 5",
+        "2x + 3 = 9",
+        "Solve 9x=360 for x.",
+        "15 pages x 1/3 = 5 pages",  # '15 pages × 1/3', not the claim 1/3 = 5
+        "The answer is 12.",
+    ],
+)
+def test_text_without_arithmetic_has_no_equation(text):
+    assert extract_equations(text) == []
+
+
+def test_operator_x_only_between_numbers():
+    assert holds("3 x 4 = 12") == [True]
+    assert extract_equations("x + 4 = 12") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "number", "others"),
+    [
+        ("12 + 0", 12, (0,)),
+        ("12 * 1", 12, (1,)),
+        ("0 + 12", 12, (0,)),
+        ("12 + 5 - 5", 12, (5, 5)),
+        ("12 / 1", 12, (1,)),
+    ],
+)
+def test_pass_through(text, number, others):
+    [eq] = extract_equations(f"{text} = {number}")
+    assert eq.passes_through == tuple(Fraction(o) for o in others)
+
+
+@pytest.mark.parametrize(
+    "text", ["4 - 2 = 2", "4 / 2 = 2", "2 * 2 = 4", "6 - 3 = 3", "2 * 2 - 2 = 2", "12 // 1 = 12"]
+)
+def test_not_pass_through(text):
+    [eq] = extract_equations(text)
+    assert eq.passes_through is None
+
+
+# --------------------------------------------------------------------------- properties and gold data
+
+OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "x": lambda a, b: a * b}
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    a=st.integers(-999, 999),
+    b=st.integers(-999, 999),
+    op=st.sampled_from(["+", "-", "*", "x", "/"]),
+    delta=st.integers(-50, 50).filter(bool),
+)
+def test_random_equations_right_and_wrong(a, b, op, delta):
+    if op == "/":  # keep the quotient an integer: a is a multiple of b
+        b = b or 1
+        a, true = a * b, a
+    else:
+        true = OPS[op](a, b)
+    # |true| < 10**6 and |delta| >= 1, so the default rel_tol=1e-6 cannot hide the error
+    assert holds(f"Step 1: {a} {op} {b} = {true}") == [True]
+    assert holds(f"Step 1: {a} {op} {b} = {true + delta}") == [False]
+
+
+def test_a_long_expression_within_the_limits_is_still_judged():
+    terms = 60  # 119 tokens, under MAX_EXPRESSION_TOKENS
+    assert holds("+".join(["1"] * terms) + f" = {terms}") == [True]
+    assert holds("(" * 30 + "2" + ")" * 30 + " * 3 = 6") == [True]
+    assert (
+        holds(" * ".join(["99"] * 100) + f" = {99**100}") == []
+    )  # the right side has 200 digits: not checkable

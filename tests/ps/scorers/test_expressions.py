@@ -1,0 +1,88 @@
+"""psgrpo.ps.scorers.expressions: exact evaluation, numbers as written, and the limits that bound the work."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from psgrpo.ps.scorers.arithmetic import score_steps
+from psgrpo.ps.scorers.expressions import (
+    MAX_EXPRESSION_TOKENS,
+    MAX_LITERAL_DIGITS,
+    MAX_NESTING,
+    MAX_VALUE_BITS,
+    evaluate_text,
+    written_numbers,
+)
+
+# --------------------------------------------------------------------------- evaluation
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("2 * 3 + 4", 10),
+        ("2 * (3 + 4)", 14),
+        ("16 - 3 - 4", 9),
+        ("-3 + 5", 2),
+        ("8 / 4 / 2", 1),
+        ("10 − 4", 6),
+        ("3 × 4 ÷ 6", 2),
+        ("3 x 4", 12),
+        ("3(47)+12", 153),
+        ("$1,000 + 2.5", Fraction(2005, 2)),
+        ("3 1/2 - 2", Fraction(3, 2)),
+        ("7 // 2", 3),
+    ],
+)
+def test_evaluate_text_standard_precedence(text, value):
+    assert evaluate_text(text) == value
+
+
+@pytest.mark.parametrize("text", ["2 +", "(2 + 3", "two + 3", "", "2 3"])
+def test_evaluate_text_rejects_non_expressions(text):
+    assert evaluate_text(text) is None
+
+
+def test_division_by_zero_evaluates_to_none():
+    assert evaluate_text("5 / 0") is None
+    assert evaluate_text("1 / (2 - 2)") is None
+
+
+@pytest.mark.parametrize(
+    ("token", "numbers"),
+    [
+        ("120/60", [120, 60]),
+        ("3 1/2", [3, 1, 2]),
+        ("$1,000", [1000]),
+        ("50%", [50]),
+        ("1½", [Fraction(3, 2)]),
+    ],
+)
+def test_written_numbers(token, numbers):
+    assert written_numbers(token) == numbers
+
+
+# --------------------------------------------------------------------------- bounded work
+
+
+def test_values_beyond_the_size_limit_are_not_checkable():
+    big = " * ".join(["9999999999"] * 40)  # about 1,330 bits
+    [verdict] = score_steps([f"{big} = 1"], None)
+    assert verdict.equations == [] and verdict.unparsed == 1
+    assert evaluate_text(big) is None
+
+
+def test_budget_limits_are_finite_and_consistent():
+    assert MAX_EXPRESSION_TOKENS < 1000 and MAX_NESTING * 4 < 500  # far from Python's recursion limit
+    assert MAX_LITERAL_DIGITS * 3.33 * 2 < MAX_VALUE_BITS  # one product of two long numbers fits
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=400))
+def test_any_text_evaluates_or_is_none(text):
+    value = evaluate_text(text)
+    assert value is None or isinstance(value, Fraction)

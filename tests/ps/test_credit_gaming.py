@@ -1,0 +1,119 @@
+"""The adversarial suite for process credit: no gamed variant beats the honest solution by default."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from psgrpo.config import ProcessGRPOConfig
+from psgrpo.ps.credit_gaming import (
+    PROBLEMS,
+    SCORERS,
+    completion,
+    credit_table,
+    gamed_variants,
+    markdown_tables,
+    prm_all_ones,
+    prm_gullible,
+    token_credit,
+    unit_steps,
+)
+from psgrpo.ps.credit_gaming import Step as ArithStep
+from psgrpo.ps.segmentation import get_segmenter
+from psgrpo.ps.signal import resolve_process_mode
+
+REQUIRED = [  # the variants the issue asks for, by the names the table uses
+    "pad: 2 unrelated true steps",
+    "pad: no-op steps (x + 0, x * 1)",
+    "pad: x = x step",
+    "split: one step into unit steps",
+    "merge: all steps into one",
+    "merge: no markers at all",
+    "repeat a correct step",
+    "restate the answer as a step",
+    "marker inside the answer",
+    "copy question numbers, no computing",
+    "correct answer, no reasoning",
+]
+
+
+def test_the_suite_holds_every_required_variant_and_they_differ_from_the_honest_one():
+    for problem in PROBLEMS:
+        variants = gamed_variants(problem)
+        honest = variants["honest (control)"]
+        assert set(REQUIRED) <= set(variants)
+        assert all(text != honest for name, text in variants.items() if name != "honest (control)")
+
+
+def test_variants_have_the_step_counts_they_claim():
+    segmenter = get_segmenter("markers")
+    variants = gamed_variants(PROBLEMS[0])
+    count = {name: len(segmenter(text)) for name, text in variants.items()}
+    assert count["honest (control)"] == 2
+    assert count["pad: 2 unrelated true steps"] == count["pad: no-op steps (x + 0, x * 1)"] == 4
+    assert count["split: one step into unit steps"] == 4 and count["split: every step into unit steps"] == 8
+    assert count["merge: all steps into one"] == count["merge: no markers at all"] == 1
+    assert count["marker inside the answer"] == 3
+    assert unit_steps(ArithStep(12, "-", 3)) == ["12 - 1 = 11", "11 - 1 = 10", "10 - 1 = 9"]
+
+
+@pytest.mark.parametrize("scorer", list(SCORERS))
+def test_under_the_default_mode_no_gaming_variant_gets_more_credit_than_the_honest_solution(
+    char_tokenizer, scorer
+):
+    """The default configuration: ProcessGRPOConfig's own defaults for the mode, T, w and λ."""
+    defaults = {f.name: f.default for f in dataclasses.fields(ProcessGRPOConfig)}
+    assert defaults["ps_advantage_mode"] == "auto"
+    mode = resolve_process_mode(defaults["ps_advantage_mode"], SCORERS[scorer])
+    rows = credit_table(
+        char_tokenizer,
+        scorers={scorer: SCORERS[scorer]},
+        modes=[mode],
+        temperature=defaults["ps_min_temperature"],
+        outcome_weight=defaults["ps_outcome_weight"],
+        lambda_=defaults["ps_lambda"],
+    )
+    assert len(rows) == len(PROBLEMS) * len(gamed_variants(PROBLEMS[0]))
+    worst = max(rows, key=lambda row: row.relative)
+    assert worst.relative <= 1e-5, worst
+
+
+def test_the_suite_catches_the_gaming_that_other_modes_pay_for(char_tokenizer):
+    """reward_to_go pays for splitting (verifier) and padding (gullible PRM); PURE's own formula pays
+    for fewer, longer steps: the table is sensitive enough to show it."""
+    rows = credit_table(char_tokenizer, problems=PROBLEMS[:1], modes=["reward_to_go", "pure_min"])
+    relative = {(r.scorer, r.mode, r.variant): r.relative for r in rows}
+    assert relative["arithmetic", "reward_to_go", "split: every step into unit steps"] > 0.3
+    assert relative["prm_gullible", "reward_to_go", "pad: 6 unrelated true steps"] > 0.3
+    assert relative["prm_gullible", "pure_min", "merge: all steps into one"] > 0.05
+    assert relative["arithmetic", "reward_to_go", "pad: 2 unrelated true steps"] < 0  # necessity closes it
+    assert "| pad: 2 unrelated true steps |" in markdown_tables(rows)
+
+
+def test_token_credit_is_the_trainer_path(char_tokenizer):
+    problem = PROBLEMS[0]
+    honest = completion([str(step) for step in problem.steps], problem.answer)
+    wrong = completion(problem.wrong, problem.wrong_answer)
+    credit = token_credit([honest, wrong], ["9", "9"], char_tokenizer, SCORERS["arithmetic"], "step", 2)
+    assert [len(c) for c in credit] == [len(char_tokenizer(t)["input_ids"]) + 1 for t in (honest, wrong)]
+    assert credit[0].mean() > 0 > credit[1].mean()
+    # w = 0, λ = 0: no credit at all; λ alone: the outcome part is gone
+    zero = token_credit(
+        [honest, wrong],
+        ["9", "9"],
+        char_tokenizer,
+        SCORERS["arithmetic"],
+        "step",
+        2,
+        outcome_weight=0,
+        lambda_=0,
+    )
+    assert all(torch.all(c == 0) for c in zero)
+
+
+def test_prm_style_scorers():
+    steps = [["Step 1: 7 + 5 = 12\n", "  \n", "Step 2: 7 + 5 = 13"]]
+    assert prm_all_ones([""], steps) == [[1.0, 0.0, 1.0]]
+    assert prm_gullible([""], steps) == [[1.0, 0.0, 0.0]]
