@@ -1,8 +1,8 @@
 """The embedded default: a character-level tokenizer, a tiny Qwen2 model and its warm start.
 
 ``psgrpo.tiny.checkpoint`` (committed, a few MB) is what ``psgrpo train`` starts from when no
-model is given; ``psgrpo warmstart`` reproduces it. Further committed checkpoints (in
-``psgrpo/tiny/checkpoints/``) are named ``embedded:NAME`` wherever a
+model is given; ``psgrpo warmstart`` reproduces it. Further committed checkpoints (the
+``arith-hard`` testbed's, in ``psgrpo/tiny/checkpoints/``) are named ``embedded:NAME`` wherever a
 model path is accepted (:func:`resolve_checkpoint`).
 """
 
@@ -17,8 +17,11 @@ CHECKPOINT_DIR = TINY_DIR / "checkpoint"
 EMBEDDED_PREFIX = "embedded:"
 EMBEDDED_CHECKPOINTS: dict[str, Path] = {
     "arith": CHECKPOINT_DIR,
+    "arith-hard": TINY_DIR / "checkpoints" / "arith-hard",
 }
-"""Committed checkpoints by name: ``--model_name_or_path embedded:arith``."""
+"""Committed checkpoints by name: ``--model_name_or_path embedded:arith-hard``. ``arith-hard`` is the
+credit-assignment testbed's warm start (held-out greedy accuracy 0.23 on arith-hard; docs/learning.md
+has the two ``psgrpo warmstart`` commands that reproduce it)."""
 
 
 def resolve_checkpoint(model_name_or_path: str | None) -> str:
