@@ -22,9 +22,10 @@ from typing import Any, TypeVar
 import yaml
 from trl import GRPOConfig, TrlParser
 
-from psgrpo.config import METHODS, ProcessGRPOConfig
+from psgrpo.config import ProcessGRPOConfig
 from psgrpo.data.tasks import TaskConfig
 from psgrpo.loading import DEFAULT_RECIPE
+from psgrpo.options import METHODS
 from psgrpo.precision import resolve_bf16
 
 TRAINERS = ("trl", *METHODS)

@@ -1,10 +1,8 @@
-"""Configuration: one dataclass for the trainer, one for the task (data + evaluation).
+"""``ProcessGRPOConfig``: TRL's ``GRPOConfig`` plus the credit-assignment fields.
 
-``ProcessGRPOConfig`` extends TRL's ``GRPOConfig``, so every TRL/transformers option
-(``learning_rate``, ``num_generations``, ``beta``, ``use_vllm``, ``report_to`` …) works
-unchanged; the fields below add the credit-assignment method. ``TaskConfig`` says which data
-to train and evaluate on. The CLI parses both (plus TRL's ``ModelConfig``) with TRL's parser,
-so a YAML file and command-line flags set the same fields::
+Every TRL/transformers option (``learning_rate``, ``num_generations``, ``beta``, ``use_vllm`` …)
+works unchanged. The CLI parses it with ``TaskConfig`` (:mod:`psgrpo.data.tasks`) and TRL's
+``ModelConfig`` through TRL's parser, so a YAML file and command-line flags set the same fields::
 
     psgrpo train --config configs/demo.yaml --learning_rate 1e-4 --method grpo
 """
@@ -32,7 +30,6 @@ from psgrpo.options import (
     TruncatedMode,
     VpsBoundaries,
     ZeroVarianceMode,
-    allowed,
     check_choice,
     check_finite_floats,
     check_keyword_arguments,
@@ -47,8 +44,6 @@ from psgrpo.ps.segmentation import SEGMENTERS, get_segmenter
 from psgrpo.rewards import REWARD_FUNCS
 from psgrpo.techniques.options import check_technique_options
 from psgrpo.vps.boundaries import DEFAULT_ENTROPY_TOLERANCE
-
-METHODS = allowed(Method)
 
 
 @dataclass

@@ -77,6 +77,10 @@ def allowed(option_type: Any) -> tuple[str, ...]:
     return values
 
 
+METHODS: tuple[str, ...] = allowed(Method)
+"""``grpo``, ``ps``, ``vps``: the values of ``--method`` (and of ``psgrpo compare --methods``)."""
+
+
 def _listing(values: Iterable[Any]) -> str:
     return ", ".join(repr(v) for v in values)
 

@@ -1,8 +1,8 @@
-"""The compatibility matrix: every TRL GRPO option of ``psgrpo.compatibility.TRL_OPTIONS`` × every method.
+"""The compatibility matrix: every TRL GRPO option of ``psgrpo.compatibility.matrix.TRL_OPTIONS`` × every method.
 
 Each CPU-testable row runs with ``grpo``, ``ps`` and ``vps`` for two optimizer steps on the tiny
 model, with fixed completions whose steps the verifier can check (so ``ps`` and ``vps`` have real
-step credit). Each case has one of two outcomes, the one ``psgrpo.compatibility.cell`` gives:
+step credit). Each case has one of two outcomes, the one ``psgrpo.compatibility.matrix.cell`` gives:
 
 - **supported**: ``grpo`` equals stock ``trl.GRPOTrainer`` exactly in the advantages TRL receives,
   every logged metric (loss included), the gradients of both steps and the final parameters; for
@@ -37,18 +37,8 @@ from trainer_helpers import (
 from transformers import AutoModelForCausalLM, TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from psgrpo.compatibility import (
-    METHODS,
-    REFUSALS,
-    TRL_OPTIONS,
-    TrlOption,
-    cell,
-    check_trl_compatibility,
-    embed_table,
-    has_token_credit,
-    process_scale,
-    refusal_for,
-)
+from psgrpo.compatibility import REFUSALS, check_trl_compatibility, has_token_credit, process_scale
+from psgrpo.compatibility.matrix import METHODS, TRL_OPTIONS, TrlOption, cell, embed_table, refusal_for
 from psgrpo.config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.rewards import correctness_reward, format_reward

@@ -122,7 +122,7 @@ def run_recipe(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _validate(cfg: CompareConfig) -> None:
-    from psgrpo.config import METHODS
+    from psgrpo.options import METHODS
 
     unknown = [m for m in cfg.methods if m not in METHODS]
     if unknown or not cfg.methods:

@@ -1,122 +1,24 @@
-"""TRL's GRPO options × psgrpo's methods: what is supported, how, and what is refused. One table.
+"""The compatibility matrix: every TRL GRPO option psgrpo knows of, and what each method does with it.
 
-Three readers share it, so they cannot drift apart:
-
-- :func:`check_trl_compatibility` refuses unsound combinations when a :class:`ProcessGRPOConfig`
-  is built (its ``__post_init__``), with an error that names both options, says why and what to do;
-- the compatibility matrix test (tests/test_compatibility.py) runs every CPU-testable row of
-  :data:`TRL_OPTIONS` with every method for two optimizer steps and asserts one of two outcomes:
-  *supported and correct* (``grpo`` equals stock ``trl.GRPOTrainer`` in loss, gradients,
-  parameters and every logged metric; for ``ps``/``vps`` the token credit reaches the gradient) or
-  *refused* at construction;
-- docs/compatibility.md embeds :func:`render_table` (``python -m psgrpo.compatibility`` prints it,
-  ``--write docs/compatibility.md`` updates the page; a test checks the page is current).
-
-**Token credit.** Whether a configuration hands TRL's loss advantages that vary along a completion
-(:func:`has_token_credit`). Without it (``grpo``, ``ps_lambda=0``, ``vps_alpha=0``) TRL receives the
-1-D A_i and runs its own code paths; with it, the hooks of :mod:`psgrpo.loss_hooks` keep TRL's
-sequence-level pieces (GSPO ratio, off-policy mask, VESPO weight) from undoing the credit.
-
-**The outcome/process balance follows ``scale_rewards``** (:func:`process_scale`): the ``ps`` step
-scores are centred per group and divided by the step-score std of the group (``group``) or of the
-whole batch (``batch``, and ``multi_objective_aggregation="normalize_then_sum"``, whose A_i TRL
-divides by a batch std), exactly as TRL scales A_i. ``vps``'s ΔC is a probability difference,
-unitless like the scaled A_i. ``scale_rewards="none"`` leaves A_i in reward units, which the
-process term does not share, so λ and α would silently depend on the reward's scale: refused with
-token credit, unless ``reward_norm_momentum`` divides the rewards by their running std first (the
-process term is then normalised over the batch).
+:data:`TRL_OPTIONS` is the table; :func:`cell` decides each (option, method) cell from the rules in
+:mod:`psgrpo.compatibility` (:data:`~psgrpo.compatibility.REFUSALS`); :func:`render_table` writes the
+markdown that docs/compatibility.md embeds (``python -m psgrpo.compatibility [--write PAGE]``), and
+tests/test_compatibility.py runs every row.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from psgrpo.advantages import METHOD_ESTIMATORS
-from psgrpo.options import Method, allowed
+from psgrpo.compatibility import REFUSALS, Refusal
+from psgrpo.options import METHODS
 
-ProcessScale = Literal["group", "batch"]
 Status = Literal["supported", "refused", "not tested on CPU"]
 
 TOKEN_PATH = "A_t (B, T) reaches TRL's loss unchanged"
 """How most options work with token credit: TRL's token-level code is correct for (B, T) advantages."""
-
-
-def has_token_credit(config: Any) -> bool:
-    """Whether TRL's loss gets advantages that vary along a completion (B, T), or one per completion (B,).
-
-    False for ``method="grpo"`` (estimator ``outcome``) and for a process term weighted 0
-    (``ps_lambda=0``, ``vps_alpha=0``); a custom ``advantage_estimator`` counts as token credit.
-    """
-    estimator = config.advantage_estimator or METHOD_ESTIMATORS[config.method]
-    if estimator == "outcome":
-        return False
-    if config.method == "ps" and estimator == METHOD_ESTIMATORS["ps"]:
-        return config.ps_lambda != 0
-    if config.method == "vps" and estimator == METHOD_ESTIMATORS["vps"]:
-        return config.vps_alpha != 0
-    return True
-
-
-def process_scale(config: Any) -> ProcessScale:
-    """The std the ``ps`` step scores are divided by, chosen as TRL scales the outcome advantage A_i.
-
-    ``group`` with ``scale_rewards="group"``; ``batch`` when A_i is divided by a std over the whole
-    batch (``scale_rewards="batch"``, ``multi_objective_aggregation="normalize_then_sum"``, or
-    ``scale_rewards="none"`` with psgrpo's running reward std ``reward_norm_momentum``).
-    ``scale_rewards="none"`` alone is refused with token credit (:func:`check_trl_compatibility`).
-    """
-    if config.multi_objective_aggregation == "normalize_then_sum" or config.scale_rewards == "batch":
-        return "batch"
-    if config.scale_rewards == "none" and config.reward_norm_momentum is not None:
-        return "batch"
-    return "group"
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A combination ``check_trl_compatibility`` refuses: the two options it names, when, and the message."""
-
-    options: tuple[str, str]
-    applies: Callable[[Any], bool]
-    message: Callable[[Any], str]
-    summary: str
-    """One line for docs/compatibility.md."""
-
-
-def _process_weight(config: Any) -> str:
-    return f"ps_lambda={config.ps_lambda}" if config.method == "ps" else f"vps_alpha={config.vps_alpha}"
-
-
-REFUSALS: tuple[Refusal, ...] = (
-    Refusal(
-        options=("scale_rewards", "method"),
-        applies=lambda c: (
-            has_token_credit(c)
-            and c.scale_rewards == "none"
-            and c.multi_objective_aggregation == "sum_then_normalize"
-            and c.reward_norm_momentum is None
-        ),
-        message=lambda c: (
-            f"scale_rewards='none' cannot be combined with method={c.method!r} ({_process_weight(c)}): without "
-            "a std, the outcome advantage A_i stays in reward units while the process term does not (step "
-            "scores / probability differences), so the balance between them would silently depend on the "
-            "reward's scale. Use scale_rewards='batch' (no per-group std either), or keep 'none' and add "
-            "reward_norm_momentum (e.g. 0.99) to divide rewards by their running std, or use method='grpo'."
-        ),
-        summary="refused: A_i in reward units has no common scale with the process term; use "
-        "`scale_rewards='batch'` or add `reward_norm_momentum`",
-    ),
-)
-
-
-def check_trl_compatibility(config: Any) -> None:
-    """Raise ValueError for a TRL option × method combination psgrpo refuses (see :data:`REFUSALS`)."""
-    for refusal in REFUSALS:
-        if refusal.applies(config):
-            raise ValueError(refusal.message(config))
 
 
 @dataclass(frozen=True)
@@ -420,9 +322,6 @@ def cell(option: TrlOption, method: str) -> Cell:
     return Cell("supported", option.token_credit)
 
 
-METHODS: tuple[str, ...] = allowed(Method)
-
-
 def render_table() -> str:
     """The matrix as a markdown table (embedded in docs/compatibility.md)."""
     lines = [
@@ -453,16 +352,3 @@ def embed_table(page: str) -> str:
     before, rest = page.split(MATRIX_BEGIN, 1)
     after = rest.split(MATRIX_END, 1)[1]
     return before + MATRIX_BEGIN + render_table() + MATRIX_END + after
-
-
-if __name__ == "__main__":  # python -m psgrpo.compatibility [--write docs/compatibility.md]
-    import sys
-    from pathlib import Path
-
-    if sys.argv[1:2] == ["--write"] and len(sys.argv) == 3:
-        path = Path(sys.argv[2])
-        path.write_text(embed_table(path.read_text()))
-    elif len(sys.argv) == 1:
-        print(render_table(), end="")
-    else:
-        sys.exit("usage: python -m psgrpo.compatibility [--write docs/compatibility.md]")
