@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from psgrpo.compatibility import REFUSALS, Refusal
+from psgrpo.config import ProcessGRPOConfig
 from psgrpo.options import METHODS
 
 Status = Literal["supported", "refused", "not tested on CPU"]
@@ -285,10 +287,6 @@ OUTSIDE_THE_LOSS: tuple[tuple[str, str], ...] = (
 
 def _namespace(option: TrlOption, method: str) -> Any:
     """ProcessGRPOConfig's defaults with the row's fields and the method, without building a config."""
-    from types import SimpleNamespace
-
-    from psgrpo.config import ProcessGRPOConfig  # lazy: config imports this module
-
     values: dict[str, Any] = {}
     for f in dataclasses.fields(ProcessGRPOConfig):
         if f.default is not dataclasses.MISSING:
