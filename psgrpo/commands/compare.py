@@ -1,8 +1,10 @@
-"""``psgrpo compare``: train several methods × seeds on one budget and compare held-out curves.
+"""``psgrpo compare``: train several methods (or arms) × seeds on one budget and compare held-out curves.
 
-Each (method, seed) is an ordinary ``psgrpo train`` run (the same function, :func:`psgrpo.commands.train.train`)
+An *arm* is a labelled set of training flags: by default one per method (``grpo`` = ``--method
+grpo``), or any variants with ``--arms`` (``'vps-a0.8=--method vps --vps_alpha 0.8'``), which is how
+sweeps run. Each (arm, seed) is an ordinary ``psgrpo train`` run (the same function, :func:`psgrpo.commands.train.train`)
 with the held-out evaluation callback every ``--eval_every`` steps, in
-``OUTPUT_DIR/runs/<method>-seed<seed>/``. Runs go one after another; a run whose
+``OUTPUT_DIR/runs/<arm>-seed<seed>/``. Runs go one after another; a run whose
 ``report.json`` exists is finished and skipped, so an interrupted comparison continues where it
 stopped (an unfinished run restarts from scratch). Then, in ``OUTPUT_DIR``:
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shlex
 import shutil
 from collections.abc import Sequence
@@ -70,6 +73,16 @@ class CompareConfig:
             "and the paired differences against grpo are over seeds: fewer than 5 gives wide intervals."
         },
     )
+    arms: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "Variants to compare instead of --methods, each 'LABEL=FLAGS', e.g. 'grpo=--method grpo' "
+            "'vps-a0.8=--method vps --vps_alpha 0.8'. LABEL (letters, digits, . _ -) names the row and the run "
+            "directories; FLAGS are psgrpo train flags every run of the arm adds to the recipe. Label the "
+            "outcome baseline 'grpo' to get the paired differences. Default: none (one arm per --methods entry). "
+            "Use it for sweeps (vps_alpha, ps_advantage_mode × ps_lambda)."
+        },
+    )
     eval_every: int = field(
         default=25,
         metadata={
@@ -103,7 +116,54 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
     parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig, CompareConfig), prog="psgrpo compare")
     _, args, _, cfg = parser.parse_args_and_config(["--config", str(config_path), *flags])
     _validate(cfg)
+    if cfg.arms and "methods" in flag_values(flags):
+        raise ValueError(
+            "give --methods or --arms, not both (an arm names its method: 'LABEL=--method M ...')"
+        )
+    for label, arm_flags in compare_arms(cfg) if cfg.arms else []:
+        try:  # a typo in an arm fails now, not when its turn comes hours later
+            parser.parse_args_and_config(["--config", str(config_path), *flags, *arm_flags])
+        except (ValueError, SystemExit) as err:
+            raise ValueError(
+                f"--arms {label!r}: its flags {shlex.join(arm_flags)!r} are not valid: {err}"
+            ) from None
     return config_path, flags, args, cfg
+
+
+ARM_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+OWN_RUN_FLAGS = ("seed", "output_dir", "heldout_eval_steps", "eval_before_after")
+"""Flags compare sets for every run; an arm may not set them."""
+
+
+def compare_arms(cfg: CompareConfig) -> list[tuple[str, list[str]]]:
+    """``(label, train flags)`` per arm, in order: ``--arms`` entries, else one ``--method M`` arm per method.
+
+    Raises:
+        ValueError naming the entry: no ``=``, a label that is not a plain name, a repeated label,
+        or flags that compare sets itself (:data:`OWN_RUN_FLAGS`).
+    """
+    if not cfg.arms:
+        return [(method, ["--method", method]) for method in cfg.methods]
+    arms: list[tuple[str, list[str]]] = []
+    for entry in cfg.arms:
+        label, eq, rest = entry.partition("=")
+        label = label.strip()
+        if not eq or not ARM_LABEL.fullmatch(label):
+            raise ValueError(
+                f"--arms entry {entry!r}: expected 'LABEL=FLAGS' with LABEL made of letters, digits, '.', '_' "
+                "or '-' (it names run directories), e.g. 'vps-a0.8=--method vps --vps_alpha 0.8'"
+            )
+        if label in dict(arms):
+            raise ValueError(f"--arms: the label {label!r} appears twice; each arm needs its own label")
+        flags = shlex.split(rest)
+        owned = sorted(set(flag_values(flags)) & set(OWN_RUN_FLAGS))
+        if owned:
+            raise ValueError(
+                f"--arms entry {entry!r} sets {', '.join('--' + name for name in owned)}, which compare sets "
+                "for every run (use --seeds and --output_dir of compare itself)"
+            )
+        arms.append((label, flags))
+    return arms
 
 
 def strip_compare_flags(flags: Sequence[str]) -> list[str]:
@@ -210,26 +270,27 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
             (root / "recipe.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
     run_flags = strip_compare_flags(flags)
 
-    runs = {(m, seed): root / "runs" / f"{m}-seed{seed}" for m in cfg.methods for seed in cfg.seeds}
+    arms = dict(compare_arms(cfg))  # label → its train flags (`--method M` for a plain method)
+    runs = {(label, seed): root / "runs" / f"{label}-seed{seed}" for label in arms for seed in cfg.seeds}
     plan = []  # every run is checked before any trains: a settings mismatch fails at once
-    for (method, seed), run_dir in runs.items():
-        overrides = ["--method", method, "--seed", str(seed), "--output_dir", str(run_dir),
+    for (label, seed), run_dir in runs.items():
+        overrides = [*arms[label], "--seed", str(seed), "--output_dir", str(run_dir),
                      "--heldout_eval_steps", str(cfg.eval_every), "--eval_before_after", "false"]  # fmt: skip
         flags_of_run = [*run_flags, *overrides]
         # JSON round trip: the spec compares equal to the one a previous invocation saved.
         spec = json.loads(json.dumps({"recipe": recipe, "flags": flag_values(flags_of_run)}))
         with args.main_process_first(local=False, desc="compare run setup"):
             finished = _prepare_run(run_dir, spec, is_main)
-        plan.append((method, seed, run_dir, flags_of_run, finished))
-    for i, (method, seed, run_dir, flags_of_run, finished) in enumerate(plan, start=1):
+        plan.append((label, seed, run_dir, flags_of_run, finished))
+    for i, (label, seed, run_dir, flags_of_run, finished) in enumerate(plan, start=1):
         if finished:
-            logger.info("run %d/%d (%s, seed %d): finished earlier, skipped", i, len(plan), method, seed)
+            logger.info("run %d/%d (%s, seed %d): finished earlier, skipped", i, len(plan), label, seed)
         else:
-            logger.info("run %d/%d (%s, seed %d) → %s", i, len(plan), method, seed, run_dir)
+            logger.info("run %d/%d (%s, seed %d) → %s", i, len(plan), label, seed, run_dir)
             train(["--config", str(root / "recipe.yaml"), *flags_of_run])
     if not is_main:  # metrics.jsonl and the outputs are the main process's
         return []
-    rows = [row for (method, seed), run_dir in runs.items() for row in _run_rows(method, seed, run_dir)]
+    rows = [row for (label, seed), run_dir in runs.items() for row in _run_rows(label, seed, run_dir)]
     write_curves_csv(rows, root / "curves.csv")
     command = shlex.join(["psgrpo", "compare", *argv])
     problems = int(max((row.get("n", 0) for row in rows), default=0)) or None  # held-out rows per evaluation

@@ -11,7 +11,9 @@ from PIL import Image
 
 from psgrpo.commands.cli import main
 from psgrpo.commands.compare import (
+    CompareConfig,
     compare,
+    compare_arms,
     flag_values,
     parse_compare_args,
     run_recipe,
@@ -98,6 +100,47 @@ def test_bad_options_fail_before_training(tmp_path, flags, message):
     assert not (tmp_path / "runs").exists()
 
 
+def test_arms_default_to_one_per_method_and_parse_label_and_flags():
+    assert compare_arms(CompareConfig(methods=["grpo", "vps"])) == [
+        ("grpo", ["--method", "grpo"]),
+        ("vps", ["--method", "vps"]),
+    ]
+    arms = CompareConfig(arms=["grpo=--method grpo", " vps-a0.8 = --method vps --vps_alpha 0.8"])
+    assert compare_arms(arms) == [
+        ("grpo", ["--method", "grpo"]),
+        ("vps-a0.8", ["--method", "vps", "--vps_alpha", "0.8"]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arms", "message"),
+    [
+        (["--method vps"], "expected 'LABEL=FLAGS'"),
+        (["a/b=--method vps"], "expected 'LABEL=FLAGS'"),
+        (["a=--method vps", "a=--method ps"], "the label 'a' appears twice"),
+        (["a=--method vps --seed 3"], "sets --seed, which compare sets"),
+        (["a=--method vps --output_dir x"], "sets --output_dir"),
+    ],
+)
+def test_bad_arms_are_refused_naming_the_entry(arms, message):
+    with pytest.raises(ValueError, match=message):
+        compare_arms(CompareConfig(arms=arms))
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--arms", "a=--method ppo"], r"--arms 'a': its flags '--method ppo' are not valid"),
+        (["--arms", "a=--method vps --vps_alpha x"], r"--arms 'a': its flags"),
+        (["--arms", "a=--method vps", "--methods", "grpo"], "give --methods or --arms, not both"),
+    ],
+)
+def test_arm_flags_are_checked_before_training(tmp_path, flags, message):
+    with pytest.raises(ValueError, match=message):
+        compare(["--output_dir", str(tmp_path), *flags])
+    assert not (tmp_path / "runs").exists()
+
+
 TINY = [
     "--methods", "grpo", "vps",
     "--seeds", "0", "1",
@@ -167,3 +210,21 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
     with pytest.raises(ValueError, match=r"flags\.max_steps: \['2'\] → \['3'\]"):
         main(["compare", *TINY, "--output_dir", str(out), "--max_steps", "3", "--methods", "ps", "grpo"])
     assert not (out / "runs" / "ps-seed0" / "metrics.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_compare_arms_label_rows_and_runs(tmp_path):
+    """Two arms of the same method family (an α sweep in miniature): rows and run directories carry the labels."""
+    out = tmp_path / "arms"
+    flags = [f for f in TINY if f not in ("--methods", "grpo", "vps")]
+    flags[flags.index("--seeds") + 1 : flags.index("--seeds") + 3] = ["0"]
+    main(["compare", *flags, "--output_dir", str(out), "--max_steps", "1", "--eval_every", "1",
+          "--arms", "grpo=--method grpo", "vps-a0=--method vps --vps_alpha 0"])  # fmt: skip
+    with (out / "curves.csv").open() as f:
+        assert [(r["method"], r["step"]) for r in csv.DictReader(f)] == [
+            ("grpo", "0"), ("grpo", "1"), ("vps-a0", "0"), ("vps-a0", "1")
+        ]  # fmt: skip
+    spec = json.loads((out / "runs" / "vps-a0-seed0" / "compare_run.json").read_text())
+    assert spec["flags"]["method"] == ["vps"] and spec["flags"]["vps_alpha"] == ["0"]
+    assert json.loads((out / "runs" / "vps-a0-seed0" / "report.json").read_text())["method"] == "vps"
+    assert "paired Δ vs grpo" in (out / "compare.md").read_text()
