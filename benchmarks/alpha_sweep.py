@@ -90,6 +90,8 @@ def plot(ours: dict[float, Interval], grpo: Interval | None, path: Path) -> None
 
 def report(output_dir: Path) -> str:
     """Write alpha_sweep.md and alpha_sweep.png from ``output_dir/curves.csv``; return the table."""
+    if not (output_dir / "curves.csv").exists():
+        raise ValueError(f"no curves.csv in {output_dir}: run the sweep there first (without --plot_only)")
     rows = read_curves_csv(output_dir / "curves.csv")
     ours = accuracy_by_alpha(rows)
     if not ours:

@@ -2,6 +2,7 @@
 
     python benchmarks/testbed_sanity.py --config configs/arith_hard.yaml --method grpo --max_steps 30 \\
         --output_dir outputs/testbed-sanity [--window 10] [any psgrpo train flag]
+    python benchmarks/testbed_sanity.py --report RUN_DIR [--window 4]   # an existing run, e.g. a compare run
 
 It is ``psgrpo train --diagnostics true --logging_steps 1`` (held-out accuracy before and after
 included; :mod:`psgrpo.step_diagnostics` defines the metrics), then a table of the means, over
@@ -34,6 +35,8 @@ STATS = {
     "unnecessary_steps": "diag/unnecessary_step_frac",
     "mean_length": "completions/mean_length",
     "reward_std_zero": "frac_reward_zero_std",
+    "ps_process_share": "ps/process_share",
+    "vps_process_share": "vps/process_share",
 }
 """Column → the metrics.jsonl key it averages."""
 
@@ -55,18 +58,37 @@ def windows(records: Sequence[dict[str, Any]], size: int) -> list[dict[str, Any]
     return out
 
 
-def main(argv: Sequence[str]) -> dict[str, Any]:
-    argv = list(argv)
-    window = 10
-    if "--window" in argv:
-        i = argv.index("--window")
-        window = int(argv[i + 1])
-        del argv[i : i + 2]
-    report = train([*argv, "--diagnostics", "true", "--logging_steps", "1"])
-    table = windows(read_metrics(report["output_dir"]), window)
+def print_table(table: Sequence[dict[str, Any]]) -> None:
     print("\n| steps | " + " | ".join(STATS) + " |\n|" + "---|" * (len(STATS) + 1))
     for row in table:
         print(f"| {row['steps']} | " + " | ".join(f"{row[k]:.3f}" for k in STATS) + " |")
+
+
+def _pop_option(argv: list[str], name: str) -> str | None:
+    if name not in argv:
+        return None
+    i = argv.index(name)
+    if i + 1 >= len(argv):
+        raise ValueError(f"{name} needs a value")
+    value = argv[i + 1]
+    del argv[i : i + 2]
+    return value
+
+
+def main(argv: Sequence[str]) -> dict[str, Any]:
+    argv = list(argv)
+    window = int(_pop_option(argv, "--window") or 10)
+    run_dir = _pop_option(argv, "--report")
+    if run_dir is not None:  # an existing run (e.g. one of psgrpo compare's), no training
+        records = read_metrics(run_dir)
+        if not any("diag/all_equal_correct_frac" in r for r in records):
+            raise ValueError(f"{run_dir}: no diag/* records in metrics.jsonl; train with --diagnostics true")
+        report: dict[str, Any] = {"output_dir": run_dir}
+    else:
+        report = train([*argv, "--diagnostics", "true", "--logging_steps", "1"])
+        records = read_metrics(report["output_dir"])
+    table = windows(records, window)
+    print_table(table)
     report["group_stats"] = table
     return report
 

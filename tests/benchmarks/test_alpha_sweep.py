@@ -54,6 +54,8 @@ def test_report_writes_table_with_the_papers_figures_and_a_png(sweep, tmp_path):
     assert lines[4].startswith("| grpo | 0.310 ± ")
     with Image.open(tmp_path / "alpha_sweep.png") as image:
         image.verify()
+    with pytest.raises(ValueError, match="no curves.csv in .*run the sweep there first"):
+        sweep.report(tmp_path / "empty")
     write_curves_csv(_rows("grpo", [0.3]), tmp_path / "curves.csv")
     with pytest.raises(ValueError, match="no vps-a<α> rows"):
         sweep.report(tmp_path)

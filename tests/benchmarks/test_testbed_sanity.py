@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -23,6 +24,18 @@ def test_windows_average_each_statistic(sanity):
     )
     with pytest.raises(ValueError, match="--window must be at least 1, got 0"):
         sanity.windows(records, 0)
+
+
+def test_report_reads_an_existing_run_without_training(sanity, tmp_path, capsys):
+    records = [{"step": s, "diag/all_equal_correct_frac": 0.5, "ps/process_share": s / 20} for s in (5, 10)]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    report = sanity.main(["--report", str(tmp_path), "--window", "2"])
+    assert [(r["steps"], r["ps_process_share"]) for r in report["group_stats"]] == [("5-10", 0.375)]
+    assert "| 5-10 | " in capsys.readouterr().out
+    with pytest.raises(
+        ValueError, match="no diag/\\* records in metrics.jsonl; train with --diagnostics true"
+    ):
+        sanity.main(["--report", str(tmp_path / "missing")])
 
 
 @pytest.mark.slow
