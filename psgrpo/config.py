@@ -124,9 +124,9 @@ class ProcessGRPOConfig(GRPOConfig):
     step_scorer: str = field(
         default="arithmetic",
         metadata={
-            "help": "Step scorer (method 'ps'): 'arithmetic' (rule-based verifier: equation correctness and "
-            "necessity, no extra model) or 'prm' (a Hugging Face process reward model; give its path in "
-            "step_scorer_kwargs). A Python callable can be passed to the trainer as `step_scorer=` instead.",
+            "help": "Step scorer (method 'ps'): 'arithmetic' (default; verifier: equation correctness and necessity), "
+            "'reference' (the verifier + the gold solution's intermediate values, so it also sees logic errors; needs a "
+            "'solution' column) or 'prm' (a process reward model, path in step_scorer_kwargs). Or a callable `step_scorer=`.",
             "choices": list(STEP_SCORERS),
         },
     )

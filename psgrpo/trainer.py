@@ -32,7 +32,7 @@ from psgrpo.eval.vllm_backend import VLLM_INSTALL
 from psgrpo.guards import check_finite, check_loss_and_gradients, check_rewards
 from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
 from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
-from psgrpo.ps.scorers import build_step_scorer
+from psgrpo.ps.scorers import build_step_scorer, check_scorer_columns
 from psgrpo.ps.segmentation import get_segmenter
 from psgrpo.ps.signal import StepSignal
 from psgrpo.rewards import get_reward_funcs
@@ -117,6 +117,7 @@ class ProcessGRPOTrainer(TokenCreditLossMixin, TechniquesMixin, CheckpointMixin,
             if args.step_scorer == "prm":
                 scorer_kwargs.setdefault("device", self.accelerator.device)
             scorer = build_step_scorer(step_scorer or args.step_scorer, **scorer_kwargs)
+            check_scorer_columns(scorer, self.train_dataset)
             return StepSignal(args, self._tokenizer, self.accelerator, segmenter, scorer)
         if args.method == "vps":
             return ConfidenceSignal(

@@ -4,6 +4,8 @@ Built-ins, by name (``step_scorer`` in :class:`~psgrpo.config.ProcessGRPOConfig`
 :data:`STEP_SCORERS` registry:
 
 - ``arithmetic``: :class:`~psgrpo.ps.scorers.arithmetic.ArithmeticVerifier`, rule-based, no model;
+- ``reference``: :class:`~psgrpo.ps.scorers.reference.ReferenceVerifier`, the verifier plus the gold
+  solution's intermediate values (catches logic errors too; needs the ``solution`` column);
 - ``prm``: :class:`~psgrpo.ps.scorers.prm.PRMScorer`, a Hugging Face process reward model
   (``step_scorer_kwargs={"model": "path/or/hub-id", "style": "token_classification" | "causal_lm"}``).
 
@@ -18,10 +20,12 @@ from typing import Any
 
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier
 from psgrpo.ps.scorers.prm import PRMScorer
+from psgrpo.ps.scorers.reference import ReferenceVerifier
 from psgrpo.registry import Registry
 
 STEP_SCORERS: Registry[type] = Registry("step scorer")
 STEP_SCORERS.register("arithmetic")(ArithmeticVerifier)
+STEP_SCORERS.register("reference")(ReferenceVerifier)
 STEP_SCORERS.register("prm")(PRMScorer)
 
 
@@ -30,3 +34,22 @@ def build_step_scorer(spec: str | Callable[..., Any], **kwargs: Any) -> Callable
     if callable(spec):
         return spec
     return STEP_SCORERS.get(spec)(**kwargs)
+
+
+def check_scorer_columns(scorer: Any, dataset: Any) -> None:
+    """Fail before training when ``dataset`` lacks a column the scorer reads (its ``required_columns``).
+
+    A dataset that does not list its columns (a streamed one) is not checked here; the scorer then
+    raises on the first batch.
+    """
+    required = getattr(scorer, "required_columns", ())
+    columns = getattr(dataset, "column_names", None)
+    if not required or columns is None:
+        return
+    missing = [name for name in required if name not in columns]
+    if missing:
+        raise ValueError(
+            f"step scorer {type(scorer).__name__} reads the dataset columns {list(required)}, but the training "
+            f"dataset lacks {missing} (it has {list(columns)}); use a dataset with gold worked solutions (arith, "
+            "GSM8K) or step_scorer 'arithmetic'"
+        )

@@ -165,7 +165,7 @@ class ArithmeticVerifier:
 
     def pop_counts(self) -> dict[str, int]:
         """The :class:`VerifierCounts` of every step scored since the last call, as a dict; resets them."""
-        counts, self.counts = self.counts, VerifierCounts()
+        counts, self.counts = self.counts, type(self.counts)()
         return asdict(counts)
 
     def __repr__(self) -> str:
