@@ -29,6 +29,7 @@ import torch
 from psgrpo.advantages import process_token_advantages
 from psgrpo.options import ProcessMode, allowed
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, extract_equations
+from psgrpo.ps.scorers.reference import ReferenceVerifier
 from psgrpo.ps.segmentation import TextSegmenter, get_segmenter, segment_completions
 from psgrpo.ps.signal import normalize_step_scores, score_steps, step_tensors
 from psgrpo.rewards import correctness_reward, format_reward
@@ -181,10 +182,12 @@ def prm_gullible(prompts: Sequence[Any], steps: Sequence[Sequence[str]], **_: An
 
 SCORERS: dict[str, Callable[..., list[list[float]]]] = {
     "arithmetic": ArithmeticVerifier(),
+    "reference": ReferenceVerifier(),
     "prm_all_ones": prm_all_ones,
     "prm_gullible": prm_gullible,
 }
-"""The scorers the suite runs: psgrpo's verifier and two PRM-style callables."""
+"""The scorers the suite runs: psgrpo's two verifiers and two PRM-style callables (the reference
+verifier reads the honest solution as the row's gold ``solution``)."""
 
 # --------------------------------------------------------------------------- credit
 
@@ -200,6 +203,7 @@ def token_credit(
     outcome_weight: float = 1.0,
     lambda_: float = 1.0,
     temperature: float = 0.1,
+    solutions: Sequence[str] | None = None,
 ) -> list[torch.Tensor]:
     """Token advantages of each completion, computed as the trainer computes them for method ``ps``.
 
@@ -212,6 +216,7 @@ def token_credit(
         segmenter: default ``markers`` (``Step N:``), the trainer's default.
         outcome_weight, lambda_, temperature: ``ps_outcome_weight``, ``ps_lambda``,
             ``ps_min_temperature``.
+        solutions: (N,) the rows' gold worked solutions (the ``solution`` column), for scorers that read it.
 
     Returns:
         N tensors (n_i,): the advantage of every completion token (EOS included).
@@ -222,7 +227,8 @@ def token_credit(
     ]
     segmentation = segment_completions(tokenizer, ids, segmenter or get_segmenter("markers"))
     prompts = [""] * len(completions)
-    raw = score_steps(scorer, prompts, segmentation.steps, {"answer": list(answers)}, fallback=False)
+    columns = {"answer": list(answers), **({"solution": list(solutions)} if solutions is not None else {})}
+    raw = score_steps(scorer, prompts, segmentation.steps, columns, fallback=False)
     normalized = normalize_step_scores(raw, num_generations)
     rewards = [
         c + f
@@ -292,6 +298,7 @@ def credit_table(
                         scorer,
                         mode,
                         3,
+                        solutions=[honest] * 3,
                         **credit_options,
                     )
                     rows.append(

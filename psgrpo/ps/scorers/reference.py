@@ -139,7 +139,9 @@ class ReferenceVerifier(ArithmeticVerifier):
         verdicts = self.score_steps(steps, extract_answer("\n".join(steps)))
         self.counts.add(verdicts)
         flags = on_reference(verdicts, reference)
-        self.counts.off_reference += sum(v.correct is not None and not f for v, f in zip(verdicts, flags))
+        self.counts.off_reference += sum(
+            v.correct is not None and not f for v, f in zip(verdicts, flags, strict=True)
+        )
         self.counts.rows_without_reference += not reference
         return [
             self.neutral_score
@@ -170,7 +172,9 @@ class ReferenceVerifier(ArithmeticVerifier):
                 f"{len(answer)} answers; expected one of each per completion"
             )
         return [
-            self.score_against(sample, self.reference(str(gold), None if gold_answer is None else str(gold_answer)))
+            self.score_against(
+                sample, self.reference(str(gold), None if gold_answer is None else str(gold_answer))
+            )
             for sample, gold, gold_answer in zip(steps, solution, answer, strict=True)
         ]
 

@@ -1,0 +1,151 @@
+"""psgrpo.ps.scorers.reference: the verifier plus the gold solution's intermediate values."""
+
+from __future__ import annotations
+
+from collections import Counter
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from psgrpo.data.arith import make_arith_dataset, split_problems, with_wrong_step
+from psgrpo.ps.credit_gaming import HOSTILE_STEPS
+from psgrpo.ps.scorers import STEP_SCORERS, build_step_scorer, check_scorer_columns
+from psgrpo.ps.scorers.arithmetic import score_steps
+from psgrpo.ps.scorers.reference import ReferenceCounts, ReferenceVerifier, on_reference, reference_values
+from psgrpo.ps.signal import resolve_process_mode
+
+GOLD = "<reasoning>\nStep 1: 7 + 5 = 12\nStep 2: 12 - 3 = 9\n</reasoning>\n<answer>9</answer>"
+
+
+def score(steps: list[str], solution: str = GOLD, answer: str = "9", **weights: float) -> list[float]:
+    return ReferenceVerifier(**weights)(["q"], [steps], solution=[solution], answer=[answer])[0]
+
+
+# --------------------------------------------------------------------------- reference values
+
+
+def test_reference_values_are_the_gold_path_results():
+    assert reference_values(GOLD, "9") == Counter({Fraction(12): 1, Fraction(9): 1})
+
+
+def test_a_distractor_the_gold_solution_computes_is_not_a_reference_value():
+    gold = "Step 1: 8 * 2 = 16\nStep 2: 18 + 7 = 25\nStep 3: 16 - 7 = 9"
+    assert reference_values(gold, "9") == Counter({Fraction(16): 1, Fraction(9): 1})
+
+
+def test_repeated_values_on_the_path_count_twice():
+    gold = "Step 1: 8 * 2 = 16\nStep 2: 16 - 7 = 9\nStep 3: 9 * 2 = 18\nStep 4: 18 - 9 = 9"
+    assert reference_values(gold, "9")[Fraction(9)] == 2
+
+
+def test_gsm8k_annotations_give_reference_values():
+    gold = (
+        "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\n"
+        "Natalia sold 48+24 = <<48+24=72>>72 clips altogether in April and May.\n#### 72"
+    )
+    assert reference_values(gold, "72") == Counter({Fraction(24): 1, Fraction(72): 1})
+
+
+def test_a_solution_without_equations_gives_no_reference_values():
+    assert reference_values("Just count them: nine.", "9") == Counter()
+    assert reference_values(GOLD, None) == Counter()
+
+
+# --------------------------------------------------------------------------- on reference
+
+
+def test_a_right_step_claims_a_value_once():
+    verdicts = score_steps(["Step 1: 7 + 5 = 12", "Step 2: 7 + 5 = 12", "Step 3: 12 - 3 = 9"], "9")
+    assert on_reference(verdicts, reference_values(GOLD, "9")) == [True, False, True]
+
+
+def test_noops_and_steps_without_equations_are_off_reference():
+    verdicts = score_steps(
+        ["Step 1: 7 + 5 = 12", "Step 2: 12 + 0 = 12", "So far so good.", "Step 3: 12 - 3 = 9"], "9"
+    )
+    assert on_reference(verdicts, reference_values(GOLD, "9")) == [True, False, False, True]
+
+
+# --------------------------------------------------------------------------- scores
+
+
+def test_right_logic_and_calculation_errors_score_apart():
+    assert score(["Step 1: 7 + 5 = 12", "Step 2: 12 - 3 = 9", "<answer>9</answer>"]) == [1.0, 1.0, 0.5]
+    # logic error: a wrong operation with true arithmetic (the arithmetic verifier gives it 1.0)
+    assert score(["Step 1: 7 + 5 = 12", "Step 2: 12 + 3 = 15", "<answer>15</answer>"]) == [1.0, 0.5, 0.5]
+    # calculation error, and the step after it, whose arithmetic holds but carries the wrong value
+    assert score(["Step 1: 7 + 5 = 13", "Step 2: 13 - 3 = 10"]) == [0.0, 0.5]
+
+
+def test_weights_and_neutral_score():
+    steps = ["Step 1: 7 + 5 = 12", "Step 2: 12 + 3 = 15", "Hmm."]
+    assert score(steps, correct_weight=0.2, reference_weight=0.8, neutral_score=0.1) == pytest.approx(
+        [1.0, 0.2, 0.1]
+    )
+
+
+def test_every_gold_step_of_arith_hard_scores_one_and_the_unused_distractor_does_not():
+    rows = make_arith_dataset("test", n=50, variant="arith-hard")
+    verifier = ReferenceVerifier()
+    for row in rows:
+        lines = [line for line in row["solution"].splitlines() if line.startswith("Step")]
+        scores = verifier(["q"], [lines], solution=[row["solution"]], answer=[row["answer"]])[0]
+        path_steps = len(reference_values(row["solution"], row["answer"]).keys())
+        assert scores.count(1.0) >= min(path_steps, len(lines) - 1)
+        assert all(s in (1.0, 0.5) for s in scores)  # never a calculation error in gold
+
+
+def test_the_wrong_step_of_a_corrupted_gold_solution_scores_below_one():
+    verifier = ReferenceVerifier()
+    checked = 0
+    for problem in split_problems("test", 40, variant="arith-hard"):
+        index = next(k for k, step in enumerate(problem.chain) if step.used)
+        wrong = with_wrong_step(problem, index, (problem.chain[index].result + 1) % 100)
+        if wrong is None:
+            continue
+        lines = [line for line in wrong.solution.splitlines() if line.startswith("Step")]
+        scores = verifier(["q"], [lines], solution=[problem.solution], answer=[str(problem.answer)])[0]
+        assert scores[index] < 1.0
+        checked += 1
+    assert checked >= 20
+
+
+# --------------------------------------------------------------------------- interface
+
+
+def test_registered_counts_and_mode():
+    verifier = build_step_scorer("reference")
+    assert isinstance(verifier, ReferenceVerifier) and STEP_SCORERS.get("reference") is ReferenceVerifier
+    assert resolve_process_mode("auto", verifier) == "step"  # exact, local scores, like the verifier
+    verifier(["q"], [["Step 1: 7 + 5 = 12", "Step 2: 12 + 3 = 15"]], solution=[GOLD], answer=["9"])
+    counts = verifier.pop_counts()
+    assert counts["steps"] == 2 and counts["off_reference"] == 1 and counts["rows_without_reference"] == 0
+    assert verifier.counts == ReferenceCounts()  # reset, same type
+
+
+def test_missing_columns_and_length_mismatch_say_what_is_wrong():
+    verifier = ReferenceVerifier()
+    with pytest.raises(ValueError, match=r"needs the dataset columns \['solution'\]"):
+        verifier(["q"], [["Step 1: 1 + 1 = 2"]], answer=["2"])
+    with pytest.raises(ValueError, match="2 solutions"):
+        verifier(["q"], [["Step 1: 1 + 1 = 2"]], solution=[GOLD, GOLD], answer=["2"])
+
+
+def test_check_scorer_columns_before_training():
+    dataset = make_arith_dataset("test", n=4).remove_columns(["solution", "completion"])
+    with pytest.raises(ValueError, match=r"lacks \['solution'\]"):
+        check_scorer_columns(ReferenceVerifier(), dataset)
+    check_scorer_columns(ReferenceVerifier(), make_arith_dataset("test", n=4))
+    check_scorer_columns(build_step_scorer("arithmetic"), dataset)  # reads no column
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.one_of(st.text(max_size=80), st.sampled_from(list(HOSTILE_STEPS.values()))), max_size=6),
+    st.text(max_size=120),
+)
+def test_never_raises_and_scores_stay_in_range(steps, solution):
+    scores = ReferenceVerifier()(["q"], [steps], solution=[solution], answer=["9"])[0]
+    assert len(scores) == len(steps) and all(0.0 <= s <= 1.0 for s in scores)
