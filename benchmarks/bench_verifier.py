@@ -16,6 +16,15 @@ Each gold solution (the text before ``####``) is split into steps, one per line.
     is drawn (seeded); the result ``R`` of one of its annotations ``<<expr=R>>`` and the visible
     copy right after ``>>`` are replaced by a different number (R ± k or 2R). Reported: the fraction
     of corrupted steps the verifier flags (some equation does not hold; target >= 95%).
+(c) The reference verifier (``step_scorer: reference``): each gold solution scored against itself
+    (the share of its steps with equations that reach a reference value, and the solutions that
+    give no reference value), and a *logic* corruption of the step drawn in (b): the first operand
+    of the annotation (and of its visible copy) changes by k and the result is recomputed, so the
+    arithmetic holds but the value is not the gold one. Reported: the share of those steps the
+    arithmetic verifier flags (none expected) and the share the reference verifier scores below 1.
+    With annotations removed the figure for the arithmetic verifier is not 0: where the visible
+    expression is written differently from the annotation's (``$3/2`` against ``3/2``) it stays
+    unchanged and no longer equals the new result, a calculation error.
 
 Both checks run twice: on the text as written, and with the annotations removed (``48/2 =
 <<48/2=24>>24`` becomes ``48/2 = 24``), which is how a model writes and tests the plain-text parser.
@@ -47,7 +56,8 @@ from pathlib import Path
 from psgrpo.data.gsm8k import solution_steps
 from psgrpo.numbers import format_number, parse_number
 from psgrpo.ps.credit_gaming import HOSTILE_STEPS
-from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, extract_equations, score_steps
+from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, evaluate_text, extract_equations, score_steps
+from psgrpo.ps.scorers.reference import ReferenceVerifier, on_reference, reference_values
 from psgrpo.ps.segmentation import get_segmenter
 from psgrpo.rewards import extract_answer
 
@@ -110,6 +120,38 @@ def corrupt_step(step: str, rng: random.Random) -> str:
     return step[: match.start()] + replacement + step[match.end() :]
 
 
+FIRST_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+
+
+def logic_corrupt_step(step: str, rng: random.Random) -> str | None:
+    """``step`` with one annotation's first operand changed by k (1..9) and its result recomputed, in the
+    annotation and in a visible copy of the expression before it: true arithmetic, a value off the gold
+    path. ``None`` when the expression has no number or the new one does not evaluate."""
+    match = rng.choice(list(ANNOTATION_RE.finditer(step)))
+    expr = match["expr"]
+    number = FIRST_NUMBER_RE.search(expr)
+    if number is None:
+        return None
+    new_expr = (
+        expr[: number.start()] + str(parse_number(number.group()) + rng.randint(1, 9)) + expr[number.end() :]
+    )
+    value = evaluate_text(new_expr)
+    if value is None:
+        return None
+    new = (
+        written_like(value, match["result"])
+        if value.denominator == 1 or "." in match["result"]
+        else f"{float(value):.2f}"
+    )
+    shown = (
+        new
+        if match["shown"] is not None and parse_number(match["shown"]) == parse_number(match["result"])
+        else (match["shown"] or "")
+    )
+    before = step[: match.start()].replace(expr, new_expr)
+    return before + f"<<{new_expr}={new}>>{shown}" + step[match.end() :]
+
+
 def run(solutions: list[str], seed: int, plain: bool) -> dict:
     """Both checks over ``solutions`` (``plain``: annotations removed); counts, failing steps, rates."""
     rng = random.Random(seed)
@@ -118,9 +160,14 @@ def run(solutions: list[str], seed: int, plain: bool) -> dict:
     failures: list[str] = []
     n_corrupted = n_detected = 0
     missed: list[str] = []
+    n_on_reference = n_without_reference = n_logic = n_logic_arith = n_logic_reference = 0
+    reference_verifier = ReferenceVerifier()
     for solution in solutions:
         steps = solution_steps(solution)
         verdicts = score_steps([shown(step) for step in steps], extract_answer(solution))
+        reference = reference_values(solution, extract_answer(solution))
+        n_on_reference += sum(on_reference(verdicts, reference))
+        n_without_reference += not reference
         n_necessary += sum(v.necessary for v in verdicts)
         n_noop += sum(v.noop for v in verdicts)
         candidates = []
@@ -143,6 +190,21 @@ def run(solutions: list[str], seed: int, plain: bool) -> dict:
             n_detected += detected
             if not detected and len(missed) < N_SHOWN_FAILURES:
                 missed.append(corrupted)
+            target = rng.choice(candidates)
+            logic = logic_corrupt_step(target, rng)
+            if logic is not None and logic != target:
+                k = steps.index(target)
+                changed = (
+                    [shown(step) for step in steps[:k]]
+                    + [shown(logic)]
+                    + [shown(step) for step in steps[k + 1 :]]
+                )
+                n_logic += 1
+                n_logic_arith += all_hold(shown(logic)) is False
+                scores = reference_verifier(
+                    [""], [changed], solution=[solution], answer=[extract_answer(solution)]
+                )[0]
+                n_logic_reference += scores[k] < 1.0
     return {
         "text": "annotations removed" if plain else "as written",
         "solutions": len(solutions),
@@ -158,6 +220,11 @@ def run(solutions: list[str], seed: int, plain: bool) -> dict:
         "detected": n_detected,
         "detection_rate": n_detected / max(1, n_corrupted),
         "missed": missed,
+        "steps_on_reference": n_on_reference,
+        "solutions_without_reference": n_without_reference,
+        "logic_corrupted": n_logic,
+        "logic_flagged_arithmetic": n_logic_arith,
+        "logic_flagged_reference": n_logic_reference,
     }
 
 
@@ -179,6 +246,20 @@ def print_report(reports: list[dict], command: str, split: str, seconds: float) 
         print(
             f"| {split} | {r['text']} | {r['steps_with_equation']} | {r['steps_necessary']} ({share:.2f}%) | "
             f"{r['steps_noop']} |"
+        )
+    print(
+        "\n| split | text | steps with eq. | on reference (gold vs itself) | solutions without reference | "
+        "logic-corrupted steps | flagged by arithmetic | flagged by reference |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for r in reports:
+        n = max(1, r["logic_corrupted"])
+        print(
+            f"| {split} | {r['text']} | {r['steps_with_equation']} | {r['steps_on_reference']} "
+            f"({100 * r['steps_on_reference'] / max(1, r['steps_with_equation']):.2f}%) | "
+            f"{r['solutions_without_reference']} | {r['logic_corrupted']} | {r['logic_flagged_arithmetic']} "
+            f"({100 * r['logic_flagged_arithmetic'] / n:.2f}%) | {r['logic_flagged_reference']} "
+            f"({100 * r['logic_flagged_reference'] / n:.2f}%) |"
         )
     for r in reports:
         met = r["gold_hold_rate"] >= 0.99 and r["detection_rate"] >= 0.95
