@@ -144,3 +144,20 @@ def test_tiny_random_prm_runs_end_to_end(tmp_path, char_tokenizer):
         assert mine == pytest.approx(theirs, abs=1e-5)
     assert all(0.0 < s < 1.0 for row in credit.raw_step_scores for s in row)
     assert torch.isfinite(out["advantages"]).all()
+
+
+def test_reference_scorer_trains_and_a_dataset_without_solutions_fails_before_training(
+    tmp_path, char_tokenizer
+):
+    trainer, _ = _trainer(tmp_path, char_tokenizer, step_scorer="reference")
+    assert trainer.signal.advantage_mode == "step"  # 'auto': exact, local scores like the verifier
+    trainer.train()
+    logs = read_metrics(tmp_path / "out")
+    assert 0.0 <= logs[0]["ps/frac_steps_off_reference"] <= 1.0
+    args = ProcessGRPOConfig(**tiny_run_args(tmp_path, method="ps", step_scorer="reference"))
+    model = build_tiny_model(char_tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64)
+    no_solutions = make_arith_dataset("train", n=16).remove_columns(["solution", "completion"])
+    with pytest.raises(ValueError, match=r"lacks \['solution'\]"):
+        ProcessGRPOTrainer(
+            model=model, args=args, train_dataset=no_solutions, processing_class=char_tokenizer
+        )
