@@ -45,5 +45,5 @@ def test_every_extension_point_is_a_registry():
         (REWARD_FUNCS, "reward function"),
     ):
         assert isinstance(registry, Registry) and registry.kind == kind
-    assert STEP_SCORERS.names() == ["arithmetic", "prm"]
+    assert STEP_SCORERS.names() == ["arithmetic", "prm", "reference"]
     assert REWARD_FUNCS.names() == ["correctness", "format", "strict_format"]
