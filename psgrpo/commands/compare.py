@@ -30,6 +30,7 @@ from typing import Any
 
 from psgrpo.commands.compare_report import (
     curve_rows,
+    error_table,
     heldout_points,
     load_pyplot,
     markdown_report,
@@ -294,7 +295,13 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
     write_curves_csv(rows, root / "curves.csv")
     command = shlex.join(["psgrpo", "compare", *argv])
     problems = int(max((row.get("n", 0) for row in rows), default=0)) or None  # held-out rows per evaluation
-    report = markdown_report(summarize(rows), command, reference_accuracy(rows), heldout_problems=problems)
+    report = markdown_report(
+        summarize(rows),
+        command,
+        reference_accuracy(rows),
+        heldout_problems=problems,
+        sections=error_table(rows),
+    )
     (root / "compare.md").write_text(report)
     plot_curves(rows, root / "compare.png")
     print((root / "compare.md").read_text())

@@ -289,8 +289,10 @@ def markdown_report(
     reference_target: float | None,
     reference: str = REFERENCE_METHOD,
     heldout_problems: int | None = None,
+    sections: Sequence[str] = (),
 ) -> str:
-    """``compare.md``: the table (one row per method), how to read it, and the command that made it."""
+    """``compare.md``: the table (one row per method), how to read it, further ``sections`` (Markdown
+    lines, e.g. :func:`error_table`'s) and the command that made it."""
     header = ["method", "seeds", "held-out acc at step 0", "final acc (mean ± 95% CI)"]
     if reference_target is not None:
         header += [
@@ -337,6 +339,7 @@ def markdown_report(
         "Curves: `curves.csv` (raw numbers), `compare.png` (seed mean, shaded 95% interval over seeds; "
         "accuracy against steps, completion tokens and training seconds).",
         "",
+        *sections,
         "Command:",
         "",
         "```bash",
@@ -345,6 +348,42 @@ def markdown_report(
         "",
     ]
     return "\n".join(lines)
+
+
+# psgrpo eval's error breakdown (shares of held-out completions), the columns of error_table
+ERROR_COLUMNS = (("error_type/calculation", "calculation errors"), ("error_type/logic", "logic errors"),
+                 ("error_type/format", "format errors"), ("step_complete_rate", "every step checks"))  # fmt: skip
+
+
+def error_table(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_METHOD) -> list[str]:
+    """Markdown lines: each method's final share of each :data:`ERROR_COLUMNS` kind (mean ± 95% CI
+    over seeds, the paired Δ against ``reference`` in brackets); empty when no run logged them.
+
+    It says *where* a method moved the errors: an arithmetic step scorer sees calculation errors
+    only, not logic errors, so a process method can trade one for the other.
+    """
+    columns = [(c, name) for c, name in ERROR_COLUMNS if any(row.get(c) is not None for row in rows)]
+    lines = [
+        "| method | " + " | ".join(name for _, name in columns) + " |",
+        "|---" * (len(columns) + 1) + "|",
+    ]
+    for method in dict.fromkeys(row["method"] for row in rows):
+        cells = [method]
+        for column, _ in columns:
+            values = final_values(rows, method, column)
+            cell = str(mean_interval(values)) if values else "—"
+            differences = list(paired_differences(rows, method, reference, column).values())
+            if method != reference and differences:
+                cell += f" ({_difference_cell(mean_interval(differences))})"
+            cells.append(cell)
+        lines.append("| " + " | ".join(cells) + " |")
+    note = (
+        "Shares of held-out completions at each run's last evaluation, mean ± 95% CI over seeds; in brackets "
+        f"the paired Δ against `{reference}` (* excludes 0). Calculation: a written equation fails; logic: every "
+        "equation holds and the answer is wrong; format: no parsable answer; every step checks: each step's "
+        "arithmetic holds (docs/evaluation.md)."
+    )
+    return ["## Where the errors are (final evaluation)", "", *lines, "", note, ""] if columns else []
 
 
 def load_pyplot():

@@ -14,6 +14,7 @@ from psgrpo.commands.compare_report import (
     CURVE_COLUMNS,
     CurvePoint,
     curve_rows,
+    error_table,
     final_values,
     heldout_points,
     load_pyplot,
@@ -189,6 +190,24 @@ def test_markdown_report_table_and_command():
     assert "binomial 95% half-width of at most 0.031" in text
     assert "psgrpo compare --seeds 0 1" in lines
     assert all(line.count("|") == header.count("|") for line in lines if line.startswith("| "))
+
+
+def test_error_table_final_shares_with_paired_differences():
+    rows = _rows()
+    logic = {("grpo", 0): 0.5, ("grpo", 1): 0.3, ("vps", 0): 0.2, ("vps", 1): 0.2}  # ps has none logged
+    for row in rows:
+        if row["step"] == 20 and (row["method"], row["seed"]) in logic:
+            row["error_type/logic"] = logic[row["method"], row["seed"]]
+    lines = error_table(rows)
+    assert lines[0] == "## Where the errors are (final evaluation)"
+    assert "| method | logic errors |" in lines  # only the columns some run logged
+    # grpo: mean 0.4, half-width 12.706·stdev(0.5, 0.3)/√2 = 1.271; vps − grpo per seed: −0.3, −0.1
+    assert "| grpo | 0.400 ± 1.271 |" in lines
+    assert "| vps | 0.200 ± 0.000 (-0.200 [-1.471, +1.071]) |" in lines
+    assert "| ps | — |" in lines
+    assert error_table(_rows()) == []  # no error columns: no section
+    text = markdown_report(summarize(rows), "psgrpo compare", reference_accuracy(rows), sections=lines)
+    assert text.index("## Where the errors are") < text.index("Command:")
 
 
 def test_csv_round_trip_with_missing_cells(tmp_path):
