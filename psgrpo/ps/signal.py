@@ -223,7 +223,8 @@ def step_metrics(
         counts: :func:`scorer_counts` of each process (summed); with the arithmetic verifier they
             give the shares of all steps with no equation, no-op and off the dependency path
             (``ps/frac_steps_no_equation|noop|unnecessary``; the reference verifier adds
-            ``ps/frac_steps_off_reference``, steps with equations that reach no gold value) and the number of runs of arithmetic
+            ``ps/frac_steps_off_reference``, steps with equations that reach no gold value, and
+            ``ps/frac_steps_stop_short``, last steps that end short of the gold answer) and the number of runs of arithmetic
             it gave up on (``ps/unparsed_equations``).
     """
     scored = [row for row in raw if row is not None]
@@ -240,8 +241,8 @@ def step_metrics(
     reported = [c for c in counts or [] if c is not None]
     if reported:
         total = {key: sum(c[key] for c in reported) for key in reported[0]}
-        for key in ("no_equation", "noop", "unnecessary", "off_reference"):
-            if key in total:  # off_reference: the reference verifier only
+        for key in ("no_equation", "noop", "unnecessary", "off_reference", "stop_short"):
+            if key in total:  # off_reference, stop_short: the reference verifier only
                 metrics[f"ps/frac_steps_{key}"] = total[key] / total["steps"] if total["steps"] else math.nan
         metrics["ps/unparsed_equations"] = float(total["unparsed_equations"])
     return metrics

@@ -21,6 +21,7 @@ from psgrpo.ps.credit_gaming import (
     unit_steps,
 )
 from psgrpo.ps.credit_gaming import Step as ArithStep
+from psgrpo.ps.scorers.reference import ReferenceVerifier
 from psgrpo.ps.segmentation import get_segmenter
 from psgrpo.ps.signal import resolve_process_mode
 
@@ -117,3 +118,31 @@ def test_prm_style_scorers():
     steps = [["Step 1: 7 + 5 = 12\n", "  \n", "Step 2: 7 + 5 = 13"]]
     assert prm_all_ones([""], steps) == [[1.0, 0.0, 1.0]]
     assert prm_gullible([""], steps) == [[1.0, 0.0, 0.0]]
+
+
+def test_a_solution_that_stops_short_is_blamed_at_its_last_step_by_the_reference_verifier(char_tokenizer):
+    """Leaving out the last operation: every written step is right and on the gold path, the answer is
+    wrong. Judged step by step alone, its process credit cancels its outcome blame (measured in training
+    on arith-hard, docs/learning.md); with the final-answer rule its last step carries the blame."""
+    problem = PROBLEMS[1]
+    honest = completion([str(step) for step in problem.steps], problem.answer)
+    short = completion([str(step) for step in problem.steps[:-1]], problem.steps[-2].result)
+    wrong = completion(problem.wrong, problem.wrong_answer)
+    last_step = len(char_tokenizer(short.split("Step 2:")[0])["input_ids"])  # first token of its last step
+
+    def credit(final_rule: bool) -> torch.Tensor:
+        scorer = ReferenceVerifier(final_step_reaches_answer=final_rule)
+        group = [honest, short, wrong]
+        return token_credit(
+            group, [str(problem.answer)] * 3, char_tokenizer, scorer, "step", 3, solutions=[honest] * 3
+        )[1]
+
+    outcome_only = token_credit(
+        [honest, short, wrong], [str(problem.answer)] * 3, char_tokenizer, SCORERS["reference"], "step", 3,
+        lambda_=0.0, solutions=[honest] * 3,
+    )[1]  # fmt: skip
+    assert torch.all(outcome_only < -0.5)  # GRPO alone blames every token
+    blamed, judged_alone = credit(True), credit(False)
+    assert torch.all(blamed[last_step:] < outcome_only[last_step:])  # the omission is blamed where it happens
+    assert blamed[:last_step].mean() > blamed[last_step:].mean()  # its right first step is blamed less
+    assert judged_alone.mean() > -0.1  # the old rule: close to no blame at all for a wrong answer

@@ -20,6 +20,13 @@ whether it reaches one of the gold solution's intermediate values::
 * **on reference** (:func:`on_reference`): the step states equations, is not a no-op, and one of
   its results is a reference value not already claimed by an earlier step (so repeating a right
   step earns nothing twice).
+* **the reasoning ends at the gold answer** (``final_step_reaches_answer``, default on): the last
+  step with equations is on reference only if one of its results is the gold answer. Without
+  this rule a solution that *stops short* (leaves out the last operation, or the one after a
+  distractor) has every step on reference: its process credit is all positive and outweighs its
+  negative outcome advantage, so PS-GRPO learns to stop early (measured on arith-hard,
+  docs/learning.md). With it the omission is blamed where it happens, at the step that ends the
+  reasoning.
 * **score** = ``correct_weight·correct + reference_weight·on_reference``; a step without
   equations gets ``neutral_score``. With the defaults (0.5, 0.5, 0.5): a right step 1.0, a logic
   error 0.5, a calculation error 0.0 (0.5 if its wrong equation still lands on a gold value).
@@ -64,12 +71,18 @@ def reference_values(solution: str, answer: str | None, rel_tol: float = 1e-6) -
     return values
 
 
-def on_reference(verdicts: Sequence[StepScore], reference: Counter[Fraction]) -> list[bool]:
+def on_reference(
+    verdicts: Sequence[StepScore], reference: Counter[Fraction], final: Fraction | None = None
+) -> list[bool]:
     """Whether each step reaches a reference value not claimed by an earlier step.
 
     Args:
         verdicts: the arithmetic verifier's verdicts on one completion's steps, in order.
         reference: :func:`reference_values` of the row.
+        final: the gold answer, or ``None``: when given (and ``reference`` is not empty), the last
+            step with equations is on reference only if one of its results is ``final``, so a
+            solution that stops short of the answer, or ends on another value, is off reference
+            at its last step.
 
     Returns:
         One flag per step: False for a step without equations, a no-op, or whose results are all
@@ -85,15 +98,20 @@ def on_reference(verdicts: Sequence[StepScore], reference: Counter[Fraction]) ->
         if match is not None:
             remaining[match] -= 1
         flags.append(match is not None)
+    last = next((i for i in reversed(range(len(verdicts))) if verdicts[i].correct is not None), None)
+    if final is not None and reference and last is not None:
+        flags[last] = flags[last] and any(eq.rhs_value == final for eq in verdicts[last].equations)
     return flags
 
 
 @dataclass
 class ReferenceCounts(VerifierCounts):
-    """:class:`VerifierCounts` plus the steps with equations that reach no reference value, and
-    the rows whose gold solution gave no reference value."""
+    """:class:`VerifierCounts` plus the steps with equations that reach no reference value, the
+    last steps among them that end the reasoning short of (or beside) the gold answer, and the
+    rows whose gold solution gave no reference value."""
 
     off_reference: int = 0
+    stop_short: int = 0
     rows_without_reference: int = 0
 
 
@@ -109,6 +127,9 @@ class ReferenceVerifier(ArithmeticVerifier):
         reference_weight: weight of the step reaching a reference value.
         neutral_score: score of a step with no equation.
         rel_tol: relative tolerance of ``lhs = rhs``.
+        final_step_reaches_answer: the last step with equations must reach the gold answer to be
+            on reference (default True; see the module docstring). False judges every step on its
+            own, so a solution that stops short scores like a right one in every step it wrote.
     """
 
     required_columns = REQUIRED_COLUMNS
@@ -119,9 +140,11 @@ class ReferenceVerifier(ArithmeticVerifier):
         reference_weight: float = 0.5,
         neutral_score: float = 0.5,
         rel_tol: float = 1e-6,
+        final_step_reaches_answer: bool = True,
     ) -> None:
         super().__init__(correct_weight, 0.0, neutral_score, rel_tol)
         self.reference_weight = reference_weight
+        self.final_step_reaches_answer = final_step_reaches_answer
         self.counts = ReferenceCounts()
         self._reference_cache: dict[tuple[str, str | None], Counter[Fraction]] = {}
 
@@ -134,14 +157,17 @@ class ReferenceVerifier(ArithmeticVerifier):
             self._reference_cache[key] = reference_values(solution, answer, self.rel_tol)
         return self._reference_cache[key]
 
-    def score_against(self, steps: Sequence[str], reference: Counter[Fraction]) -> list[float]:
-        """Scores of one completion's steps against its row's reference values."""
+    def score_against(
+        self, steps: Sequence[str], reference: Counter[Fraction], final: Fraction | None = None
+    ) -> list[float]:
+        """Scores of one completion's steps against its row's reference values and gold answer."""
         verdicts = self.score_steps(steps, extract_answer("\n".join(steps)))
         self.counts.add(verdicts)
-        flags = on_reference(verdicts, reference)
+        flags = on_reference(verdicts, reference, final if self.final_step_reaches_answer else None)
         self.counts.off_reference += sum(
             v.correct is not None and not f for v, f in zip(verdicts, flags, strict=True)
         )
+        self.counts.stop_short += flags != on_reference(verdicts, reference)
         self.counts.rows_without_reference += not reference
         return [
             self.neutral_score
@@ -171,15 +197,15 @@ class ReferenceVerifier(ArithmeticVerifier):
                 f"got {len(prompts)} prompts, steps for {len(steps)} completions, {len(solution)} solutions and "
                 f"{len(answer)} answers; expected one of each per completion"
             )
-        return [
-            self.score_against(
-                sample, self.reference(str(gold), None if gold_answer is None else str(gold_answer))
-            )
-            for sample, gold, gold_answer in zip(steps, solution, answer, strict=True)
-        ]
+        scores = []
+        for sample, gold, gold_answer in zip(steps, solution, answer, strict=True):
+            text = None if gold_answer is None else str(gold_answer)
+            scores.append(self.score_against(sample, self.reference(str(gold), text), answer_value(text)))
+        return scores
 
     def __repr__(self) -> str:
         return (
             f"ReferenceVerifier(correct_weight={self.correct_weight}, reference_weight={self.reference_weight}, "
-            f"neutral_score={self.neutral_score}, rel_tol={self.rel_tol})"
+            f"neutral_score={self.neutral_score}, rel_tol={self.rel_tol}, "
+            f"final_step_reaches_answer={self.final_step_reaches_answer})"
         )

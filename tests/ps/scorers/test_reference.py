@@ -112,6 +112,46 @@ def test_the_wrong_step_of_a_corrupted_gold_solution_scores_below_one():
     assert checked >= 20
 
 
+GOLD3 = "Step 1: 7 + 5 = 12\nStep 2: 12 - 3 = 9\nStep 3: 9 * 2 = 18\n<answer>18</answer>"
+
+
+def test_a_solution_that_stops_short_is_off_reference_at_its_last_step():
+    short = ["Step 1: 7 + 5 = 12", "Step 2: 12 - 3 = 9", "<answer>9</answer>"]  # leaves out "doubles"
+    assert score(short, GOLD3, "18") == [1.0, 0.5, 0.5]
+    assert score(short, GOLD3, "18", final_step_reaches_answer=False) == [1.0, 1.0, 0.5]  # the old rule
+    right = ["Step 1: 7 + 5 = 12", "Step 2: 12 - 3 = 9", "Step 3: 9 * 2 = 18", "<answer>18</answer>"]
+    assert score(right, GOLD3, "18") == [1.0, 1.0, 1.0, 0.5]  # the last step *with equations* is judged
+    verifier = ReferenceVerifier()
+    verifier(["q", "q"], [short, right], solution=[GOLD3, GOLD3], answer=["18", "18"])
+    counts = verifier.pop_counts()
+    assert (counts["stop_short"], counts["off_reference"]) == (1, 1)
+
+
+def test_the_final_rule_needs_a_reference_and_a_gold_answer():
+    short = ["Step 1: 7 + 5 = 12"]
+    plain = score(short, "no equations here", "18", final_step_reaches_answer=False)
+    assert (
+        score(short, "no equations here", "18") == plain
+    )  # no reference values: the rule has nothing to say
+    verdicts = score_steps(short, None)
+    assert on_reference(verdicts, reference_values(GOLD3, "18"), None) == [True]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(["Step: 7 + 5 = 12", "Step: 12 - 3 = 9", "Step: 9 * 2 = 18", "Step: 12 + 3 = 15",
+                                 "Step: 9 - 1 = 8", "no equation", "Step: 18 + 0 = 18"]), max_size=6))  # fmt: skip
+def test_the_final_rule_only_ever_clears_the_last_equation_step(steps):
+    verdicts = score_steps(steps, None)
+    reference = reference_values(GOLD3, "18")
+    plain, final = on_reference(verdicts, reference), on_reference(verdicts, reference, Fraction(18))
+    changed = [i for i, (a, b) in enumerate(zip(plain, final, strict=True)) if a != b]
+    assert all(plain[i] and not final[i] for i in changed)
+    equation_steps = [i for i, v in enumerate(verdicts) if v.correct is not None]
+    assert changed in ([], equation_steps[-1:])
+    if equation_steps and any(eq.rhs_value == 18 for eq in verdicts[equation_steps[-1]].equations):
+        assert changed == []
+
+
 # --------------------------------------------------------------------------- interface
 
 
