@@ -7,13 +7,20 @@ value of an option that has choices (psgrpo's ``Literal`` options, and TRL's and
 transformers' own) before parsing, and names the file, the option, the value and the allowed
 values. Errors raised by the dataclasses' ``__post_init__`` (ranges, registries) are re-raised
 with the config file named, since the value may have come from it.
+
+A command may also be given ``foreign_config_keys``, the options of another command: a YAML file
+that sets one of them this command lacks is that command's config, and every one of them is
+dropped (one log line) instead of refused. So ``psgrpo eval --config configs/arith_hard.yaml``
+reads a *training* recipe's task and model and leaves its training options alone, its
+``output_dir`` and sampling settings included; a key that neither command knows is still an error.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from trl import TrlParser
@@ -25,10 +32,24 @@ class ConfigError(ValueError):
     """A bad option value; the message names the option, the value, what is allowed and its source."""
 
 
+logger = logging.getLogger("psgrpo")
+
+
 class ConfigParser(TrlParser):
-    """``TrlParser`` with validation of config-file values (see the module docstring)."""
+    """``TrlParser`` with validation of config-file values (see the module docstring).
+
+    Args:
+        dataclass_types, **kwargs: as ``TrlParser``.
+        foreign_config_keys: another command's options (see the module docstring).
+    """
 
     config_path: str | None = None
+
+    def __init__(
+        self, dataclass_types: Any, foreign_config_keys: Collection[str] = (), **kwargs: Any
+    ) -> None:
+        super().__init__(dataclass_types, **kwargs)
+        self.foreign_config_keys = frozenset(foreign_config_keys)
 
     def parse_args_and_config(self, args: Iterable[str] | None = None, **kwargs: Any) -> tuple[Any, ...]:
         args = list(args) if args is not None else None
@@ -59,6 +80,16 @@ class ConfigParser(TrlParser):
             raise ConfigError(f"{err}{source}") from err
 
     def set_defaults_with_config(self, **kwargs: Any) -> list[str]:
+        known = {action.dest for action in self._actions}
+        if any(key in self.foreign_config_keys and key not in known for key in kwargs):
+            ignored = sorted(key for key in kwargs if key in self.foreign_config_keys)
+            logger.info(
+                "%s: %s is another command's config; ignored: %s",
+                self.prog,
+                self.config_path,
+                ", ".join(ignored),
+            )
+            kwargs = {key: value for key, value in kwargs.items() if key not in self.foreign_config_keys}
         for action in self._actions:
             if action.dest in kwargs and action.choices is not None:
                 _check_config_value(action, kwargs[action.dest], self.config_path)

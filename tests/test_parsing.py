@@ -74,3 +74,43 @@ def test_an_unknown_option_names_itself_and_the_command():
     parser = ConfigParser((TaskConfig, EvalConfig), prog="psgrpo eval")
     with pytest.raises(ConfigError, match=r"unknown option\(s\) \['--bf16', 'false'\].*`psgrpo eval --help`"):
         parser.parse_args_and_config(["--bf16", "false"])
+
+
+def test_eval_reads_a_training_recipe_task_and_model_and_ignores_the_rest(tmp_path, caplog):
+    from psgrpo.commands.evaluate import EvalConfig, training_options
+
+    recipe = tmp_path / "train.yaml"
+    recipe.write_text(
+        "method: ps\nlearning_rate: 3.0e-5\ndataset: arith-hard\nmodel_name_or_path: embedded:arith-hard\n"
+        "output_dir: outputs/arith-hard\ntemperature: 1.0\nmax_eval_examples: 7\n"
+    )
+    parser = ConfigParser(
+        (TaskConfig, EvalConfig), prog="psgrpo eval", foreign_config_keys=training_options()
+    )
+    with caplog.at_level("INFO", logger="psgrpo"):
+        task, cfg = parser.parse_args_and_config(["--config", str(recipe), "--temperature", "0.5"])
+    assert (task.dataset, task.max_eval_examples, cfg.model_name_or_path) == (
+        "arith-hard",
+        7,
+        "embedded:arith-hard",
+    )
+    assert cfg.output_dir is None and cfg.temperature == 0.5  # the run's output_dir is not the evaluation's
+    assert (
+        "is another command's config; ignored: learning_rate, method, output_dir, temperature" in caplog.text
+    )
+
+
+def test_an_eval_config_keeps_its_own_shared_keys_and_a_typo_is_still_an_error(tmp_path):
+    from psgrpo.commands.evaluate import EvalConfig, training_options
+
+    parser = ConfigParser(
+        (TaskConfig, EvalConfig), prog="psgrpo eval", foreign_config_keys=training_options()
+    )
+    own = tmp_path / "eval.yaml"
+    own.write_text("output_dir: outputs/eval\ntemperature: 0.7\n")  # no training-only key: an eval config
+    _, cfg = parser.parse_args_and_config(["--config", str(own)])
+    assert (cfg.output_dir, cfg.temperature) == ("outputs/eval", 0.7)
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("learning_rate: 1.0e-5\nmax_eval_exampels: 7\n")
+    with pytest.raises(ConfigError, match="max_eval_exampels"):
+        parser.parse_args_and_config(["--config", str(typo)])

@@ -180,6 +180,20 @@ def _decoding(cfg: EvalConfig) -> str:
     return "sampled, " + ", ".join(options)
 
 
+def training_options() -> set[str]:
+    """The options of ``psgrpo train`` but its task and model: a training recipe given to
+    ``psgrpo eval --config`` keeps those two and drops the rest (output_dir and sampling included)."""
+    from dataclasses import fields
+
+    from trl import ModelConfig
+
+    from psgrpo.config import ProcessGRPOConfig
+    from psgrpo.data.tasks import TaskConfig
+
+    task = {f.name for f in fields(TaskConfig)} | {"model_name_or_path"}
+    return {f.name for config in (ProcessGRPOConfig, ModelConfig) for f in fields(config)} - task
+
+
 def run_eval(argv: Sequence[str]) -> dict[str, float]:
     """``psgrpo eval``: parse options, load checkpoint and split, evaluate, print and write the report."""
     from psgrpo.data.tasks import TaskConfig, load_task_split
@@ -187,7 +201,10 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
     from psgrpo.loading import checkpoint_path, load_model_and_tokenizer, load_tokenizer
     from psgrpo.parsing import ConfigParser
 
-    task, cfg = ConfigParser((TaskConfig, EvalConfig), prog="psgrpo eval").parse_args_and_config(list(argv))
+    parser = ConfigParser(
+        (TaskConfig, EvalConfig), prog="psgrpo eval", foreign_config_keys=training_options()
+    )
+    task, cfg = parser.parse_args_and_config(list(argv))
     dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)
     if cfg.backend == "vllm":
         from psgrpo.eval.vllm_backend import import_vllm
