@@ -180,11 +180,15 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
 
     report = (out / "compare.md").read_text()
     assert "steps to reach grpo final" in report
-    assert [
-        line.split("|")[1].strip()
-        for line in report.splitlines()
-        if line.startswith("| ") and "---" not in line
-    ][1:] == ["grpo", "vps"]
+    main_table, errors = report.split("## Where the errors are (final evaluation)")
+    for table in (main_table, errors):  # one row per method in the table and in the error breakdown
+        rows_of = [
+            line.split("|")[1].strip()
+            for line in table.splitlines()
+            if line.startswith("| ") and "---" not in line
+        ]
+        assert rows_of[1:] == ["grpo", "vps"]
+    assert "| method | calculation errors | logic errors | format errors | every step checks |" in errors
     assert "psgrpo compare --methods grpo vps --seeds 0 1" in report
     assert report in capsys.readouterr().out  # also printed
     with Image.open(out / "compare.png") as image:
