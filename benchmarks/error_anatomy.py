@@ -117,7 +117,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("samples", nargs="+", help="LABEL=PATH of a psgrpo eval samples.jsonl")
+    parser.add_argument(
+        "samples",
+        nargs="+",
+        help="LABEL=PATH[,PATH...]: psgrpo eval samples.jsonl files, pooled under LABEL (e.g. seeds)",
+    )
     parser.add_argument("--dataset", default="arith-hard", help="the dataset the samples came from")
     parser.add_argument("--split", default="test", help="its split (psgrpo eval's --eval_split)")
     args = parser.parse_args(argv)
@@ -125,7 +129,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
     if any(len(pair) != 2 or not pair[0] for pair in pairs):
         parser.error("each samples argument is LABEL=PATH, e.g. grpo-seed0=outputs/eval-grpo/samples.jsonl")
     rows = load_task_split(TaskConfig(dataset=args.dataset), args.split)
-    summaries = {label: summary(read_samples(Path(path), rows)) for label, path in pairs}
+    summaries = {
+        label: summary([a for path in paths.split(",") for a in read_samples(Path(path), rows)])
+        for label, paths in pairs
+    }
     print(markdown(summaries))
     return summaries
 

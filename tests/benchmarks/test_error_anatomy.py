@@ -56,6 +56,8 @@ def test_reads_psgrpo_eval_samples_and_refuses_another_dataset(anatomy, tmp_path
     result = anatomy.main(["--dataset", "arith-hard", f"gold={path}"])
     assert result["gold"]["accuracy"] == 1.0 and result["gold"]["stops_short"] == 0.0
     assert "| gold | 3 |" in capsys.readouterr().out
+    pooled = anatomy.main(["--dataset", "arith-hard", f"two={path},{path}"])  # several files under one label
+    assert pooled["two"]["completions"] == 6.0
     with pytest.raises(ValueError, match=r"samples.jsonl line 1: prompt 0 is not row 0 of the dataset given"):
         anatomy.main(["--dataset", "arith", f"gold={path}"])
     with pytest.raises(SystemExit):
