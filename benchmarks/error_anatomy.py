@@ -34,7 +34,7 @@ from typing import Any
 from psgrpo.data.tasks import TaskConfig, load_task_split
 from psgrpo.ps.scorers.arithmetic import score_steps
 from psgrpo.ps.scorers.dependencies import answer_value
-from psgrpo.ps.scorers.reference import on_reference, reference_values
+from psgrpo.ps.scorers.reference import on_reference, reference_values, stops_short
 from psgrpo.ps.segmentation import get_segmenter
 from psgrpo.rewards import extract_answer
 
@@ -56,13 +56,14 @@ def anatomy(completion: str, solution: str, answer: str, error_type: str) -> Ana
     verdicts = [v for v in score_steps(steps, extract_answer(completion)) if v.correct is not None]
     reference = reference_values(solution, answer)
     final = answer_value(answer)
-    prefix = (
+    flags = on_reference(verdicts, reference)
+    prefix = (  # every step right and on the gold path, until the final-answer rule clears the last
         error_type != "correct"
-        and bool(verdicts)
         and bool(reference)
+        and final is not None
         and all(v.correct == 1.0 for v in verdicts)
-        and all(on_reference(verdicts, reference))
-        and not any(eq.rhs_value == final for eq in verdicts[-1].equations)
+        and all(flags)
+        and stops_short(verdicts, flags, final)
     )
     return Anatomy(error_type, len(verdicts), sum(reference.values()), prefix)
 

@@ -98,10 +98,24 @@ def on_reference(
         if match is not None:
             remaining[match] -= 1
         flags.append(match is not None)
-    last = next((i for i in reversed(range(len(verdicts))) if verdicts[i].correct is not None), None)
-    if final is not None and reference and last is not None:
-        flags[last] = flags[last] and any(eq.rhs_value == final for eq in verdicts[last].equations)
+    if final is not None and reference:
+        stops_short(verdicts, flags, final)
     return flags
+
+
+def stops_short(verdicts: Sequence[StepScore], flags: list[bool], final: Fraction) -> bool:
+    """Apply the final-answer rule to ``flags`` in place: clear the last step with equations when
+    it is on reference but none of its results is the gold answer ``final``.
+
+    Returns:
+        Whether it cleared a flag: the reasoning is on the gold path up to its last step and stops
+        short of (or beside) the answer there.
+    """
+    last = next((i for i in reversed(range(len(verdicts))) if verdicts[i].correct is not None), None)
+    if last is None or not flags[last] or any(eq.rhs_value == final for eq in verdicts[last].equations):
+        return False
+    flags[last] = False
+    return True
 
 
 @dataclass
@@ -163,11 +177,12 @@ class ReferenceVerifier(ArithmeticVerifier):
         """Scores of one completion's steps against its row's reference values and gold answer."""
         verdicts = self.score_steps(steps, extract_answer("\n".join(steps)))
         self.counts.add(verdicts)
-        flags = on_reference(verdicts, reference, final if self.final_step_reaches_answer else None)
+        flags = on_reference(verdicts, reference)
+        if self.final_step_reaches_answer and final is not None and reference:
+            self.counts.stop_short += stops_short(verdicts, flags, final)
         self.counts.off_reference += sum(
             v.correct is not None and not f for v, f in zip(verdicts, flags, strict=True)
         )
-        self.counts.stop_short += flags != on_reference(verdicts, reference)
         self.counts.rows_without_reference += not reference
         return [
             self.neutral_score
