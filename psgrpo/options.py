@@ -171,7 +171,10 @@ def check_finite_floats(config: Any) -> None:
 
 
 def check_keyword_arguments(option: str, target: Any, kwargs: dict[str, Any]) -> None:
-    """``kwargs`` must bind to ``target``'s signature; numbers where the default is a number must be finite numbers."""
+    """``kwargs`` must bind to ``target``'s signature, with the type of each parameter's default.
+
+    Where the default is a bool the value must be a bool; a number, a finite number; a string, a string.
+    """
     signature = inspect.signature(target)
     try:
         signature.bind(**kwargs)
@@ -180,8 +183,16 @@ def check_keyword_arguments(option: str, target: Any, kwargs: dict[str, Any]) ->
         raise ValueError(f"{option}={kwargs!r}: {err}; accepted: {', '.join(names)}") from None
     for key, value in kwargs.items():
         default = signature.parameters[key].default if key in signature.parameters else None
-        if isinstance(default, (int, float)) and not isinstance(default, bool):
+        if isinstance(default, bool):
+            # A string such as "no" or "false" is truthy: taken as given, it would silently mean True.
+            if not isinstance(value, bool):
+                raise ValueError(
+                    f"{option}[{key!r}]={value!r} must be true or false (a JSON boolean), not {type(value).__name__}"
+                )
+        elif isinstance(default, (int, float)):
             check_number(f"{option}[{key!r}]", value)
+        elif isinstance(default, str) and not isinstance(value, str):
+            raise ValueError(f"{option}[{key!r}]={value!r} must be a string, not {type(value).__name__}")
 
 
 def parameter_sections(cls: type, sections: dict[str, tuple[str, ...]]) -> str:

@@ -110,6 +110,18 @@ def test_check_number_accepts():
             r"step_scorer_kwargs\['correct_weight'\] must be a number",
         ),
         ({"step_scorer_kwargs": {"neutral_score": math.nan}}, "not a finite number"),
+        (  # "no" is a truthy string: taken as given it would silently switch the rule on
+            {"step_scorer": "reference", "step_scorer_kwargs": '{"final_step_reaches_answer": "no"}'},
+            r"step_scorer_kwargs\['final_step_reaches_answer'\]='no' must be true or false",
+        ),
+        (
+            {"step_scorer": "reference", "step_scorer_kwargs": {"final_step_reaches_answer": 0}},
+            "must be true or false",
+        ),
+        (
+            {"step_scorer": "prm", "step_scorer_kwargs": {"model": "m", "good_token": 1}},
+            r"step_scorer_kwargs\['good_token'\]=1 must be a string, not int",
+        ),
         (
             {"step_scorer_kwargs": {"weights": 1}},
             "unexpected keyword argument 'weights'; accepted: correct_weight",

@@ -91,6 +91,16 @@ class CompareConfig:
             "Smaller: finer curves, more evaluation time."
         },
     )
+    report_only: bool = field(
+        default=False,
+        metadata={
+            "help": "Train nothing: draw curves.csv, compare.png and compare.md from the runs of OUTPUT_DIR that "
+            "have finished, leaving the others out, so arms with different seed counts share one table "
+            "(paired differences use the seeds both arms ran). Unfinished run directories are left as they "
+            "are (another process may be training them). Default false. Use it to report while runs go on, "
+            "or after running seeds in pieces."
+        },
+    )
 
 
 def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, CompareConfig]:
@@ -281,17 +291,32 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
         # JSON round trip: the spec compares equal to the one a previous invocation saved.
         spec = json.loads(json.dumps({"recipe": recipe, "flags": flag_values(flags_of_run)}))
         with args.main_process_first(local=False, desc="compare run setup"):
-            finished = _prepare_run(run_dir, spec, is_main)
+            # report_only never clears a directory: another process may be training that run.
+            finished = _prepare_run(run_dir, spec, is_main and not cfg.report_only)
         plan.append((label, seed, run_dir, flags_of_run, finished))
     for i, (label, seed, run_dir, flags_of_run, finished) in enumerate(plan, start=1):
         if finished:
             logger.info("run %d/%d (%s, seed %d): finished earlier, skipped", i, len(plan), label, seed)
+        elif cfg.report_only:
+            logger.info(
+                "run %d/%d (%s, seed %d): not finished, left out of the report", i, len(plan), label, seed
+            )
         else:
             logger.info("run %d/%d (%s, seed %d) → %s", i, len(plan), label, seed, run_dir)
             train(["--config", str(root / "recipe.yaml"), *flags_of_run])
     if not is_main:  # metrics.jsonl and the outputs are the main process's
         return []
-    rows = [row for (label, seed), run_dir in runs.items() for row in _run_rows(label, seed, run_dir)]
+    done = [
+        (label, seed, run_dir)
+        for label, seed, run_dir, _, finished in plan
+        if finished or not cfg.report_only
+    ]
+    if not done:
+        raise ValueError(
+            f"--report_only: no finished run in {root / 'runs'} for these arms and seeds (a finished run has a "
+            "report.json); run compare without --report_only first"
+        )
+    rows = [row for label, seed, run_dir in done for row in _run_rows(label, seed, run_dir)]
     write_curves_csv(rows, root / "curves.csv")
     command = shlex.join(["psgrpo", "compare", *argv])
     problems = int(max((row.get("n", 0) for row in rows), default=0)) or None  # held-out rows per evaluation

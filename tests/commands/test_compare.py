@@ -198,8 +198,23 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
     assert json.loads((run_dir / "report.json").read_text())["method"] == "vps"
     assert (out / "recipe.yaml").exists() and not (run_dir / "checkpoint-2").exists()  # save_strategy no
 
-    # Interrupted comparison: one run lacks its report. Only that run trains again, from scratch.
+    # Interrupted comparison: one run lacks its report.
     (run_dir / "report.json").unlink()
+    # --report_only draws the table from the finished runs, trains nothing and leaves the unfinished one alone.
+    main(["compare", *TINY, "--output_dir", str(out), "--report_only", "true"])
+    with (out / "curves.csv").open() as f:
+        assert sorted({(r["method"], r["seed"]) for r in csv.DictReader(f)}) == [
+            ("grpo", "0"), ("grpo", "1"), ("vps", "0")
+        ]  # fmt: skip
+    seeds_of = {
+        line.split("|")[1].strip(): line.split("|")[2].strip()
+        for line in (out / "compare.md").read_text().split("## Where")[0].splitlines()
+        if line.startswith("| ") and "---" not in line
+    }
+    assert seeds_of["grpo"] == "2" and seeds_of["vps"] == "1"
+    assert (run_dir / "metrics.jsonl").exists()  # not cleared: another process may be training it
+    assert any("not finished, left out of the report" in r.getMessage() for r in caplog.records)
+    # Only that run trains again, from scratch.
     caplog.clear()
     main(["compare", *TINY, "--output_dir", str(out)])
     assert _skipped(caplog) == 3
@@ -214,6 +229,12 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
     with pytest.raises(ValueError, match=r"flags\.max_steps: \['2'\] → \['3'\]"):
         main(["compare", *TINY, "--output_dir", str(out), "--max_steps", "3", "--methods", "ps", "grpo"])
     assert not (out / "runs" / "ps-seed0" / "metrics.jsonl").exists()
+
+
+def test_report_only_without_finished_runs_says_what_to_do(tmp_path):
+    with pytest.raises(ValueError, match="no finished run in .* run compare without --report_only first"):
+        compare([*TINY, "--output_dir", str(tmp_path / "empty"), "--report_only", "true"])
+    assert not list((tmp_path / "empty" / "runs").glob("*/compare_run.json"))  # nothing prepared to train
 
 
 @pytest.mark.slow
