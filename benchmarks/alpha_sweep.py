@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from psgrpo.commands.compare import compare
-from psgrpo.commands.compare_report import Interval, final_values, load_pyplot, mean_interval, read_curves_csv
+from psgrpo.commands.compare_plot import load_pyplot
+from psgrpo.commands.compare_report import Interval, final_values, mean_interval, read_curves_csv
 
 ALPHAS = (0.0, 0.4, 0.8, 1.0, 1.2, 1.4, 1.6, 2.0)
 PAPER_MATH = {0.0: 68.8, 0.8: 71.7, 1.0: 72.0, 1.2: 72.2, 1.4: 71.9, 1.6: 69.7}

@@ -10,7 +10,7 @@ stopped (an unfinished run restarts from scratch). Then, in ``OUTPUT_DIR``:
 
 - ``curves.csv``: one row per (method, seed, evaluation step), see :mod:`psgrpo.commands.compare_report`;
 - ``compare.png``: held-out accuracy and mean completion length vs step;
-- ``compare.md``: the table per method and the command line;
+- ``compare.md``: the table per method, where the errors are, length and unneeded steps, and the command line;
 - ``recipe.yaml``: the recipe every run read (the ``--config`` file without compare's own keys).
 
 Without ``--config`` the embedded demo recipe runs with the options in :data:`COMPARE_DEFAULTS`.
@@ -28,13 +28,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from psgrpo.commands.compare_plot import load_pyplot, plot_curves
 from psgrpo.commands.compare_report import (
     curve_rows,
     error_table,
     heldout_points,
-    load_pyplot,
+    length_table,
     markdown_report,
-    plot_curves,
     reference_accuracy,
     summarize,
     write_curves_csv,
@@ -325,7 +325,7 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
         command,
         reference_accuracy(rows),
         heldout_problems=problems,
-        sections=error_table(rows),
+        sections=[*error_table(rows), *length_table(rows)],
     )
     (root / "compare.md").write_text(report)
     plot_curves(rows, root / "compare.png")

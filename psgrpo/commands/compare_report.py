@@ -1,7 +1,7 @@
-"""The outputs of ``psgrpo compare``: held-out curves → CSV rows → per-method table, Markdown and plot.
+"""The outputs of ``psgrpo compare``: held-out curves → CSV rows → per-method tables and Markdown.
 
-Everything here except :func:`plot_curves` is a pure function over plain rows, one row per
-(method, seed, evaluation step)::
+Everything here is a pure function over plain rows, one row per (method, seed, evaluation step)
+(the figure is :mod:`psgrpo.commands.compare_plot`)::
 
     {"method": "vps", "seed": 0, "step": 20, "accuracy": 0.55, "mean_tokens": 77.1,
      "wall_seconds": 41.0, "train_seconds": 38.2, "completion_tokens": 98304.0, ...}
@@ -36,21 +36,36 @@ CURVE_COLUMNS = (
     "completion_tokens",
 )
 REFERENCE_METHOD = "grpo"
-METHOD_COLOURS = {"grpo": "C0", "ps": "C1", "vps": "C2"}  # the same colour for a method in every plot
+
+
+TRAINING_WINDOW = {"completions/mean_length": "train/mean_tokens", "diag/unnecessary_step_frac": "train/unnecessary_step_frac"}  # fmt: skip
+"""Training-log metric → the curve column holding its mean over the steps since the previous evaluation."""
 
 
 def heldout_points(records: Iterable[dict[str, Any]]) -> list[dict[str, float]]:
     """``metrics.jsonl`` records → one ``{"step": s, <metric>: value, ...}`` per held-out evaluation.
 
     Keeps records with ``heldout/accuracy``, strips the ``heldout/`` prefix, sorts by step; a step
-    logged twice keeps its last record.
+    logged twice keeps its last record. Each point also gets the mean of every :data:`TRAINING_WINDOW`
+    metric over the training records logged after the previous evaluation, up to its own step
+    (sampled completions, not greedy ones; absent at step 0 and when the run did not log it).
     """
+    records = list(records)
     by_step: dict[int, dict[str, float]] = {}
     for record in records:
         if PREFIX + "accuracy" not in record:
             continue
         point = {key.removeprefix(PREFIX): value for key, value in record.items() if key.startswith(PREFIX)}
         by_step[int(record["step"])] = {"step": int(record["step"]), **point}
+    previous = -1
+    for step in sorted(by_step):
+        for metric, column in TRAINING_WINDOW.items():
+            window = [
+                r[metric] for r in records if previous < int(r["step"]) <= step and r.get(metric) is not None
+            ]
+            if window:
+                by_step[step][column] = statistics.fmean(window)
+        previous = step
     return [by_step[step] for step in sorted(by_step)]
 
 
@@ -146,12 +161,20 @@ def mean_interval(values: Sequence[float]) -> Interval:
 
 
 def paired_differences(
-    rows: Sequence[dict[str, Any]], method: str, reference: str = REFERENCE_METHOD, column: str = "accuracy"
+    rows: Sequence[dict[str, Any]],
+    method: str,
+    reference: str = REFERENCE_METHOD,
+    column: str = "accuracy",
+    relative: bool = False,
 ) -> dict[int, float]:
-    """``seed → final(method) − final(reference)`` of ``column`` over the seeds both ran."""
+    """``seed → final(method) − final(reference)`` of ``column`` over the seeds both ran; with
+    ``relative``, ``final(method) / final(reference) − 1`` instead (seeds where the reference is 0 left out)."""
     mine = _final_by_seed(rows, method, column)
     theirs = _final_by_seed(rows, reference, column)
-    return {seed: mine[seed] - theirs[seed] for seed in sorted(set(mine) & set(theirs))}
+    common = sorted(set(mine) & set(theirs))
+    if relative:
+        return {seed: mine[seed] / theirs[seed] - 1 for seed in common if theirs[seed] != 0}
+    return {seed: mine[seed] - theirs[seed] for seed in common}
 
 
 def _final_by_seed(rows: Iterable[dict[str, Any]], method: str, column: str) -> dict[int, float]:
@@ -273,13 +296,12 @@ def _fmt(value: float | None, spec: str) -> str:
     return "—" if value is None else format(value, spec)
 
 
-def _difference_cell(difference: Interval | None) -> str:
+def _difference_cell(difference: Interval | None, spec: str = ".3f", unit: str = "") -> str:
     if difference is None:
         return "—"
-    sign = "+" if difference.mean >= 0 else ""
-    text = f"{sign}{difference.mean:.3f}"
+    text = f"{difference.mean:+{spec}}{unit}"
     if not math.isnan(difference.half_width):
-        text += f" [{difference.low:+.3f}, {difference.high:+.3f}]"
+        text += f" [{difference.low:+{spec}}, {difference.high:+{spec}}]"
     return text + (" *" if difference.excludes_zero() else "")
 
 
@@ -355,6 +377,42 @@ ERROR_COLUMNS = (("error_type/calculation", "calculation errors"), ("error_type/
                  ("error_type/format", "format errors"), ("step_complete_rate", "every step checks"))  # fmt: skip
 
 
+def final_table(
+    rows: Sequence[dict[str, Any]],
+    columns: Sequence[tuple[str, str]],
+    reference: str = REFERENCE_METHOD,
+    relative: Sequence[str] = (),
+) -> list[str]:
+    """Markdown table lines: per method, each ``(column, name)``'s value at each seed's last evaluation
+    (mean ± 95% CI over seeds) with the paired Δ against ``reference`` in brackets, as a relative
+    change in percent for the ``relative`` columns; only the columns some row has (none: ``[]``)."""
+    present = [(c, name) for c, name in columns if any(row.get(c) is not None for row in rows)]
+    if not present:
+        return []
+    lines = [
+        "| method | " + " | ".join(name for _, name in present) + " |",
+        "|---" * (len(present) + 1) + "|",
+    ]
+    for method in dict.fromkeys(row["method"] for row in rows):
+        cells = [method]
+        for column, _ in present:
+            values = final_values(rows, method, column)
+            cell = str(mean_interval(values)) if values else "—"
+            differences = list(
+                paired_differences(rows, method, reference, column, column in relative).values()
+            )
+            if method != reference and differences:
+                if column in relative:
+                    cell += (
+                        f" ({_difference_cell(mean_interval([100 * d for d in differences]), '.1f', '%')})"
+                    )
+                else:
+                    cell += f" ({_difference_cell(mean_interval(differences))})"
+            cells.append(cell)
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def error_table(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_METHOD) -> list[str]:
     """Markdown lines: each method's final share of each :data:`ERROR_COLUMNS` kind (mean ± 95% CI
     over seeds, the paired Δ against ``reference`` in brackets); empty when no run logged them.
@@ -362,86 +420,29 @@ def error_table(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_METHO
     It says *where* a method moved the errors: an arithmetic step scorer sees calculation errors
     only, not logic errors, so a process method can trade one for the other.
     """
-    columns = [(c, name) for c, name in ERROR_COLUMNS if any(row.get(c) is not None for row in rows)]
-    lines = [
-        "| method | " + " | ".join(name for _, name in columns) + " |",
-        "|---" * (len(columns) + 1) + "|",
-    ]
-    for method in dict.fromkeys(row["method"] for row in rows):
-        cells = [method]
-        for column, _ in columns:
-            values = final_values(rows, method, column)
-            cell = str(mean_interval(values)) if values else "—"
-            differences = list(paired_differences(rows, method, reference, column).values())
-            if method != reference and differences:
-                cell += f" ({_difference_cell(mean_interval(differences))})"
-            cells.append(cell)
-        lines.append("| " + " | ".join(cells) + " |")
+    table = final_table(rows, ERROR_COLUMNS, reference)
     note = (
         "Shares of held-out completions at each run's last evaluation, mean ± 95% CI over seeds; in brackets "
         f"the paired Δ against `{reference}` (* excludes 0). Calculation: a written equation fails; logic: every "
         "equation holds and the answer is wrong; format: no parsable answer; every step checks: each step's "
         "arithmetic holds (docs/evaluation.md)."
     )
-    return ["## Where the errors are (final evaluation)", "", *lines, "", note, ""] if columns else []
+    return ["## Where the errors are (final evaluation)", "", *table, "", note, ""] if table else []
 
 
-def load_pyplot():
-    """``matplotlib.pyplot`` on the non-interactive Agg backend.
-
-    Raises:
-        ImportError with the install command when matplotlib (the ``plot`` extra) is missing.
-    """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise ImportError(
-            "psgrpo compare draws compare.png with matplotlib, which is not installed: "
-            "pip install 'psgrpo[plot]' (or pip install matplotlib)"
-        ) from err
-    return plt
+LENGTH_COLUMNS = (("mean_tokens", "held-out tokens"), ("train/mean_tokens", "training tokens, last window"),
+                  ("train/unnecessary_step_frac", "unneeded steps, last window"))  # fmt: skip
 
 
-PANELS = (
-    ("accuracy", "step", "held-out accuracy (greedy)", "optimizer step"),
-    (
-        "accuracy",
-        "completion_tokens",
-        "held-out accuracy (greedy)",
-        "training completion tokens (equal compute)",
-    ),
-    ("accuracy", "train_seconds", "held-out accuracy (greedy)", "training wall seconds"),
-    ("mean_tokens", "step", "mean completion tokens (held-out)", "optimizer step"),
-)
-"""The panels of ``compare.png``: (y column, x column, y label, x label)."""
-
-
-def plot_curves(rows: Sequence[dict[str, Any]], path: Path) -> None:
-    """``compare.png``: accuracy vs step / completion tokens / wall time, and length vs step (mean ± 95% CI)."""
-    plt = load_pyplot()
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-    for i, method in enumerate(dict.fromkeys(row["method"] for row in rows)):
-        colour = METHOD_COLOURS.get(method, f"C{3 + i}")
-        for ax, (column, x, _, _) in zip(axes.flat, PANELS, strict=True):
-            curve = seed_curve(rows, method, column, x)
-            if not curve:
-                continue
-            xs = [p.x for p in curve]
-            n_seeds = max(p.n for p in curve)
-            ax.plot(
-                xs, [p.mean for p in curve], color=colour, marker="o", label=f"{method} ({n_seeds} seeds)"
-            )
-            ax.fill_between(xs, [p.low for p in curve], [p.high for p in curve], color=colour, alpha=0.2)
-    for ax, (_, x, ylabel, xlabel) in zip(axes.flat, PANELS, strict=True):
-        if x == "step":
-            ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
-    axes.flat[0].legend(title="line: seed mean; band: 95% CI")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+def length_table(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_METHOD) -> list[str]:
+    """Markdown lines: does a method write less? Final held-out length, and the sampled training
+    completions' length and share of unneeded steps over the last evaluation window, each with the
+    paired Δ against ``reference`` (relative for lengths). Empty when no run has these columns."""
+    table = final_table(rows, LENGTH_COLUMNS, reference, relative=("mean_tokens", "train/mean_tokens"))
+    note = (
+        "Mean tokens per completion: held-out (greedy) at the last evaluation, and training (sampled) averaged "
+        "over the steps since the evaluation before it; unneeded steps: the share of written step equations "
+        "whose result is never used (`diag/unnecessary_step_frac`, logged with `--diagnostics true`). Mean ± 95% "
+        f"CI over seeds; in brackets the paired Δ against `{reference}`, in percent for lengths (* excludes 0)."
+    )
+    return ["## Length and unneeded steps", "", *table, "", note, ""] if table else []

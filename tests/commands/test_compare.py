@@ -180,8 +180,9 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
 
     report = (out / "compare.md").read_text()
     assert "steps to reach grpo final" in report
-    main_table, errors = report.split("## Where the errors are (final evaluation)")
-    for table in (main_table, errors):  # one row per method in the table and in the error breakdown
+    main_table, rest = report.split("## Where the errors are (final evaluation)")
+    errors, lengths = rest.split("## Length and unneeded steps")
+    for table in (main_table, errors, lengths):  # one row per method in each table
         rows_of = [
             line.split("|")[1].strip()
             for line in table.splitlines()
@@ -189,6 +190,7 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
         ]
         assert rows_of[1:] == ["grpo", "vps"]
     assert "| method | calculation errors | logic errors | format errors | every step checks |" in errors
+    assert "| method | held-out tokens | training tokens, last window |" in lengths  # TINY logs no diagnostics
     assert "psgrpo compare --methods grpo vps --seeds 0 1" in report
     assert report in capsys.readouterr().out  # also printed
     with Image.open(out / "compare.png") as image:

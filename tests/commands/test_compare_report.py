@@ -1,14 +1,12 @@
-"""compare_report: held-out records → CSV rows → per-method summary, Markdown and plot (hand-computed values)."""
+"""compare_report: held-out records → CSV rows → per-method summary and Markdown (hand-computed values)."""
 
 from __future__ import annotations
 
 import math
-import sys
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from PIL import Image
 
 from psgrpo.commands.compare_report import (
     CURVE_COLUMNS,
@@ -17,11 +15,10 @@ from psgrpo.commands.compare_report import (
     error_table,
     final_values,
     heldout_points,
-    load_pyplot,
+    length_table,
     markdown_report,
     mean_interval,
     paired_differences,
-    plot_curves,
     read_curves_csv,
     reference_accuracy,
     seed_curve,
@@ -80,6 +77,52 @@ def test_heldout_points_strip_prefix_sort_and_keep_last_of_a_step():
         "accuracy": 0.75,
         "mean_tokens": 71.0,
     }
+
+
+def test_heldout_points_carry_the_training_window_since_the_previous_evaluation():
+    records = [
+        {"step": 0, "heldout/accuracy": 0.2},
+        {"step": 5, "completions/mean_length": 100.0, "diag/unnecessary_step_frac": 0.4},
+        {"step": 10, "completions/mean_length": 80.0},  # no diagnostics in this record
+        {"step": 10, "heldout/accuracy": 0.3},
+        {"step": 15, "completions/mean_length": 60.0, "diag/unnecessary_step_frac": 0.1},
+        {"step": 20, "completions/mean_length": 50.0, "diag/unnecessary_step_frac": 0.3},
+        {"step": 20, "heldout/accuracy": 0.4},
+    ]
+    assert heldout_points(records) == [
+        {"step": 0, "accuracy": 0.2},  # nothing trained before step 0
+        {"step": 10, "accuracy": 0.3, "train/mean_tokens": 90.0, "train/unnecessary_step_frac": 0.4},
+        {
+            "step": 20,
+            "accuracy": 0.4,
+            "train/mean_tokens": 55.0,
+            "train/unnecessary_step_frac": pytest.approx(0.2),
+        },
+    ]
+
+
+def test_length_table_relative_length_and_absolute_unneeded_share():
+    rows = _rows()  # final held-out mean_tokens (step 20): 78 for seed 0, 77 for seed 1, every method
+    unneeded = {("grpo", 0): 0.2, ("grpo", 1): 0.3, ("vps", 0): 0.1, ("vps", 1): 0.1}
+    for row in rows:
+        if row["step"] == 20:
+            row["train/mean_tokens"] = {"grpo": 100.0, "vps": 90.0, "ps": 110.0}[row["method"]] + row["seed"]
+            if (row["method"], row["seed"]) in unneeded:
+                row["train/unnecessary_step_frac"] = unneeded[row["method"], row["seed"]]
+    lines = length_table(rows)
+    assert lines[0] == "## Length and unneeded steps"
+    assert (
+        "| method | held-out tokens | training tokens, last window | unneeded steps, last window |" in lines
+    )
+    vps = next(line for line in lines if line.startswith("| vps |"))
+    # held-out: the same length as grpo on both seeds → +0.0 % with a zero-width interval
+    assert "| 77.500 ± 6.353 (+0.0% [+0.0, +0.0]) |" in vps
+    # training: 90/100 − 1 = −10 %, 91/101 − 1 = −9.90 % → mean −9.95 %; stdev 0.0701 · 12.706 / √2 = 0.63
+    assert "(-10.0% [-10.6, -9.3] *)" in vps
+    # unneeded share: −0.1, −0.2 → −0.150, half-width 12.706 · 0.0707 / √2 = 0.635
+    assert vps.endswith("| 0.100 ± 0.000 (-0.150 [-0.785, +0.485]) |")
+    assert next(line for line in lines if line.startswith("| ps |")).endswith("| — |")
+    assert length_table([{"method": "grpo", "seed": 0, "step": 0, "accuracy": 0.5}]) == []
 
 
 def test_seed_curve_mean_and_95_interval_per_step():
@@ -225,21 +268,6 @@ def test_read_curves_csv_names_the_bad_line(tmp_path):
     path.write_text("method,seed,step,accuracy\ngrpo,0,0,0.5\ngrpo,zero,10,0.6\n")
     with pytest.raises(ValueError, match="line 3"):
         read_curves_csv(path)
-
-
-def test_plot_writes_a_png_with_four_panels(tmp_path):
-    path = tmp_path / "compare.png"
-    plot_curves(_rows(), path)
-    with Image.open(path) as image:
-        assert image.format == "PNG"
-        width, height = image.size
-    assert 1.3 < width / height < 1.7  # 2 × 2 panels: step, completion tokens, wall time; length
-
-
-def test_missing_matplotlib_is_a_clear_error(monkeypatch):
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` raise ImportError
-    with pytest.raises(ImportError, match=r"pip install 'psgrpo\[plot\]'"):
-        load_pyplot()
 
 
 curves = st.lists(st.floats(0, 1), min_size=1, max_size=8).map(

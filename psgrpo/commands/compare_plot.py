@@ -1,0 +1,76 @@
+"""``compare.png``: held-out curves of every method, mean over seeds with the 95% interval shaded.
+
+The rows are :mod:`psgrpo.commands.compare_report`'s; matplotlib (the ``plot`` extra) is imported
+only when a figure is drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from psgrpo.commands.compare_report import seed_curve
+
+METHOD_COLOURS = {"grpo": "C0", "ps": "C1", "vps": "C2"}  # the same colour for a method in every plot
+
+
+def load_pyplot():
+    """``matplotlib.pyplot`` on the non-interactive Agg backend.
+
+    Raises:
+        ImportError with the install command when matplotlib (the ``plot`` extra) is missing.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        raise ImportError(
+            "psgrpo compare draws compare.png with matplotlib, which is not installed: "
+            "pip install 'psgrpo[plot]' (or pip install matplotlib)"
+        ) from err
+    return plt
+
+
+PANELS = (
+    ("accuracy", "step", "held-out accuracy (greedy)", "optimizer step"),
+    (
+        "accuracy",
+        "completion_tokens",
+        "held-out accuracy (greedy)",
+        "training completion tokens (equal compute)",
+    ),
+    ("accuracy", "train_seconds", "held-out accuracy (greedy)", "training wall seconds"),
+    ("mean_tokens", "step", "mean completion tokens (held-out)", "optimizer step"),
+)
+"""The panels of ``compare.png``: (y column, x column, y label, x label)."""
+
+
+def plot_curves(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    """``compare.png``: accuracy vs step / completion tokens / wall time, and length vs step (mean ± 95% CI)."""
+    plt = load_pyplot()
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    for i, method in enumerate(dict.fromkeys(row["method"] for row in rows)):
+        colour = METHOD_COLOURS.get(method, f"C{3 + i}")
+        for ax, (column, x, _, _) in zip(axes.flat, PANELS, strict=True):
+            curve = seed_curve(rows, method, column, x)
+            if not curve:
+                continue
+            xs = [p.x for p in curve]
+            n_seeds = max(p.n for p in curve)
+            ax.plot(
+                xs, [p.mean for p in curve], color=colour, marker="o", label=f"{method} ({n_seeds} seeds)"
+            )
+            ax.fill_between(xs, [p.low for p in curve], [p.high for p in curve], color=colour, alpha=0.2)
+    for ax, (_, x, ylabel, xlabel) in zip(axes.flat, PANELS, strict=True):
+        if x == "step":
+            ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend(title="line: seed mean; band: 95% CI")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
