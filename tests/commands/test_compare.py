@@ -190,7 +190,9 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
         ]
         assert rows_of[1:] == ["grpo", "vps"]
     assert "| method | calculation errors | logic errors | format errors | every step checks |" in errors
-    assert "| method | held-out tokens | training tokens, last window |" in lengths  # TINY logs no diagnostics
+    assert (
+        "| method | held-out tokens | training tokens, last window |" in lengths
+    )  # TINY logs no diagnostics
     assert "psgrpo compare --methods grpo vps --seeds 0 1" in report
     assert report in capsys.readouterr().out  # also printed
     with Image.open(out / "compare.png") as image:
