@@ -60,6 +60,8 @@ class ConfigParser(TrlParser):
                 raise ConfigError("--config needs a path to a YAML file")
             self.config_path = args[index + 1]
         try:
+            if self.config_path is not None:
+                check_unique_keys(self.config_path)
             return super().parse_args_and_config(args, **kwargs)
         except FileNotFoundError as err:
             if self.config_path is not None and err.filename == self.config_path:
@@ -94,6 +96,31 @@ class ConfigParser(TrlParser):
             if action.dest in kwargs and action.choices is not None:
                 _check_config_value(action, kwargs[action.dest], self.config_path)
         return super().set_defaults_with_config(**kwargs)
+
+
+def check_unique_keys(path: str) -> None:
+    """Raise :class:`ConfigError` when a mapping of the YAML file ``path`` sets a key twice: PyYAML
+    keeps the last value silently, so the first line would read as the setting and not be."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node)
+            line = key_node.start_mark.line + 1
+            if key in first_line:
+                raise ConfigError(
+                    f"{path}: line {line}: {key!r} is set twice (first on line {first_line[key]}); keep one"
+                )
+            first_line[key] = line
+        return loader.construct_mapping(node)
+
+    UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    with open(path) as f:
+        yaml.load(f, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
 
 
 def _check_config_value(action: argparse.Action, value: Any, path: str | None) -> None:

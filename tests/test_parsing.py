@@ -62,6 +62,24 @@ def test_range_errors_name_the_config_file(tmp_path):
         _parse(tmp_path, {"vps_alpha": float("nan")})
 
 
+def test_a_key_set_twice_is_refused_with_both_lines(tmp_path):
+    path = tmp_path / "recipe.yaml"
+    path.write_text(f"output_dir: {tmp_path / 'out'}\nuse_cpu: true\nvps_alpha: 0.8\nvps_alpha: 1.6\n")
+    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig))
+    with pytest.raises(ConfigError, match=rf"{path}: line 4: 'vps_alpha' is set twice \(first on line 3\)"):
+        parser.parse_args_and_config(["--config", str(path)])
+
+
+def test_shipped_recipes_set_each_key_once():
+    from psgrpo.loading import RECIPES_DIR
+    from psgrpo.parsing import check_unique_keys
+
+    recipes = sorted(RECIPES_DIR.rglob("*.yaml"))
+    assert len(recipes) >= 3
+    for recipe in recipes:
+        check_unique_keys(str(recipe))
+
+
 def test_missing_config_file(tmp_path):
     parser = ConfigParser((ProcessGRPOConfig,))
     with pytest.raises(ConfigError, match="config file .*nope.yaml does not exist"):

@@ -104,3 +104,28 @@ def test_default_reward_funcs_from_config(tmp_path, char_tokenizer, tiny_model):
         processing_class=char_tokenizer,
     )
     assert trainer.reward_func_names == ["correctness_reward", "strict_format_reward"]
+
+
+@pytest.mark.parametrize("method", ["grpo", "vps"])
+def test_gradient_checkpointing_changes_no_weight(tmp_path, char_tokenizer, method):
+    """Recomputing activations gives the same numbers on CPU: compare reuses a finished run that differs
+    only in ``gradient_checkpointing`` (psgrpo.commands.compare.RESULT_NEUTRAL)."""
+    dataset = make_arith_dataset("train", n=16)
+    model_dir = save_tiny_model(tmp_path / "init", char_tokenizer)
+    runs = [
+        _run(
+            ProcessGRPOTrainer,
+            ProcessGRPOConfig(method=method, gradient_checkpointing=gc, **_common_args(tmp_path, f"gc-{gc}")),
+            char_tokenizer,
+            dataset,
+            model_dir,
+        )
+        for gc in (True, False)
+    ]
+    (_, logs_on, params_on, on), (_, logs_off, params_off, off) = runs
+    assert on.model.is_gradient_checkpointing and not off.model.is_gradient_checkpointing
+    for name, value in params_on.items():
+        torch.testing.assert_close(params_off[name], value, rtol=0, atol=0, msg=name)
+    initial = AutoModelForCausalLM.from_pretrained(model_dir).state_dict()
+    assert any(not torch.equal(params_on[n], initial[n]) for n in params_on), "the run must change weights"
+    assert [r.get("loss") for r in logs_on] == [r.get("loss") for r in logs_off]

@@ -224,12 +224,24 @@ def flag_values(flags: Sequence[str]) -> dict[str, list[str]]:
     return values
 
 
-def settings_diff(previous: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """``"section.name: old → new"`` for every setting that differs between two run specs."""
+RESULT_NEUTRAL = frozenset(
+    {"gradient_checkpointing", "report_to", "disable_tqdm", "logging_dir", "save_strategy", "save_steps",
+     "save_total_limit"}
+)  # fmt: skip
+"""Settings that change speed, memory or what is written besides the metrics, never the weights or the
+evaluations: gradient checkpointing recomputes the same activations (identical weights:
+tests/test_trainer.py), the others choose loggers, progress bars and checkpoints. A finished run
+that differs from the command only in these is reused, with the difference logged."""
+
+
+def settings_diff(
+    previous: dict[str, Any], current: dict[str, Any], ignore: frozenset[str] = frozenset()
+) -> list[str]:
+    """``"section.name: old → new"`` for every setting outside ``ignore`` that differs between two run specs."""
     changes = []
     for section in sorted(set(previous) | set(current)):
         old, new = previous.get(section, {}), current.get(section, {})
-        for name in sorted(set(old) | set(new)):
+        for name in sorted(set(old) | set(new) - ignore):
             if old.get(name) != new.get(name):
                 changes.append(f"{section}.{name}: {old.get(name)} → {new.get(name)}")
     return changes
@@ -244,11 +256,17 @@ def _prepare_run(run_dir: Path, spec: dict[str, Any], is_main: bool) -> bool:
     spec_file = run_dir / RUN_SPEC
     if (run_dir / "report.json").exists():
         previous = json.loads(spec_file.read_text()) if spec_file.exists() else {}
-        changes = settings_diff(previous, spec)
+        changes = settings_diff(previous, spec, ignore=RESULT_NEUTRAL)
         if changes:
             raise ValueError(
                 f"{run_dir} holds a finished run made with other settings ({'; '.join(changes)}); use another "
                 "--output_dir, or delete that run directory to train it again"
+            )
+        if neutral := settings_diff(previous, spec):
+            logger.info(
+                "%s: reused; it differs only in settings that change no result (%s)",
+                run_dir,
+                "; ".join(neutral),
             )
         return True
     if is_main:

@@ -11,6 +11,7 @@ from PIL import Image
 
 from psgrpo.commands.cli import main
 from psgrpo.commands.compare import (
+    RESULT_NEUTRAL,
     CompareConfig,
     compare,
     compare_arms,
@@ -57,6 +58,12 @@ def test_settings_diff_lists_each_changed_setting():
         "recipe.beta: 0.0 → None",
     ]
     assert settings_diff(after, after) == []
+    speed_only = {"recipe": {"lr": 1e-5, "gradient_checkpointing": False}, "flags": {"report_to": ["none"]}}
+    assert settings_diff(after | {"flags": {}}, speed_only, ignore=RESULT_NEUTRAL) == []
+    assert settings_diff(before, speed_only, ignore=RESULT_NEUTRAL) == [
+        "flags.max_steps: ['2'] → None",
+        "recipe.beta: 0.0 → None",
+    ]
 
 
 def test_strip_compare_flags_keeps_training_options():
@@ -228,6 +235,12 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
         line for line in (run_dir / "metrics.jsonl").read_text().splitlines() if "heldout/accuracy" in line
     ]
     assert len(held) == 2  # the restarted run's log holds only its own evaluations
+
+    # Only a result-neutral setting differs: every finished run is reused, and the difference logged.
+    caplog.clear()
+    main(["compare", *TINY, "--output_dir", str(out), "--gradient_checkpointing", "false"])
+    assert _skipped(caplog) == 4
+    assert any("differs only in settings that change no result" in r.getMessage() for r in caplog.records)
 
     # Same directory, another budget: refused, naming the setting, before any run trains (ps comes first).
     with pytest.raises(ValueError, match=r"flags\.max_steps: \['2'\] → \['3'\]"):
