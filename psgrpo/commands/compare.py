@@ -32,6 +32,7 @@ from psgrpo.commands.compare_plot import load_pyplot, plot_curves
 from psgrpo.commands.compare_report import (
     curve_rows,
     error_table,
+    familywise_table,
     heldout_points,
     length_table,
     markdown_report,
@@ -343,7 +344,7 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
         command,
         reference_accuracy(rows),
         heldout_problems=problems,
-        sections=[*error_table(rows), *length_table(rows)],
+        sections=[*familywise_table(rows), *error_table(rows), *length_table(rows)],
     )
     (root / "compare.md").write_text(report)
     plot_curves(rows, root / "compare.png")

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from psgrpo.commands.intervals import Interval, mean_interval, t_quantile_95  # noqa: F401 - re-exported
+
 PREFIX = "heldout/"
 # Fixed leading columns of curves.csv; any further held-out metric follows in sorted order.
 CURVE_COLUMNS = (
@@ -106,58 +108,6 @@ def read_curves_csv(path: Path) -> list[dict[str, Any]]:
                 ) from None
             rows.append(row)
     return rows
-
-
-T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-         2.045, 2.042)  # fmt: skip
-"""Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: 1.96)."""
-
-
-def t_quantile_95(degrees_of_freedom: int) -> float:
-    """The 0.975 quantile of Student's t with ``degrees_of_freedom`` ≥ 1."""
-    if degrees_of_freedom < 1:
-        raise ValueError(
-            f"a t interval needs at least 2 values (1 degree of freedom), got {degrees_of_freedom}"
-        )
-    return T_975[degrees_of_freedom - 1] if degrees_of_freedom <= len(T_975) else 1.96
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A mean with its 95% confidence half-width over ``n`` values (``half_width`` NaN for n < 2)."""
-
-    mean: float
-    half_width: float
-    n: int
-
-    @property
-    def low(self) -> float:
-        return self.mean - self.half_width
-
-    @property
-    def high(self) -> float:
-        return self.mean + self.half_width
-
-    def excludes_zero(self) -> bool:
-        """Whether the interval lies entirely above or below 0 (never, with fewer than 2 values)."""
-        return self.n >= 2 and (self.low > 0 or self.high < 0)
-
-    def __str__(self) -> str:
-        if math.isnan(self.half_width):
-            return f"{self.mean:.3f}"
-        return f"{self.mean:.3f} ± {self.half_width:.3f}"
-
-
-def mean_interval(values: Sequence[float]) -> Interval:
-    """Mean of ``values`` and the half-width t_{0.975, n−1} · s / √n of its 95% confidence interval."""
-    if not values:
-        raise ValueError("a mean needs at least one value")
-    n = len(values)
-    mean = statistics.fmean(values)
-    if n < 2:
-        return Interval(mean, math.nan, n)
-    return Interval(mean, t_quantile_95(n - 1) * statistics.stdev(values) / math.sqrt(n), n)
 
 
 def paired_differences(
@@ -428,6 +378,37 @@ def error_table(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_METHO
         "arithmetic holds (docs/evaluation.md)."
     )
     return ["## Where the errors are (final evaluation)", "", *table, "", note, ""] if table else []
+
+
+def familywise_table(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_METHOD) -> list[str]:
+    """Markdown lines: each arm's paired Δ in final accuracy against ``reference`` at 95% and at the
+    Bonferroni level 1 − 0.05/k over the k arms with two or more paired seeds; empty when k < 2."""
+    differences = {
+        method: list(paired_differences(rows, method, reference).values())
+        for method in dict.fromkeys(row["method"] for row in rows)
+        if method != reference
+    }
+    differences = {method: d for method, d in differences.items() if len(d) >= 2}
+    k = len(differences)
+    if k < 2:
+        return []
+    level = 1 - 0.05 / k
+    lines = [
+        f"## Several arms against `{reference}`: family-wise intervals",
+        "",
+        f"| method | paired Δ, 95% CI | paired Δ, {100 * level:.2f}% CI (Bonferroni, {k} arms) |",
+        "|---|---|---|",
+    ]
+    for method, d in differences.items():
+        lines.append(
+            f"| {method} | {_difference_cell(mean_interval(d))} | {_difference_cell(mean_interval(d, level))} |"
+        )
+    note = (
+        f"With {k} arms compared against `{reference}`, some 95% interval excludes 0 by chance more often than "
+        f"5% of the time. Each interval at level 1 − 0.05/{k} keeps that family-wise error at most 5%: claim a "
+        "win from the last column when the arm was chosen after seeing results."
+    )
+    return [*lines, "", note, ""]
 
 
 LENGTH_COLUMNS = (("mean_tokens", "held-out tokens"), ("train/mean_tokens", "training tokens, last window"),

@@ -13,18 +13,17 @@ from psgrpo.commands.compare_report import (
     CurvePoint,
     curve_rows,
     error_table,
+    familywise_table,
     final_values,
     heldout_points,
     length_table,
     markdown_report,
-    mean_interval,
     paired_differences,
     read_curves_csv,
     reference_accuracy,
     seed_curve,
     steps_to_reach,
     summarize,
-    t_quantile_95,
     write_curves_csv,
 )
 
@@ -140,19 +139,6 @@ def test_seed_curve_mean_and_95_interval_per_step():
     assert seed_curve(_rows(), "nope", "accuracy") == []
 
 
-def test_t_quantiles_and_mean_interval_by_hand():
-    assert t_quantile_95(1) == 12.706 and t_quantile_95(4) == 2.776 and t_quantile_95(30) == 2.042
-    assert t_quantile_95(200) == 1.96
-    with pytest.raises(ValueError):
-        t_quantile_95(0)
-    interval = mean_interval([0.50, 0.55, 0.60, 0.65, 0.70])  # n = 5: stdev 0.0790569, t(4) = 2.776
-    assert interval.mean == pytest.approx(0.6) and interval.n == 5
-    assert interval.half_width == pytest.approx(2.776 * 0.0790569415 / math.sqrt(5))
-    assert interval.excludes_zero() and not mean_interval([-0.1, 0.1, 0.05]).excludes_zero()
-    single = mean_interval([0.3])
-    assert math.isnan(single.half_width) and not single.excludes_zero() and str(single) == "0.300"
-
-
 def test_paired_differences_match_seeds():
     assert paired_differences(_rows(), "vps") == pytest.approx({0: 0.2, 1: -0.1})
     rows = _rows() + [{"method": "vps", "seed": 7, "step": 20, "accuracy": 0.9}]  # grpo has no seed 7
@@ -251,6 +237,17 @@ def test_error_table_final_shares_with_paired_differences():
     assert error_table(_rows()) == []  # no error columns: no section
     text = markdown_report(summarize(rows), "psgrpo compare", reference_accuracy(rows), sections=lines)
     assert text.index("## Where the errors are") < text.index("Command:")
+
+
+def test_familywise_table_bonferroni_over_the_arms():
+    lines = familywise_table(_rows())  # vps − grpo per seed: +0.2, −0.1; ps − grpo: 0.0, −0.1; k = 2
+    assert lines[0] == "## Several arms against `grpo`: family-wise intervals"
+    assert "| method | paired Δ, 95% CI | paired Δ, 97.50% CI (Bonferroni, 2 arms) |" in lines
+    # one degree of freedom: t = tan(π(p − ½)); at p = 0.9875, 25.452; s/√n = 0.15 → half-width 3.818
+    assert "| vps | +0.050 [-1.856, +1.956] | +0.050 [-3.768, +3.868] |" in lines
+    assert any(line.startswith("| ps | -0.050 ") for line in lines)
+    one_arm = [row for row in _rows() if row["method"] != "ps"]
+    assert familywise_table(one_arm) == []  # a single arm needs no correction
 
 
 def test_csv_round_trip_with_missing_cells(tmp_path):
