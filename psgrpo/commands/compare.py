@@ -242,7 +242,7 @@ def settings_diff(
     changes = []
     for section in sorted(set(previous) | set(current)):
         old, new = previous.get(section, {}), current.get(section, {})
-        for name in sorted(set(old) | set(new) - ignore):
+        for name in sorted((set(old) | set(new)) - ignore):
             if old.get(name) != new.get(name):
                 changes.append(f"{section}.{name}: {old.get(name)} → {new.get(name)}")
     return changes
@@ -297,7 +297,8 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
     with args.main_process_first(local=False, desc="compare setup"):  # under accelerate launch: main writes
         if is_main:
             root.mkdir(parents=True, exist_ok=True)
-            (root / "recipe.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
+            if not cfg.report_only:  # another process may be about to start a run from this file
+                (root / "recipe.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
     run_flags = strip_compare_flags(flags)
 
     arms = dict(compare_arms(cfg))  # label → its train flags (`--method M` for a plain method)

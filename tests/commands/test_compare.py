@@ -60,6 +60,7 @@ def test_settings_diff_lists_each_changed_setting():
     assert settings_diff(after, after) == []
     speed_only = {"recipe": {"lr": 1e-5, "gradient_checkpointing": False}, "flags": {"report_to": ["none"]}}
     assert settings_diff(after | {"flags": {}}, speed_only, ignore=RESULT_NEUTRAL) == []
+    assert settings_diff(speed_only, {"recipe": {"lr": 1e-5}, "flags": {}}, ignore=RESULT_NEUTRAL) == []
     assert settings_diff(before, speed_only, ignore=RESULT_NEUTRAL) == [
         "flags.max_steps: ['2'] → None",
         "recipe.beta: 0.0 → None",
@@ -211,6 +212,7 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
 
     # Interrupted comparison: one run lacks its report.
     (run_dir / "report.json").unlink()
+    recipe_written = (out / "recipe.yaml").stat().st_mtime_ns
     # --report_only draws the table from the finished runs, trains nothing and leaves the unfinished one alone.
     main(["compare", *TINY, "--output_dir", str(out), "--report_only", "true"])
     with (out / "curves.csv").open() as f:
@@ -224,6 +226,7 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
     }
     assert seeds_of["grpo"] == "2" and seeds_of["vps"] == "1"
     assert (run_dir / "metrics.jsonl").exists()  # not cleared: another process may be training it
+    assert (out / "recipe.yaml").stat().st_mtime_ns == recipe_written  # nor the recipe runs start from
     assert any("not finished, left out of the report" in r.getMessage() for r in caplog.records)
     # Only that run trains again, from scratch.
     caplog.clear()
