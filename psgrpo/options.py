@@ -53,7 +53,7 @@ KLSchedule = Literal["none", "linear", "cosine"]
 Curriculum = Literal["none", "linear"]
 """Order of training prompts by difficulty."""
 
-ProbeBoundaries = Literal["step_end", "entropy", "entropy_snapped"]
+ProbeBoundaries = Literal["step_end", "entropy", "entropy_snapped", "gold_suffix"]
 """Where ``psgrpo diagnose`` probes: step-line ends, the trainer's entropy cuts, or those cuts moved out of numbers."""
 
 ArithVariant = Literal["arith", "arith-long", "arith-distractor", "arith-hard"]

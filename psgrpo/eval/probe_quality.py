@@ -15,7 +15,11 @@ default probe ``</reasoning>\\n<answer>`` + gold + ``</answer>``) at three kinds
 * ``entropy``: the trainer's default adaptive cuts (K=4, quantile 0.8, at least 4 tokens, never
   in the answer), from the same trajectory forward (:func:`~psgrpo.vps.cached.cached_confidence`);
 * ``entropy_snapped``: the same cuts moved back out of numbers
-  (:func:`psgrpo.diagnostics.number_safe_cuts` as ``snap_positions``).
+  (:func:`psgrpo.diagnostics.number_safe_cuts` as ``snap_positions``);
+* ``gold_suffix``: step ends, probed with the *rest of the gold worked solution* instead of the
+  answer alone (:func:`gold_suffix_confidence`): an extension that needs gold solutions, not
+  GRPO-VPS. A model that copies earlier results should find the gold continuation unlikely after
+  a wrong step, even if it cannot compute the remaining operations in its head.
 
 Ground truth comes from the arithmetic verifier (:func:`psgrpo.diagnostics.judge_steps`):
 a step is wrong when one of its equations fails. A segment is wrong when it holds the last character
@@ -38,6 +42,7 @@ unscaled ``r_i − mean``, the paper's form), with the share of Σ|A_t| that α�
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections.abc import Sequence
@@ -68,7 +73,7 @@ from psgrpo.techniques.reward_norm import group_advantages
 from psgrpo.vps.boundaries import answer_span_start, segment_index_from_boundaries, select_boundaries
 from psgrpo.vps.cached import cached_confidence
 from psgrpo.vps.packed import packed_confidence
-from psgrpo.vps.probes import ProbeBatch, build_probe_ids
+from psgrpo.vps.probes import ProbeBatch, ProbeResult, build_probe_ids
 
 BOUNDARY_KINDS = allowed(ProbeBoundaries)
 DELTA_FORMS = ("prob", "log", "gnorm_log")
@@ -80,6 +85,7 @@ class Case:
 
     Attributes:
         prompt, completion, answer: texts (``answer`` is the problem's gold answer).
+        gold: the problem's gold solution (the ``gold_suffix`` probe's source).
         steps: the verifier's verdict on each step line (:func:`psgrpo.diagnostics.judge_steps`).
         ids: token ids of ``prompt`` and ``completion`` (+ EOS), filled by :func:`measure`.
     """
@@ -88,6 +94,7 @@ class Case:
     completion: str
     answer: str
     steps: JudgedSteps
+    gold: str = ""
     ids: dict[str, list[int]] = field(default_factory=dict)
 
     @property
@@ -107,7 +114,7 @@ class Case:
 
 def make_case(prompt: str, shown: ArithProblem, gold: ArithProblem) -> Case:
     """Label ``shown`` (gold or a wrong copy of ``gold``) with the arithmetic verifier."""
-    return Case(prompt, shown.solution, str(gold.answer), judge_steps(shown.solution))
+    return Case(prompt, shown.solution, str(gold.answer), judge_steps(shown.solution), gold.solution)
 
 
 def build_cases(problems: Sequence[ArithProblem], corruptions: int, rng: random.Random) -> list[Case]:
@@ -149,6 +156,56 @@ def _probe_batch(tokenizer, cases: Sequence[Case], device) -> ProbeBatch:
     )
 
 
+@torch.no_grad()
+def gold_suffix_confidence(model, tokenizer, cases: Sequence[Case], chunk_size: int = 32) -> ProbeResult:
+    """C_k of the ``gold_suffix`` kind: the per-token geometric mean of P(the gold solution's text
+    after its k-th step | prompt + the case's completion up to its k-th step end), k = 0..K_i
+    (k = 0: the whole gold solution after the prompt; temperature 1).
+
+    The geometric mean keeps C in a range the ΔC forms can use: a whole suffix's probability
+    shrinks with its length, and the suffixes get shorter with k.
+
+    Returns:
+        ProbeResult with (N, K_max + 1) ``confidence`` and its log (the mean token log-prob), NaN padded.
+
+    Raises:
+        ValueError when a case has not as many steps as its gold solution (its steps do not line up).
+    """
+
+    def ids_of(text: str) -> list[int]:
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    rows: list[tuple[int, int, list[int], list[int]]] = []  # (case, k, context ids, scored suffix ids)
+    for i, case in enumerate(cases):
+        gold_ends = judge_steps(case.gold).ends
+        if len(gold_ends) != len(case.step_ends):
+            raise ValueError(
+                f"case {i}: {len(case.step_ends)} steps against {len(gold_ends)} in its gold solution; "
+                "the gold_suffix probe needs the same steps (a gold solution or a one-wrong-step copy)"
+            )
+        prompt = case.ids["prompt"]
+        rows.append((i, 0, prompt, ids_of(case.gold)))
+        for k, (shown_end, gold_end) in enumerate(zip(case.step_ends, gold_ends, strict=True), start=1):
+            rows.append((i, k, prompt + ids_of(case.completion[:shown_end]), ids_of(case.gold[gold_end:])))
+    log_confidence = torch.full((len(cases), 1 + max(len(c.step_ends) for c in cases)), math.nan)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    for start in range(0, len(rows), chunk_size):
+        chunk = rows[start : start + chunk_size]
+        width = max(len(context) + len(suffix) for _, _, context, suffix in chunk)
+        ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(chunk), width), dtype=torch.long)
+        for r, (_, _, context, suffix) in enumerate(chunk):
+            ids[r, : len(context) + len(suffix)] = torch.tensor(context + suffix)
+            mask[r, : len(context) + len(suffix)] = 1
+        logits = (
+            model(input_ids=ids.to(model.device), attention_mask=mask.to(model.device)).logits.float().cpu()
+        )
+        token_logps = torch.log_softmax(logits[:, :-1], dim=-1).gather(2, ids[:, 1:, None]).squeeze(2)
+        for r, (i, k, context, suffix) in enumerate(chunk):  # logits at t predict token t + 1
+            log_confidence[i, k] = token_logps[r, len(context) - 1 : len(context) - 1 + len(suffix)].mean()
+    return ProbeResult(log_confidence.exp(), log_confidence)
+
+
 @dataclass
 class Probed:
     """One boundary kind over all cases: per case its cut tokens, cut characters, C_0..C_K and labels."""
@@ -165,10 +222,13 @@ def probe(model, tokenizer, cases: Sequence[Case], kind: str, chunk_size: int = 
     """Boundaries of ``kind`` for every case, C at each, and each segment's wrong/correct label."""
     offsets = [token_offsets(tokenizer, c.ids["completion"])[1] for c in cases]
     batch = _probe_batch(tokenizer, cases, model.device)
-    if kind == "step_end":
+    if kind in ("step_end", "gold_suffix"):
         ends = [[o[1] for o in off] for off in offsets]
         boundaries = [[ends_i.index(e) for e in c.step_ends] for c, ends_i in zip(cases, ends, strict=True)]
-        result = packed_confidence(model, batch, boundaries, temperature=1.0, chunk_size=chunk_size)
+        if kind == "gold_suffix":
+            result = gold_suffix_confidence(model, tokenizer, cases, chunk_size)
+        else:
+            result = packed_confidence(model, batch, boundaries, temperature=1.0, chunk_size=chunk_size)
     elif kind in ("entropy", "entropy_snapped"):
         answer_open = tokenizer("<answer>", add_special_tokens=False)["input_ids"]
 
