@@ -9,40 +9,26 @@ works unchanged. The CLI parses it with ``TaskConfig`` (:mod:`psgrpo.data.tasks`
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from trl import GRPOConfig
 
-from psgrpo.advantages import ADVANTAGE_ESTIMATORS
-from psgrpo.compatibility import check_trl_compatibility
+from psgrpo.config_checks import check_config
 from psgrpo.options import (
     Curriculum,
     KLSchedule,
     Method,
     PsAdvantageMode,
     ScorerErrorPolicy,
-    TrlImportanceSamplingLevel,
-    TrlLossType,
-    TrlMultiObjectiveAggregation,
-    TrlScaleRewards,
     TruncatedMode,
     VpsBoundaries,
+    VpsProbe,
     ZeroVarianceMode,
-    check_choice,
-    check_finite_floats,
-    check_keyword_arguments,
-    check_number,
-    check_registered,
-    json_object_option,
     parameter_sections,
 )
 from psgrpo.precision import resolve_bf16
 from psgrpo.ps.scorers import STEP_SCORERS
-from psgrpo.ps.segmentation import SEGMENTERS, get_segmenter
-from psgrpo.rewards import REWARD_FUNCS
-from psgrpo.techniques.options import check_technique_options
+from psgrpo.ps.segmentation import SEGMENTERS
 from psgrpo.vps.boundaries import DEFAULT_ENTROPY_TOLERANCE
 
 
@@ -193,6 +179,24 @@ class ProcessGRPOConfig(GRPOConfig):
         metadata={
             "help": "Where segments end (method 'vps'): 'entropy' (adaptive: tokens whose policy entropy is in the "
             "top quantile, default) or 'markers' (the PS segmenter's steps, e.g. 'Step N:').",
+        },
+    )
+    vps_probe: VpsProbe = field(
+        default="answer",
+        metadata={
+            "help": "What C_k measures (method 'vps'): 'answer' (the paper: p(gold answer | prompt, completion so far, "
+            "vps_probe_open); default) or 'gold_suffix' (an extension, not GRPO-VPS: the per-token geometric mean of "
+            "p(the gold worked solution's text after its k-th step | prompt, completion up to its k-th step), "
+            "psgrpo/vps/gold_suffix.py). Use 'gold_suffix' when the answer probe is flat on your model (psgrpo "
+            "diagnose: AUC 0.5); it needs vps_boundaries 'markers' and a vps_solution_column, and costs K + 1 "
+            "forwards of prompt + completion + gold per completion."
+        },
+    )
+    vps_solution_column: str = field(
+        default="solution",
+        metadata={
+            "help": "Dataset column holding the gold worked solution, for vps_probe 'gold_suffix' (default "
+            "'solution', as the arith and GSM8K loaders write it)."
         },
     )
     vps_max_segments: int = field(
@@ -364,65 +368,7 @@ class ProcessGRPOConfig(GRPOConfig):
     def __post_init__(self) -> None:
         self.bf16 = resolve_bf16(self.bf16, self.fp16, self.use_cpu)  # before TRL turns None into True
         super().__post_init__()
-        check_finite_floats(self)
-        check_choice("method", self.method, Method)
-        check_choice("ps_advantage_mode", self.ps_advantage_mode, PsAdvantageMode)
-        check_choice("ps_on_scorer_error", self.ps_on_scorer_error, ScorerErrorPolicy)
-        check_choice("vps_boundaries", self.vps_boundaries, VpsBoundaries)
-        check_choice("vps_zero_variance", self.vps_zero_variance, ZeroVarianceMode)
-        check_choice("vps_truncated", self.vps_truncated, TruncatedMode)
-        check_choice("kl_schedule", self.kl_schedule, KLSchedule)
-        check_choice("curriculum", self.curriculum, Curriculum)
-        check_choice("loss_type", self.loss_type, TrlLossType)
-        check_choice("scale_rewards", self.scale_rewards, TrlScaleRewards)
-        check_choice("importance_sampling_level", self.importance_sampling_level, TrlImportanceSamplingLevel)
-        check_choice(
-            "multi_objective_aggregation", self.multi_objective_aggregation, TrlMultiObjectiveAggregation
-        )
-        check_technique_options(self)
-        for name in ("segmenter_kwargs", "step_scorer_kwargs"):
-            setattr(self, name, json_object_option(name, getattr(self, name)))
-        if isinstance(self.reward_funcs, str):  # YAML/CLI may give "correctness,format"
-            self.reward_funcs = [name.strip() for name in self.reward_funcs.split(",") if name.strip()]
-        check_number("correctness_rel_tol", self.correctness_rel_tol, low=0.0)
-        check_number("ps_lambda", self.ps_lambda, low=0.0)
-        check_number("ps_outcome_weight", self.ps_outcome_weight, low=0.0)
-        check_number("ps_min_temperature", self.ps_min_temperature, low=0.0, low_open=True)
-        check_number("vps_alpha", self.vps_alpha, low=0.0)
-        check_number("vps_max_segments", self.vps_max_segments, low=1)
-        check_number("vps_min_segment_tokens", self.vps_min_segment_tokens, low=1)
-        check_number("vps_entropy_quantile", self.vps_entropy_quantile, low=0.0, high=1.0)
-        check_number("vps_entropy_tolerance", self.vps_entropy_tolerance, low=0.0, high=1.0, high_open=True)
-        check_number("vps_boundary_jitter", self.vps_boundary_jitter, low=0)
-        check_number("vps_probe_chunk_size", self.vps_probe_chunk_size, low=1, allow_none=True)
-        check_components(self)
-        check_trl_compatibility(self)  # TRL option × method combinations psgrpo refuses
-
-
-def check_components(config: Any) -> None:
-    """Names and keyword arguments of the segmenter, step scorer, estimator and rewards, before any loading.
-
-    Builds the segmenter (cheap), and checks the step scorer's keyword arguments against its
-    signature: unknown names, and numbers that are not finite numbers, fail here instead of
-    after the model has loaded.
-    """
-    check_registered("segmenter", config.segmenter, SEGMENTERS)
-    try:
-        get_segmenter(config.segmenter, **config.segmenter_kwargs)
-    except (TypeError, ValueError, re.error) as err:
-        raise ValueError(
-            f"segmenter_kwargs={config.segmenter_kwargs!r} do not fit segmenter {config.segmenter!r}: {err}"
-        ) from None
-    check_registered(
-        "step_scorer", config.step_scorer, STEP_SCORERS, hint=", or pass a callable to the trainer"
-    )
-    check_keyword_arguments(
-        "step_scorer_kwargs", STEP_SCORERS.get(config.step_scorer), config.step_scorer_kwargs
-    )
-    if config.advantage_estimator is not None:
-        check_registered("advantage_estimator", config.advantage_estimator, ADVANTAGE_ESTIMATORS)
-    for name in config.reward_funcs:
-        check_registered("reward_funcs", name, REWARD_FUNCS)
+        check_config(self)
 
 
 CONFIG_SECTIONS: dict[str, tuple[str, ...]] = {

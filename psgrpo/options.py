@@ -41,6 +41,9 @@ ScorerErrorPolicy = Literal["raise", "outcome"]
 VpsBoundaries = Literal["entropy", "markers"]
 """Where GRPO-VPS segments end: high-entropy tokens, or the PS segmenter's step ends."""
 
+VpsProbe = Literal["answer", "gold_suffix"]
+"""What GRPO-VPS probes after each boundary: the gold answer (the paper) or the rest of the gold solution."""
+
 ZeroVarianceMode = Literal["keep", "drop"]
 """GRPO-VPS groups whose outcome rewards are all equal: learn from α·ΔC alone, or drop them."""
 

@@ -120,6 +120,16 @@ class ProcessGRPOTrainer(TokenCreditLossMixin, TechniquesMixin, CheckpointMixin,
             check_scorer_columns(scorer, self.train_dataset)
             return StepSignal(args, self._tokenizer, self.accelerator, segmenter, scorer)
         if args.method == "vps":
+            columns = getattr(self.train_dataset, "column_names", None)
+            if (
+                args.vps_probe == "gold_suffix"
+                and columns is not None
+                and args.vps_solution_column not in columns
+            ):
+                raise ValueError(
+                    f"vps_probe='gold_suffix' probes the gold worked solution, but the training dataset has no "
+                    f"column {args.vps_solution_column!r} (it has: {', '.join(columns)}); set vps_solution_column"
+                )
             return ConfidenceSignal(
                 args, self._tokenizer, self.accelerator, self.eos_token_ids, self.temperature, segmenter
             )

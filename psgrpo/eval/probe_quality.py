@@ -42,7 +42,6 @@ unscaled ``r_i − mean``, the paper's form), with the share of Σ|A_t| that α�
 
 from __future__ import annotations
 
-import math
 import random
 import statistics
 from collections.abc import Sequence
@@ -72,6 +71,7 @@ from psgrpo.rewards import correctness_reward, format_reward
 from psgrpo.techniques.reward_norm import group_advantages
 from psgrpo.vps.boundaries import answer_span_start, segment_index_from_boundaries, select_boundaries
 from psgrpo.vps.cached import cached_confidence
+from psgrpo.vps.gold_suffix import gold_suffix_texts, suffix_confidence
 from psgrpo.vps.packed import packed_confidence
 from psgrpo.vps.probes import ProbeBatch, ProbeResult, build_probe_ids
 
@@ -156,17 +156,10 @@ def _probe_batch(tokenizer, cases: Sequence[Case], device) -> ProbeBatch:
     )
 
 
-@torch.no_grad()
 def gold_suffix_confidence(model, tokenizer, cases: Sequence[Case], chunk_size: int = 32) -> ProbeResult:
-    """C_k of the ``gold_suffix`` kind: the per-token geometric mean of P(the gold solution's text
-    after its k-th step | prompt + the case's completion up to its k-th step end), k = 0..K_i
-    (k = 0: the whole gold solution after the prompt; temperature 1).
-
-    The geometric mean keeps C in a range the ΔC forms can use: a whole suffix's probability
-    shrinks with its length, and the suffixes get shorter with k.
-
-    Returns:
-        ProbeResult with (N, K_max + 1) ``confidence`` and its log (the mean token log-prob), NaN padded.
+    """C_0..C_K of the ``gold_suffix`` kind at every step end (:mod:`psgrpo.vps.gold_suffix`, temperature 1):
+    the per-token geometric mean of P(the gold solution's text after its k-th step | prompt + the
+    case's completion up to its k-th step end); C_0: the whole gold solution after the prompt.
 
     Raises:
         ValueError when a case has not as many steps as its gold solution (its steps do not line up).
@@ -175,7 +168,7 @@ def gold_suffix_confidence(model, tokenizer, cases: Sequence[Case], chunk_size: 
     def ids_of(text: str) -> list[int]:
         return tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    rows: list[tuple[int, int, list[int], list[int]]] = []  # (case, k, context ids, scored suffix ids)
+    contexts, suffixes = [], []
     for i, case in enumerate(cases):
         gold_ends = judge_steps(case.gold).ends
         if len(gold_ends) != len(case.step_ends):
@@ -183,27 +176,11 @@ def gold_suffix_confidence(model, tokenizer, cases: Sequence[Case], chunk_size: 
                 f"case {i}: {len(case.step_ends)} steps against {len(gold_ends)} in its gold solution; "
                 "the gold_suffix probe needs the same steps (a gold solution or a one-wrong-step copy)"
             )
-        prompt = case.ids["prompt"]
-        rows.append((i, 0, prompt, ids_of(case.gold)))
-        for k, (shown_end, gold_end) in enumerate(zip(case.step_ends, gold_ends, strict=True), start=1):
-            rows.append((i, k, prompt + ids_of(case.completion[:shown_end]), ids_of(case.gold[gold_end:])))
-    log_confidence = torch.full((len(cases), 1 + max(len(c.step_ends) for c in cases)), math.nan)
+        prefixes = ["", *(case.completion[:end] for end in case.step_ends)]
+        contexts.append([case.ids["prompt"] + ids_of(prefix) for prefix in prefixes])
+        suffixes.append([ids_of(text) for text in gold_suffix_texts(case.gold, gold_ends, len(gold_ends))])
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    for start in range(0, len(rows), chunk_size):
-        chunk = rows[start : start + chunk_size]
-        width = max(len(context) + len(suffix) for _, _, context, suffix in chunk)
-        ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(chunk), width), dtype=torch.long)
-        for r, (_, _, context, suffix) in enumerate(chunk):
-            ids[r, : len(context) + len(suffix)] = torch.tensor(context + suffix)
-            mask[r, : len(context) + len(suffix)] = 1
-        logits = (
-            model(input_ids=ids.to(model.device), attention_mask=mask.to(model.device)).logits.float().cpu()
-        )
-        token_logps = torch.log_softmax(logits[:, :-1], dim=-1).gather(2, ids[:, 1:, None]).squeeze(2)
-        for r, (i, k, context, suffix) in enumerate(chunk):  # logits at t predict token t + 1
-            log_confidence[i, k] = token_logps[r, len(context) - 1 : len(context) - 1 + len(suffix)].mean()
-    return ProbeResult(log_confidence.exp(), log_confidence)
+    return suffix_confidence(model, contexts, suffixes, pad, temperature=1.0, chunk_size=chunk_size)
 
 
 @dataclass

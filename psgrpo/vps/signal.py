@@ -5,6 +5,7 @@ docs/design.md)::
 
     rollout ──entropy boundaries──► cuts b_1 < … < b_K per completion    (or the PS segmenter's step ends)
             ──probes──► C_k = p(gold answer + closing tag | prompt, completion[: b_k + 1], opening)
+                        (or, with vps_probe='gold_suffix', of the rest of the gold solution: gold_suffix.py)
             ──► ΔC_k, truncated rows, groups without reward variance → the ``hybrid`` estimator
 
 With entropy boundaries one no-grad trajectory forward gives the entropies and a KV cache the
@@ -35,6 +36,7 @@ from psgrpo.vps.boundaries import (
     select_boundaries,
 )
 from psgrpo.vps.cached import cached_confidence
+from psgrpo.vps.gold_suffix import gold_suffix_texts, suffix_confidence
 from psgrpo.vps.packed import packed_confidence
 from psgrpo.vps.probes import ProbeBatch, build_probe_ids, num_chunks
 
@@ -114,9 +116,17 @@ class ConfidenceSignal:
             if config.vps_boundaries == "markers":
                 spans = segment_completions(self.tokenizer, ids, self.segmenter).token_spans
                 boundaries = [boundaries_from_spans(s)[: config.vps_max_segments - 1] for s in spans]
-                probes = packed_confidence(
-                    model, batch, boundaries, self.temperature, config.vps_probe_chunk_size, min_chunks=chunks
-                )
+                if config.vps_probe == "gold_suffix":
+                    probes = self.gold_suffix_probes(model, output, inputs, ids, boundaries, chunks)
+                else:
+                    probes = packed_confidence(
+                        model,
+                        batch,
+                        boundaries,
+                        self.temperature,
+                        config.vps_probe_chunk_size,
+                        min_chunks=chunks,
+                    )
             else:  # "entropy": one trajectory forward per chunk gives the entropies and, over its cache, the probes
 
                 def choose(entropies: torch.Tensor, row: int) -> list[int]:
@@ -157,6 +167,47 @@ class ConfidenceSignal:
             metrics=metrics,
             credit=VpsCredit(boundaries, confidence.detach(), truncated),
             outcome_weight=1.0,
+        )
+
+    def gold_suffix_probes(
+        self,
+        model: Any,
+        output: dict[str, Any],
+        inputs: list[dict[str, Any]],
+        ids: list[list[int]],
+        boundaries: list[list[int]],
+        chunks: int,
+    ) -> Any:
+        """C_0..C_K of ``vps_probe='gold_suffix'`` (:mod:`psgrpo.vps.gold_suffix`): the rest of each
+        row's gold solution, split into steps by the same segmenter, after each of its boundaries."""
+        column = self.config.vps_solution_column
+        contexts, suffixes = [], []
+        for row, (x, completion, cuts) in enumerate(zip(inputs, ids, boundaries, strict=True)):
+            solution = x.get(column)
+            if not isinstance(solution, str) or not solution.strip():
+                raise ValueError(
+                    f"vps_probe='gold_suffix' needs the gold worked solution in column {column!r}; row {row} of "
+                    f"this batch has {solution!r} (columns: {', '.join(sorted(x))}). Set vps_solution_column, "
+                    "or use vps_probe='answer'"
+                )
+            step_ends = [end for _, end in self.segmenter(solution)][:-1]
+            prompt = output["prompt_ids"][row][output["prompt_mask"][row].bool()].tolist()
+            contexts.append([prompt + completion[: b + 1] for b in [-1, *cuts]])
+            suffixes.append(
+                [
+                    self.tokenizer(text, add_special_tokens=False)["input_ids"]
+                    for text in gold_suffix_texts(solution, step_ends, len(cuts))
+                ]
+            )
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        return suffix_confidence(
+            model,
+            contexts,
+            suffixes,
+            pad,
+            self.temperature,
+            self.config.vps_probe_chunk_size,
+            min_chunks=chunks,
         )
 
     def entropy_boundaries(

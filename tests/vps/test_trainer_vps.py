@@ -75,3 +75,28 @@ def test_missing_answer_column_is_a_clear_error(tmp_path, char_tokenizer):
     data = Dataset.from_dict({"prompt": ["Question: 1+1\n"] * 8, "gold": ["2"] * 8})
     with pytest.raises(ValueError, match="row 0"):
         _run(tmp_path, char_tokenizer, dataset=data)
+
+
+def test_gold_suffix_probe_trains_and_shares_c0_within_a_group(tmp_path, char_tokenizer):
+    out, log, trainer = _run(
+        tmp_path, char_tokenizer, vps_probe="gold_suffix", vps_boundaries="markers", segmenter="newline"
+    )
+    credit = trainer.last_credit.process
+    k = torch.tensor([len(b) for b in credit.boundaries])
+    real = torch.arange(credit.confidence.shape[1])[None, :] <= k[:, None]
+    c = credit.confidence
+    assert torch.isfinite(c[real]).all() and ((c[real] > 0) & (c[real] <= 1)).all()
+    assert torch.isnan(c[~real]).all()
+    # C_0 scores the whole gold solution after the prompt: the same for every completion of a prompt
+    c0 = c[:, 0].view(-1, trainer.args.num_generations)
+    torch.testing.assert_close(c0, c0[:, :1].expand_as(c0))
+    assert log["vps/c0_mean"] == pytest.approx(float(c[:, 0].mean()), rel=1e-5)
+    assert torch.isfinite(out["advantages"]).all()
+
+
+def test_gold_suffix_needs_a_solution_column_and_step_boundaries(tmp_path, char_tokenizer):
+    data = Dataset.from_dict({"prompt": ["Question: 1+1\n"] * 8, "answer": ["2"] * 8})
+    with pytest.raises(ValueError, match="no column 'solution' .*set vps_solution_column"):
+        _run(tmp_path, char_tokenizer, dataset=data, vps_probe="gold_suffix", vps_boundaries="markers")
+    with pytest.raises(ValueError, match="needs step boundaries: set vps_boundaries='markers'"):
+        ProcessGRPOConfig(**tiny_run_args(tmp_path, method="vps", vps_probe="gold_suffix"))
