@@ -43,6 +43,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "segmenter": "newline",
         "vps_probe_chunk_size": 4,
     },
+    # rank 0 and rank 1 hold different numbers of (row, k) probes: the forward counts must still agree
+    "vps_gold_suffix": {
+        "method": "vps",
+        "vps_boundaries": "markers",
+        "vps_probe": "gold_suffix",
+        "segmenter": "newline",
+        "vps_probe_chunk_size": 4,
+    },
 }
 
 

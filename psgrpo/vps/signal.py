@@ -117,7 +117,7 @@ class ConfidenceSignal:
                 spans = segment_completions(self.tokenizer, ids, self.segmenter).token_spans
                 boundaries = [boundaries_from_spans(s)[: config.vps_max_segments - 1] for s in spans]
                 if config.vps_probe == "gold_suffix":
-                    probes = self.gold_suffix_probes(model, output, inputs, ids, boundaries, chunks)
+                    probes = self.gold_suffix_probes(model, output, inputs, ids, boundaries)
                 else:
                     probes = packed_confidence(
                         model,
@@ -176,7 +176,6 @@ class ConfidenceSignal:
         inputs: list[dict[str, Any]],
         ids: list[list[int]],
         boundaries: list[list[int]],
-        chunks: int,
     ) -> Any:
         """C_0..C_K of ``vps_probe='gold_suffix'`` (:mod:`psgrpo.vps.gold_suffix`): the rest of each
         row's gold solution, split into steps by the same segmenter, after each of its boundaries."""
@@ -200,14 +199,11 @@ class ConfidenceSignal:
                 ]
             )
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        chunk_size = self.config.vps_probe_chunk_size
+        # one forward per chunk of (row, k) probes, as many on every process (ZeRO-3 / FSDP collectives)
+        chunks = max_over_processes(num_chunks(sum(map(len, contexts)), chunk_size), self.accelerator)
         return suffix_confidence(
-            model,
-            contexts,
-            suffixes,
-            pad,
-            self.temperature,
-            self.config.vps_probe_chunk_size,
-            min_chunks=chunks,
+            model, contexts, suffixes, pad, self.temperature, chunk_size, min_chunks=chunks
         )
 
     def entropy_boundaries(
