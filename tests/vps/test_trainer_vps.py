@@ -100,3 +100,11 @@ def test_gold_suffix_needs_a_solution_column_and_step_boundaries(tmp_path, char_
         _run(tmp_path, char_tokenizer, dataset=data, vps_probe="gold_suffix", vps_boundaries="markers")
     with pytest.raises(ValueError, match="needs step boundaries: set vps_boundaries='markers'"):
         ProcessGRPOConfig(**tiny_run_args(tmp_path, method="vps", vps_probe="gold_suffix"))
+
+
+def test_gold_suffix_names_the_row_with_an_empty_solution(tmp_path, char_tokenizer):
+    rows = make_arith_dataset("train", n=8).to_dict()
+    rows["solution"] = ["  "] * len(rows["solution"])  # the column exists, its text does not
+    with pytest.raises(ValueError, match=r"column 'solution'; row 0 of this batch has '  '"):
+        _run(tmp_path, char_tokenizer, dataset=Dataset.from_dict(rows), vps_probe="gold_suffix",
+             vps_boundaries="markers")  # fmt: skip
