@@ -22,9 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from _sweeps import sweep_curves
+
 from psgrpo.commands.compare import compare
-from psgrpo.commands.compare_plot import load_pyplot
-from psgrpo.commands.compare_report import Interval, final_values, mean_interval, read_curves_csv
+from psgrpo.commands.compare_plot import load_pyplot, save_figure
+from psgrpo.commands.compare_report import Interval, final_values, mean_interval
 
 ALPHAS = (0.0, 0.4, 0.8, 1.0, 1.2, 1.4, 1.6, 2.0)
 PAPER_MATH = {0.0: 68.8, 0.8: 71.7, 1.0: 72.0, 1.2: 72.2, 1.4: 71.9, 1.6: 69.7}
@@ -84,21 +86,15 @@ def plot(ours: dict[float, Interval], grpo: Interval | None, path: Path) -> None
     extra = paper.get_legend_handles_labels()
     ax.legend(handles[0] + extra[0], handles[1] + extra[1], loc="lower center")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def report(output_dir: Path) -> str:
     """Write alpha_sweep.md and alpha_sweep.png from ``output_dir/curves.csv``; return the table."""
-    if not (output_dir / "curves.csv").exists():
-        raise ValueError(f"no curves.csv in {output_dir}: run the sweep there first (without --plot_only)")
-    rows = read_curves_csv(output_dir / "curves.csv")
+    rows, grpo = sweep_curves(output_dir)
     ours = accuracy_by_alpha(rows)
     if not ours:
         raise ValueError(f"{output_dir / 'curves.csv'} has no vps-a<α> rows: is this an alpha_sweep output?")
-    grpo_values = final_values(rows, "grpo", "accuracy")
-    grpo = mean_interval(grpo_values) if grpo_values else None
     table = markdown_table(ours, grpo)
     (output_dir / "alpha_sweep.md").write_text("# GRPO-VPS α sweep\n\n" + table)
     plot(ours, grpo, output_dir / "alpha_sweep.png")
@@ -121,4 +117,7 @@ def main(argv: Sequence[str]) -> str:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except ValueError as err:  # bad input: the message says what to fix, a traceback would bury it
+        sys.exit(f"error: {err}")

@@ -34,6 +34,13 @@ def load_pyplot():
     return plt
 
 
+def save_figure(fig: Any, path: Path) -> None:
+    """Lay out ``fig``, write it to ``path`` (PNG at 110 dpi) and free it."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    load_pyplot().close(fig)
+
+
 PANELS = (
     ("accuracy", "step", "held-out accuracy (greedy)", "optimizer step"),
     (
@@ -71,6 +78,4 @@ def plot_curves(rows: Sequence[dict[str, Any]], path: Path) -> None:
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
     axes.flat[0].legend(title="line: seed mean; band: 95% CI")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)

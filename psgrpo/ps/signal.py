@@ -195,10 +195,11 @@ def resolve_process_mode(mode: str, scorer: Any) -> str:
     the safest mode for ``scorer`` (docs/robustness.md: no gamed variant of an honest solution gets
     more credit in it): ``step`` for the arithmetic verifier, whose scores are exact and local;
     ``min`` for a PRM or any other callable, whose scores can overrate a step (a later weak step
-    then caps the credit of everything before it)."""
+    then caps the credit of everything before it). ``scorer`` may be the scorer or its class."""
     if mode != "auto":
         return mode
-    return "step" if isinstance(scorer, ArithmeticVerifier) else "min"
+    scorer_type = scorer if isinstance(scorer, type) else type(scorer)
+    return "step" if issubclass(scorer_type, ArithmeticVerifier) else "min"
 
 
 def scorer_counts(scorer: Any) -> dict[str, int] | None:

@@ -40,6 +40,25 @@ def gold_suffix_texts(solution: str, step_ends: Sequence[int], num_boundaries: i
     return texts
 
 
+ProbeKey = tuple[tuple[int, ...], tuple[int, ...]]
+"""(context ids, suffix ids) of one probe."""
+
+
+def distinct_probes(
+    contexts: Sequence[Sequence[Sequence[int]]], suffixes: Sequence[Sequence[Sequence[int]]]
+) -> dict[ProbeKey, list[tuple[int, int]]]:
+    """Each distinct (context, suffix) pair → the (row i, probe k) that ask it, in first-seen order.
+
+    A group's G completions share C_0 (same prompt, whole gold solution), and completions that
+    begin alike share later probes too, so one forward per distinct pair is enough.
+    """
+    owners: dict[ProbeKey, list[tuple[int, int]]] = {}
+    for i, row in enumerate(contexts):
+        for k, (c, s) in enumerate(zip(row, suffixes[i], strict=True)):
+            owners.setdefault((tuple(c), tuple(s)), []).append((i, k))
+    return owners
+
+
 @torch.no_grad()
 def suffix_confidence(
     model: torch.nn.Module,
@@ -58,7 +77,8 @@ def suffix_confidence(
             (k = 0..K_i); every suffix non-empty.
         pad_token_id: fills the left padding (masked).
         temperature: logits are divided by it, as TRL does when sampling.
-        chunk_size: sequences per forward (None: all). Memory is chunk × longest suffix × vocabulary.
+        chunk_size: distinct probes per forward (None: all; :func:`distinct_probes`: a probe
+            asked by several rows is scored once). Memory is chunk × longest suffix × vocabulary.
         min_chunks: run at least this many forwards (extra ones on a dummy row), so every process
             of a ZeRO-3 / FSDP job makes the same number of collective calls.
 
@@ -66,13 +86,11 @@ def suffix_confidence(
         :class:`~psgrpo.vps.probes.ProbeResult` of shape (B, K_max + 1), NaN beyond each row's K_i;
         ``log_confidence`` is the mean token log-prob.
     """
-    flat = [
-        (i, k, list(c), list(s))
-        for i, row in enumerate(contexts)
-        for k, (c, s) in enumerate(zip(row, suffixes[i], strict=True))
-    ]
-    if any(not s for _, _, _, s in flat):
+    owners = distinct_probes(contexts, suffixes)
+    flat = [(index, list(c), list(s)) for index, (c, s) in enumerate(owners)]
+    if any(not s for _, _, s in flat):
         raise ValueError("every probe suffix needs at least one token to score")
+    askers = list(owners.values())
     width = 1 + max((len(row) - 1 for row in contexts), default=0)
     log_confidence = torch.full((len(contexts), width), float("nan"))
     size = max(chunk_size or len(flat), 1)
@@ -80,12 +98,12 @@ def suffix_confidence(
     chunks += [[]] * max(0, min_chunks - len(chunks))
     device = next(model.parameters()).device
     for chunk in chunks:
-        rows = chunk or [(-1, -1, [pad_token_id], [pad_token_id])]  # a dummy forward keeps processes in step
-        length = max(len(c) + len(s) for _, _, c, s in rows)
-        keep = max(len(s) for _, _, _, s in rows) + 1
+        rows = chunk or [(-1, [pad_token_id], [pad_token_id])]  # a dummy forward keeps processes in step
+        length = max(len(c) + len(s) for _, c, s in rows)
+        keep = max(len(s) for _, _, s in rows) + 1
         ids = torch.full((len(rows), length), pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(rows), length), dtype=torch.long)
-        for r, (_, _, c, s) in enumerate(rows):  # left padding: every suffix ends at the last position
+        for r, (_, c, s) in enumerate(rows):  # left padding: every suffix ends at the last position
             ids[r, length - len(c) - len(s) :] = torch.tensor(c + s)
             mask[r, length - len(c) - len(s) :] = 1
         position_ids = (mask.cumsum(1) - 1).clamp(min=0)
@@ -96,10 +114,12 @@ def suffix_confidence(
             logits_to_keep=keep,
         ).logits
         targets = ids[:, length - keep + 1 :].to(device)  # logits at position t predict token t + 1
-        for r, (i, k, _, s) in enumerate(rows):
-            if i < 0:
+        for r, (index, _, s) in enumerate(rows):
+            if index < 0:
                 continue
             row = logits[r, -len(s) - 1 : -1].float() / temperature
             token_logps = row.gather(1, targets[r, -len(s) :, None]).squeeze(1) - row.logsumexp(-1)
-            log_confidence[i, k] = token_logps.mean().cpu()
+            value = token_logps.mean().cpu()
+            for i, k in askers[index]:
+                log_confidence[i, k] = value
     return ProbeResult(log_confidence.exp(), log_confidence)

@@ -36,7 +36,7 @@ from psgrpo.vps.boundaries import (
     select_boundaries,
 )
 from psgrpo.vps.cached import cached_confidence
-from psgrpo.vps.gold_suffix import gold_suffix_texts, suffix_confidence
+from psgrpo.vps.gold_suffix import distinct_probes, gold_suffix_texts, suffix_confidence
 from psgrpo.vps.packed import packed_confidence
 from psgrpo.vps.probes import ProbeBatch, build_probe_ids, num_chunks
 
@@ -112,12 +112,13 @@ class ConfidenceSignal:
         chunks = max_over_processes(num_chunks(len(ids), config.vps_probe_chunk_size), self.accelerator)
         rows = local_rows(self.accelerator, len(ids))
         start = time.perf_counter()
+        distinct_frac = None  # the share of gold_suffix probes scored (the others repeat one)
         with torch.no_grad(), disable_gradient_checkpointing(model, config.gradient_checkpointing_kwargs):
             if config.vps_boundaries == "markers":
                 spans = segment_completions(self.tokenizer, ids, self.segmenter).token_spans
                 boundaries = [boundaries_from_spans(s)[: config.vps_max_segments - 1] for s in spans]
                 if config.vps_probe == "gold_suffix":
-                    probes = self.gold_suffix_probes(model, output, inputs, ids, boundaries)
+                    probes, distinct_frac = self.gold_suffix_probes(model, output, inputs, ids, boundaries)
                 else:
                     probes = packed_confidence(
                         model,
@@ -150,6 +151,8 @@ class ConfidenceSignal:
         confidence = probes.log_confidence.exp() if config.vps_log_form else probes.confidence
         metrics = confidence_metrics(probes.confidence, boundaries, self.accelerator)
         metrics["vps/probe_seconds"] = probe_seconds
+        if distinct_frac is not None:
+            metrics["vps/distinct_probe_frac"] = distinct_frac
         return SignalOutput(
             estimator_kwargs={
                 "confidence": confidence,
@@ -176,9 +179,10 @@ class ConfidenceSignal:
         inputs: list[dict[str, Any]],
         ids: list[list[int]],
         boundaries: list[list[int]],
-    ) -> Any:
+    ) -> tuple[Any, float]:
         """C_0..C_K of ``vps_probe='gold_suffix'`` (:mod:`psgrpo.vps.gold_suffix`): the rest of each
-        row's gold solution, split into steps by the same segmenter, after each of its boundaries."""
+        row's gold solution, split into steps by the same segmenter, after each of its boundaries;
+        and the share of these probes that are distinct (each is scored once)."""
         column = self.config.vps_solution_column
         contexts, suffixes = [], []
         for row, (x, completion, cuts) in enumerate(zip(inputs, ids, boundaries, strict=True)):
@@ -200,11 +204,13 @@ class ConfidenceSignal:
             )
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         chunk_size = self.config.vps_probe_chunk_size
-        # one forward per chunk of (row, k) probes, as many on every process (ZeRO-3 / FSDP collectives)
-        chunks = max_over_processes(num_chunks(sum(map(len, contexts)), chunk_size), self.accelerator)
-        return suffix_confidence(
+        # one forward per chunk of distinct probes, as many on every process (ZeRO-3 / FSDP collectives)
+        distinct = len(distinct_probes(contexts, suffixes))
+        chunks = max_over_processes(num_chunks(distinct, chunk_size), self.accelerator)
+        probes = suffix_confidence(
             model, contexts, suffixes, pad, self.temperature, chunk_size, min_chunks=chunks
         )
+        return probes, distinct / max(sum(map(len, contexts)), 1)
 
     def entropy_boundaries(
         self, entropies: torch.Tensor, completion: list[int], step: int, global_row: int

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from psgrpo.ps.scorers import build_step_scorer
+from psgrpo.ps.scorers import STEP_SCORERS, build_step_scorer
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier
 from psgrpo.ps.signal import normalize_step_scores, resolve_process_mode, scorer_counts, step_metrics
 
@@ -72,6 +72,8 @@ def test_scorer_counts_come_from_the_verifier_only():
         (build_step_scorer("arithmetic"), "step"),
         (build_step_scorer(ArithmeticVerifier()), "step"),  # a verifier instance passed as a callable
         (build_step_scorer(lambda prompts, steps, **kw: []), "min"),
+        (STEP_SCORERS.get("reference"), "step"),  # a class, as benchmarks/ps_sweep.py passes it
+        (STEP_SCORERS.get("prm"), "min"),
     ],
 )
 def test_auto_mode_depends_on_the_scorer(scorer, expected):

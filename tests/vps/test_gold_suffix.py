@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from psgrpo.tiny.model import build_tiny_model
-from psgrpo.vps.gold_suffix import gold_suffix_texts, suffix_confidence
+from psgrpo.vps.gold_suffix import distinct_probes, gold_suffix_texts, suffix_confidence
 
 SOLUTION = "Step 1: 2 + 3 = 5\nStep 2: 5 * 2 = 10\n<answer>10</answer>"
 
@@ -63,3 +63,32 @@ def test_min_chunks_runs_dummy_forwards_and_empty_suffixes_are_refused(model, ch
     assert len(calls) == 3  # one real forward, two dummies: every process makes the same collective calls
     with pytest.raises(ValueError, match="at least one token"):
         suffix_confidence(model, [[[1, 2]]], [[[]]], char_tokenizer.pad_token_id)
+
+
+def test_a_probe_asked_by_several_rows_is_scored_once(model, char_tokenizer):
+    prompt = _ids(char_tokenizer, "Q: 2 + 3, times 2?\n")
+    step = _ids(char_tokenizer, "Step 1: 2 + 3 = 5\n")
+    wrong = _ids(char_tokenizer, "Step 1: 2 + 3 = 6\n")
+    rest = _ids(char_tokenizer, "Step 2: 5 * 2 = 10\n")
+    whole = _ids(char_tokenizer, SOLUTION)
+    # a group of three: all share C_0, and the first two also their C_1 (the same first step)
+    contexts = [[prompt, prompt + step], [prompt, prompt + step], [prompt, prompt + wrong]]
+    suffixes = [[whole, rest]] * 3
+    owners = distinct_probes(contexts, suffixes)
+    assert list(owners.values()) == [[(0, 0), (1, 0), (2, 0)], [(0, 1), (1, 1)], [(2, 1)]]
+    calls = []
+    hook = model.register_forward_hook(
+        lambda _module, args, kwargs, _out: calls.append(kwargs["input_ids"].shape[0]), with_kwargs=True
+    )
+    try:
+        shared = suffix_confidence(model, contexts, suffixes, char_tokenizer.pad_token_id, chunk_size=None)
+    finally:
+        hook.remove()
+    assert calls == [3]  # one forward over the three distinct probes, not six
+    one_by_one = [
+        suffix_confidence(model, [c], [s], char_tokenizer.pad_token_id)
+        for c, s in zip(contexts, suffixes, strict=True)
+    ]
+    for i, alone in enumerate(one_by_one):
+        torch.testing.assert_close(shared.log_confidence[i], alone.log_confidence[0], atol=1e-5, rtol=0)
+    assert shared.log_confidence[2, 1] != shared.log_confidence[0, 1]  # the wrong step is its own probe

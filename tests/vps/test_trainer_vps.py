@@ -91,6 +91,7 @@ def test_gold_suffix_probe_trains_and_shares_c0_within_a_group(tmp_path, char_to
     c0 = c[:, 0].view(-1, trainer.args.num_generations)
     torch.testing.assert_close(c0, c0[:, :1].expand_as(c0))
     assert log["vps/c0_mean"] == pytest.approx(float(c[:, 0].mean()), rel=1e-5)
+    assert 0 < log["vps/distinct_probe_frac"] < 1  # the shared C_0 is scored once per group
     assert torch.isfinite(out["advantages"]).all()
 
 

@@ -1,0 +1,270 @@
+"""PS-GRPO's sweep: ``ps_advantage_mode`` × λ, and pure process supervision, each paired against grpo.
+
+    python benchmarks/ps_sweep.py --output_dir outputs/ps-sweep [--modes reward_to_go step min]
+        [--lambdas 0.5 1 2] [--arm_flags '--step_scorer reference'] [--no_pure]
+        [--seeds 0 1 2] [any psgrpo compare / train flag, e.g. --config configs/arith_hard.yaml --max_steps 60]
+
+One ``psgrpo compare`` with a ``grpo`` arm, one arm per cell (``ps-<mode>-l<λ>=--method ps
+ARM_FLAGS --ps_advantage_mode <mode> --ps_lambda <λ>``; ``rtg`` stands for reward_to_go) and
+``ps-pure`` (``--ps_outcome_weight 0``: DeepSeekMath's pure process supervision, at the default
+mode and λ). Finished runs are skipped, so the sweep can be run in pieces; ``--report_only true``
+draws the report from the finished runs alone.
+
+The report places every ps arm of ``curves.csv`` by the flags it was trained with (read back from
+``runs/<label>-seed<N>/compare_run.json``), not by its label, so arms named by hand in the same
+``--output_dir`` (``ps-ref-end=--method ps --step_scorer reference``) land in their cell, with
+``auto`` resolved to the mode it trains with. ``ps_sweep.md``: one row per arm (mode, λ, outcome
+weight, final held-out accuracy mean ± 95% CI over seeds, the paired difference against grpo with
+its 95% CI), one table per set of other flags. ``ps_sweep.png``: the paired difference against λ,
+one line per mode. ``--plot_only`` redraws from ``curves.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, get_args
+
+from _sweeps import sweep_curves
+
+from psgrpo.commands.compare import RUN_SPEC, compare
+from psgrpo.commands.compare_plot import load_pyplot, save_figure
+from psgrpo.commands.compare_report import (
+    REFERENCE_METHOD,
+    Interval,
+    final_values,
+    mean_interval,
+    paired_differences,
+)
+from psgrpo.config import ProcessGRPOConfig
+from psgrpo.options import ProcessMode
+from psgrpo.ps.scorers import STEP_SCORERS
+from psgrpo.ps.signal import resolve_process_mode
+
+MODES = ("reward_to_go", "step", "min")
+LAMBDAS = (0.5, 1.0, 2.0)
+SHORT = {"reward_to_go": "rtg", "pure_min": "pmin"}
+"""Mode names shortened in arm labels (the others are short already)."""
+SWEPT = ("ps_advantage_mode", "ps_lambda", "ps_outcome_weight")
+PER_RUN = ("seed", "output_dir")
+"""Flags that differ between the runs of one arm."""
+
+
+def arm_label(mode: str, lam: float, prefix: str = "ps") -> str:
+    """``ps-rtg-l0.5`` for reward_to_go at λ = 0.5 (the compare arm, its rows and run directories)."""
+    return f"{prefix}-{SHORT.get(mode, mode)}-l{lam:g}"
+
+
+def sweep_arms(
+    modes: Sequence[str], lambdas: Sequence[float], arm_flags: str = "", pure: bool = True, prefix: str = "ps"
+) -> list[str]:
+    """``--arms`` entries: grpo, one ps arm per (mode, λ), then ``<prefix>-pure`` unless ``pure`` is False."""
+    base = f"--method ps {arm_flags}".strip()
+    arms = [f"{REFERENCE_METHOD}=--method {REFERENCE_METHOD}"]
+    arms += [
+        f"{arm_label(m, lam, prefix)}={base} --ps_advantage_mode {m} --ps_lambda {lam:g}"
+        for m in modes
+        for lam in lambdas
+    ]
+    if pure:
+        arms.append(f"{prefix}-pure={base} --ps_outcome_weight 0")
+    return arms
+
+
+@dataclass(frozen=True)
+class Cell:
+    """Where a ps arm sits in the sweep: its resolved mode, λ and outcome weight, and ``others``, the
+    arm's remaining flags that set it apart (``--step_scorer reference``), as a command-line string."""
+
+    mode: str
+    lam: float
+    outcome_weight: float
+    others: str
+
+
+def _defaults() -> dict[str, Any]:
+    return {f.name: f.default for f in fields(ProcessGRPOConfig)}
+
+
+def arm_flags_of(output_dir: Path, label: str) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """``(recipe, flags)`` an arm was trained with, from the spec compare saved in its first run directory.
+
+    Raises:
+        ValueError when no run directory of ``label`` has a spec (the runs are not compare's).
+    """
+    for spec_file in sorted((output_dir / "runs").glob(f"{label}-seed*/{RUN_SPEC}")):
+        spec = json.loads(spec_file.read_text())
+        return spec.get("recipe", {}), spec.get("flags", {})
+    raise ValueError(
+        f"no {output_dir / 'runs' / (label + '-seed<N>') / RUN_SPEC}: curves.csv names the arm {label!r}, but its "
+        "run directories are gone or were not made by psgrpo compare"
+    )
+
+
+def arm_cell(
+    recipe: dict[str, Any], flags: dict[str, list[str]], common: dict[str, list[str]]
+) -> Cell | None:
+    """The :class:`Cell` of an arm trained with ``recipe`` + ``flags``, or ``None`` for a non-ps arm.
+
+    ``common``: flags every arm of the sweep shares (left out of :attr:`Cell.others`).
+    """
+    settings = {**_defaults(), **recipe, **{name: values[-1] for name, values in flags.items() if values}}
+    if settings.get("method") != "ps":
+        return None
+    scorer = STEP_SCORERS.get(settings["step_scorer"]) if settings["step_scorer"] in STEP_SCORERS else None
+    others = {
+        name: values
+        for name, values in flags.items()
+        if name not in (*SWEPT, *PER_RUN, "method") and common.get(name) != values
+    }
+    return Cell(
+        mode=resolve_process_mode(str(settings["ps_advantage_mode"]), scorer),
+        lam=float(settings["ps_lambda"]),
+        outcome_weight=float(settings["ps_outcome_weight"]),
+        others=" ".join(f"--{name} {shlex.join(values)}" for name, values in sorted(others.items())),
+    )
+
+
+@dataclass(frozen=True)
+class ArmResult:
+    """One ps arm's final held-out accuracy and its paired difference against grpo (seeds both ran)."""
+
+    label: str
+    cell: Cell
+    accuracy: Interval
+    difference: Interval | None
+
+
+def sweep_results(rows: Sequence[dict[str, Any]], output_dir: Path) -> list[ArmResult]:
+    """Every ps arm in compare's curve ``rows``, placed by the flags it trained with; sorted by
+    other flags, outcome weight (1 before pure), mode and λ."""
+    labels = list(dict.fromkeys(row["method"] for row in rows))
+    specs = {label: arm_flags_of(output_dir, label) for label in labels}
+    shared = [flags for _, flags in specs.values()]
+    common = {
+        name: values for name, values in shared[0].items() if all(f.get(name) == values for f in shared)
+    }
+    results = []
+    for label, (recipe, flags) in specs.items():
+        cell = arm_cell(recipe, flags, common)
+        if cell is None or not (values := final_values(rows, label, "accuracy")):
+            continue
+        differences = list(paired_differences(rows, label).values())
+        results.append(
+            ArmResult(label, cell, mean_interval(values), mean_interval(differences) if differences else None)
+        )
+    return sorted(results, key=lambda r: (r.cell.others, -r.cell.outcome_weight, r.cell.mode, r.cell.lam))
+
+
+def _difference_text(difference: Interval | None) -> str:
+    if difference is None:
+        return "— (no common seed with grpo)"
+    if difference.n < 2:
+        return f"{difference.mean:+.3f} (1 seed)"
+    return f"{difference.mean:+.3f} [{difference.low:+.3f}, {difference.high:+.3f}]"
+
+
+def markdown_tables(results: Sequence[ArmResult], grpo: Interval | None) -> str:
+    """One table per set of other flags: mode, λ, outcome weight, arm, seeds, accuracy, paired Δ."""
+    header = (
+        "| mode | λ | outcome weight | arm | seeds | final held-out accuracy (mean ± 95% CI) "
+        "| paired Δ vs grpo [95% CI] |\n|---|---|---|---|---|---|---|"
+    )
+    out = []
+    if grpo is not None:
+        out.append(f"grpo: {grpo} over {grpo.n} seeds.\n")
+    for others in dict.fromkeys(r.cell.others for r in results):
+        out.append(f"## ps {others or '(no other flags)'}\n\n{header}")
+        for r in (r for r in results if r.cell.others == others):
+            out.append(
+                f"| {r.cell.mode} | {r.cell.lam:g} | {r.cell.outcome_weight:g} | {r.label} | {r.accuracy.n} "
+                f"| {r.accuracy} | {_difference_text(r.difference)} |"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+MODE_COLOURS = {"reward_to_go": "C1", "step": "C2", "min": "C3", "pure_min": "C4"}
+"""One colour per mode in every panel (C0 is grpo's, as in compare.png)."""
+
+
+def plot(results: Sequence[ArmResult], path: Path) -> None:
+    """Paired Δ vs grpo against λ with 95% CI bars: one panel per set of other flags, one line per
+    mode at outcome weight 1, and a hollow marker per mode for pure process supervision. Modes are
+    nudged apart along λ so that their bars do not hide each other."""
+    plt = load_pyplot()
+    groups = list(dict.fromkeys(r.cell.others for r in results))
+    modes = list(dict.fromkeys(r.cell.mode for r in results))
+    fig, axes = plt.subplots(1, len(groups), figsize=(6.5 * len(groups), 4.5), squeeze=False)
+    for ax, others in zip(axes[0], groups, strict=True):
+        mine = [r for r in results if r.cell.others == others and r.difference is not None]
+        for i, mode in enumerate(modes):
+            nudge = 2 ** (0.04 * (i - (len(modes) - 1) / 2))
+            for weight, style in ((1.0, "-o"), (0.0, "s")):
+                points = sorted((r.cell.lam, r.difference) for r in mine
+                                if r.cell.mode == mode and r.cell.outcome_weight == weight)  # fmt: skip
+                if not points:
+                    continue
+                errors = [0.0 if d.n < 2 else d.half_width for _, d in points]
+                label = mode if weight == 1.0 else f"{mode}, pure (outcome weight 0)"
+                ax.errorbar([lam * nudge for lam, _ in points], [d.mean for _, d in points], yerr=errors, fmt=style,
+                            capsize=3, color=MODE_COLOURS.get(mode, "C5"), label=label,
+                            fillstyle="full" if weight else "none")  # fmt: skip
+        ax.axhline(0.0, color="C0", linestyle="--", label="grpo")
+        ax.set_xscale("log", base=2)
+        lambdas = sorted({r.cell.lam for r in mine})
+        ax.set_xticks(lambdas, [f"{lam:g}" for lam in lambdas])
+        ax.minorticks_off()
+        ax.set_xlabel("λ (weight of the process advantage)")
+        ax.set_ylabel("paired Δ held-out accuracy vs grpo (95% CI)")
+        ax.set_title(f"ps {others}".strip(), fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    save_figure(fig, path)
+
+
+def report(output_dir: Path) -> str:
+    """Write ps_sweep.md and ps_sweep.png from ``output_dir/curves.csv``; return the tables."""
+    rows, grpo = sweep_curves(output_dir)
+    results = sweep_results(rows, output_dir)
+    if not results:
+        raise ValueError(f"{output_dir / 'curves.csv'} has no ps arm: is this a ps sweep's output?")
+    tables = markdown_tables(results, grpo)
+    (output_dir / "ps_sweep.md").write_text(
+        "# PS-GRPO sweep: advantage mode × λ, and pure process supervision\n\n" + tables
+    )
+    plot(results, output_dir / "ps_sweep.png")
+    return tables
+
+
+def main(argv: Sequence[str]) -> str:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=get_args(ProcessMode))
+    parser.add_argument("--lambdas", type=float, nargs="+", default=list(LAMBDAS))
+    parser.add_argument(
+        "--arm_flags", default="", help="flags every ps arm gets, e.g. '--step_scorer reference'"
+    )
+    parser.add_argument("--no_pure", action="store_true", help="leave out the pure process supervision arm")
+    parser.add_argument("--output_dir", required=True)
+    parser.add_argument("--plot_only", action="store_true", help="redraw from OUTPUT_DIR/curves.csv")
+    args, rest = parser.parse_known_args(list(argv))
+    if not args.plot_only:
+        arms = sweep_arms(args.modes, args.lambdas, args.arm_flags, pure=not args.no_pure)
+        compare([*rest, "--output_dir", args.output_dir, "--arms", *arms])
+    tables = report(Path(args.output_dir))
+    print(tables)
+    return tables
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    except ValueError as err:  # bad input: the message says what to fix, a traceback would bury it
+        sys.exit(f"error: {err}")
