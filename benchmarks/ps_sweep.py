@@ -1,7 +1,7 @@
 """PS-GRPO's sweep: ``ps_advantage_mode`` × λ, and pure process supervision, each paired against grpo.
 
     python benchmarks/ps_sweep.py --output_dir outputs/ps-sweep [--modes reward_to_go step min]
-        [--lambdas 0.5 1 2] [--arm_flags '--step_scorer reference'] [--no_pure]
+        [--lambdas 0.5 1 2] [--arm_flags '--step_scorer reference'] [--no_pure] [--prefix ps]
         [--seeds 0 1 2] [any psgrpo compare / train flag, e.g. --config configs/arith_hard.yaml --max_steps 60]
 
 One ``psgrpo compare`` with a ``grpo`` arm, one arm per cell (``ps-<mode>-l<λ>=--method ps
@@ -22,26 +22,17 @@ one line per mode. ``--plot_only`` redraws from ``curves.csv``.
 from __future__ import annotations
 
 import argparse
-import json
-import shlex
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
-from _sweeps import sweep_curves
+from _sweeps import ArmResult, TrainedArm, arm_results, difference_text, sweep_curves, trained_arms
 
-from psgrpo.commands.compare import RUN_SPEC, compare
+from psgrpo.commands.compare import compare
 from psgrpo.commands.compare_plot import load_pyplot, save_figure
-from psgrpo.commands.compare_report import (
-    REFERENCE_METHOD,
-    Interval,
-    final_values,
-    mean_interval,
-    paired_differences,
-)
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.commands.compare_report import REFERENCE_METHOD, Interval
 from psgrpo.options import ProcessMode
 from psgrpo.ps.scorers import STEP_SCORERS
 from psgrpo.ps.signal import resolve_process_mode
@@ -51,8 +42,6 @@ LAMBDAS = (0.5, 1.0, 2.0)
 SHORT = {"reward_to_go": "rtg", "pure_min": "pmin"}
 """Mode names shortened in arm labels (the others are short already)."""
 SWEPT = ("ps_advantage_mode", "ps_lambda", "ps_outcome_weight")
-PER_RUN = ("seed", "output_dir")
-"""Flags that differ between the runs of one arm."""
 
 
 def arm_label(mode: str, lam: float, prefix: str = "ps") -> str:
@@ -87,89 +76,31 @@ class Cell:
     others: str
 
 
-def _defaults() -> dict[str, Any]:
-    return {f.name: f.default for f in fields(ProcessGRPOConfig)}
-
-
-def arm_flags_of(output_dir: Path, label: str) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    """``(recipe, flags)`` an arm was trained with, from the spec compare saved in its first run directory.
-
-    Raises:
-        ValueError when no run directory of ``label`` has a spec (the runs are not compare's).
-    """
-    for spec_file in sorted((output_dir / "runs").glob(f"{label}-seed*/{RUN_SPEC}")):
-        spec = json.loads(spec_file.read_text())
-        return spec.get("recipe", {}), spec.get("flags", {})
-    raise ValueError(
-        f"no {output_dir / 'runs' / (label + '-seed<N>') / RUN_SPEC}: curves.csv names the arm {label!r}, but its "
-        "run directories are gone or were not made by psgrpo compare"
-    )
-
-
-def arm_cell(
-    recipe: dict[str, Any], flags: dict[str, list[str]], common: dict[str, list[str]]
-) -> Cell | None:
-    """The :class:`Cell` of an arm trained with ``recipe`` + ``flags``, or ``None`` for a non-ps arm.
-
-    ``common``: flags every arm of the sweep shares (left out of :attr:`Cell.others`).
-    """
-    settings = {**_defaults(), **recipe, **{name: values[-1] for name, values in flags.items() if values}}
+def arm_cell(arm: TrainedArm) -> Cell | None:
+    """The :class:`Cell` of a trained arm, ``auto`` resolved as training resolves it; ``None`` for a non-ps arm."""
+    settings = arm.settings
     if settings.get("method") != "ps":
         return None
-    scorer = STEP_SCORERS.get(settings["step_scorer"]) if settings["step_scorer"] in STEP_SCORERS else None
-    others = {
-        name: values
-        for name, values in flags.items()
-        if name not in (*SWEPT, *PER_RUN, "method") and common.get(name) != values
-    }
+    name = settings["step_scorer"]
+    scorer = STEP_SCORERS.get(name) if isinstance(name, str) and name in STEP_SCORERS else None
     return Cell(
         mode=resolve_process_mode(str(settings["ps_advantage_mode"]), scorer),
         lam=float(settings["ps_lambda"]),
         outcome_weight=float(settings["ps_outcome_weight"]),
-        others=" ".join(f"--{name} {shlex.join(values)}" for name, values in sorted(others.items())),
+        others=arm.others,
     )
 
 
-@dataclass(frozen=True)
-class ArmResult:
-    """One ps arm's final held-out accuracy and its paired difference against grpo (seeds both ran)."""
-
-    label: str
-    cell: Cell
-    accuracy: Interval
-    difference: Interval | None
-
-
-def sweep_results(rows: Sequence[dict[str, Any]], output_dir: Path) -> list[ArmResult]:
-    """Every ps arm in compare's curve ``rows``, placed by the flags it trained with; sorted by
-    other flags, outcome weight (1 before pure), mode and λ."""
-    labels = list(dict.fromkeys(row["method"] for row in rows))
-    specs = {label: arm_flags_of(output_dir, label) for label in labels}
-    shared = [flags for _, flags in specs.values()]
-    common = {
-        name: values for name, values in shared[0].items() if all(f.get(name) == values for f in shared)
-    }
-    results = []
-    for label, (recipe, flags) in specs.items():
-        cell = arm_cell(recipe, flags, common)
-        if cell is None or not (values := final_values(rows, label, "accuracy")):
-            continue
-        differences = list(paired_differences(rows, label).values())
-        results.append(
-            ArmResult(label, cell, mean_interval(values), mean_interval(differences) if differences else None)
-        )
-    return sorted(results, key=lambda r: (r.cell.others, -r.cell.outcome_weight, r.cell.mode, r.cell.lam))
+def sweep_results(rows: Sequence[dict[str, Any]], output_dir: Path) -> list[tuple[Cell, ArmResult]]:
+    """Every ps arm in compare's curve ``rows`` with its cell, sorted by other flags, outcome weight
+    (1 before pure), mode and λ."""
+    arms = [(arm, cell) for arm in trained_arms(rows, output_dir, SWEPT) if (cell := arm_cell(arm))]
+    cells = {arm.label: cell for arm, cell in arms}
+    placed = [(cells[r.arm.label], r) for r in arm_results(rows, [arm for arm, _ in arms])]
+    return sorted(placed, key=lambda p: (p[0].others, -p[0].outcome_weight, p[0].mode, p[0].lam))
 
 
-def _difference_text(difference: Interval | None) -> str:
-    if difference is None:
-        return "— (no common seed with grpo)"
-    if difference.n < 2:
-        return f"{difference.mean:+.3f} (1 seed)"
-    return f"{difference.mean:+.3f} [{difference.low:+.3f}, {difference.high:+.3f}]"
-
-
-def markdown_tables(results: Sequence[ArmResult], grpo: Interval | None) -> str:
+def markdown_tables(results: Sequence[tuple[Cell, ArmResult]], grpo: Interval | None) -> str:
     """One table per set of other flags: mode, λ, outcome weight, arm, seeds, accuracy, paired Δ."""
     header = (
         "| mode | λ | outcome weight | arm | seeds | final held-out accuracy (mean ± 95% CI) "
@@ -178,13 +109,14 @@ def markdown_tables(results: Sequence[ArmResult], grpo: Interval | None) -> str:
     out = []
     if grpo is not None:
         out.append(f"grpo: {grpo} over {grpo.n} seeds.\n")
-    for others in dict.fromkeys(r.cell.others for r in results):
+    for others in dict.fromkeys(cell.others for cell, _ in results):
         out.append(f"## ps {others or '(no other flags)'}\n\n{header}")
-        for r in (r for r in results if r.cell.others == others):
-            out.append(
-                f"| {r.cell.mode} | {r.cell.lam:g} | {r.cell.outcome_weight:g} | {r.label} | {r.accuracy.n} "
-                f"| {r.accuracy} | {_difference_text(r.difference)} |"
-            )
+        for cell, r in results:
+            if cell.others == others:
+                out.append(
+                    f"| {cell.mode} | {cell.lam:g} | {cell.outcome_weight:g} | {r.arm.label} | {r.accuracy.n} "
+                    f"| {r.accuracy} | {difference_text(r.difference)} |"
+                )
         out.append("")
     return "\n".join(out)
 
@@ -193,21 +125,23 @@ MODE_COLOURS = {"reward_to_go": "C1", "step": "C2", "min": "C3", "pure_min": "C4
 """One colour per mode in every panel (C0 is grpo's, as in compare.png)."""
 
 
-def plot(results: Sequence[ArmResult], path: Path) -> None:
+def plot(results: Sequence[tuple[Cell, ArmResult]], path: Path) -> None:
     """Paired Δ vs grpo against λ with 95% CI bars: one panel per set of other flags, one line per
     mode at outcome weight 1, and a hollow marker per mode for pure process supervision. Modes are
     nudged apart along λ so that their bars do not hide each other."""
     plt = load_pyplot()
-    groups = list(dict.fromkeys(r.cell.others for r in results))
-    modes = list(dict.fromkeys(r.cell.mode for r in results))
+    groups = list(dict.fromkeys(cell.others for cell, _ in results))
+    modes = list(dict.fromkeys(cell.mode for cell, _ in results))
     fig, axes = plt.subplots(1, len(groups), figsize=(6.5 * len(groups), 4.5), squeeze=False)
     for ax, others in zip(axes[0], groups, strict=True):
-        mine = [r for r in results if r.cell.others == others and r.difference is not None]
+        mine = [
+            (cell, r.difference) for cell, r in results if cell.others == others and r.difference is not None
+        ]
         for i, mode in enumerate(modes):
             nudge = 2 ** (0.04 * (i - (len(modes) - 1) / 2))
             for weight, style in ((1.0, "-o"), (0.0, "s")):
-                points = sorted((r.cell.lam, r.difference) for r in mine
-                                if r.cell.mode == mode and r.cell.outcome_weight == weight)  # fmt: skip
+                points = sorted((cell.lam, d) for cell, d in mine
+                                if cell.mode == mode and cell.outcome_weight == weight)  # fmt: skip
                 if not points:
                     continue
                 errors = [0.0 if d.n < 2 else d.half_width for _, d in points]
@@ -217,7 +151,7 @@ def plot(results: Sequence[ArmResult], path: Path) -> None:
                             fillstyle="full" if weight else "none")  # fmt: skip
         ax.axhline(0.0, color="C0", linestyle="--", label="grpo")
         ax.set_xscale("log", base=2)
-        lambdas = sorted({r.cell.lam for r in mine})
+        lambdas = sorted({cell.lam for cell, _ in mine})
         ax.set_xticks(lambdas, [f"{lam:g}" for lam in lambdas])
         ax.minorticks_off()
         ax.set_xlabel("λ (weight of the process advantage)")
@@ -252,11 +186,12 @@ def main(argv: Sequence[str]) -> str:
         "--arm_flags", default="", help="flags every ps arm gets, e.g. '--step_scorer reference'"
     )
     parser.add_argument("--no_pure", action="store_true", help="leave out the pure process supervision arm")
+    parser.add_argument("--prefix", default="ps", help="arm labels are PREFIX-<mode>-l<λ> and PREFIX-pure (default ps)")
     parser.add_argument("--output_dir", required=True)
     parser.add_argument("--plot_only", action="store_true", help="redraw from OUTPUT_DIR/curves.csv")
     args, rest = parser.parse_known_args(list(argv))
     if not args.plot_only:
-        arms = sweep_arms(args.modes, args.lambdas, args.arm_flags, pure=not args.no_pure)
+        arms = sweep_arms(args.modes, args.lambdas, args.arm_flags, pure=not args.no_pure, prefix=args.prefix)
         compare([*rest, "--output_dir", args.output_dir, "--arms", *arms])
     tables = report(Path(args.output_dir))
     print(tables)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from PIL import Image
 
-from psgrpo.commands.compare import RUN_SPEC, CompareConfig, compare_arms, flag_values
+from psgrpo.commands.compare import CompareConfig, compare_arms
 from psgrpo.commands.compare_report import write_curves_csv
 
 
@@ -36,52 +34,28 @@ def test_arms_are_grpo_then_one_ps_arm_per_cell_then_pure(sweep):
     ]
 
 
-COMMON = ["--max_steps", "60", "--max_eval_examples", "1000"]
-
-
 @pytest.mark.parametrize(
     ("flags", "recipe", "expected"),
     [
-        (["--method", "ps", "--step_scorer", "reference"], {}, ("step", 1.0, 1.0, "--step_scorer reference")),
-        (
-            ["--method", "ps", "--step_scorer", "prm"],
-            {},
-            ("min", 1.0, 1.0, "--step_scorer prm"),
-        ),  # auto → min
-        (["--method", "ps", "--ps_lambda", "0.5", "--ps_outcome_weight", "0"], {}, ("step", 0.5, 0.0, "")),
-        (
-            ["--method", "ps"],
-            {"ps_advantage_mode": "reward_to_go", "ps_lambda": 2},
-            ("reward_to_go", 2.0, 1.0, ""),
-        ),
-        (
-            ["--method", "ps", "--ps_lambda", "0.5"],
-            {"ps_lambda": 2},
-            ("step", 0.5, 1.0, ""),
-        ),  # a flag beats the recipe
+        (["--method", "ps", "--step_scorer", "reference"], None, ("step", 1.0, 1.0, "--step_scorer reference")),
+        (["--method", "ps", "--step_scorer", "prm"], None, ("min", 1.0, 1.0, "--step_scorer prm")),  # auto → min
+        (["--method", "ps", "--ps_lambda", "0.5", "--ps_outcome_weight", "0"], None, ("step", 0.5, 0.0, "")),
+        (["--method", "ps"], {"ps_advantage_mode": "reward_to_go", "ps_lambda": 2}, ("reward_to_go", 2.0, 1.0, "")),
     ],
-    ids=["auto-verifier", "auto-prm", "flags", "recipe", "flag-over-recipe"],
-)
-def test_arm_cell_reads_the_settings_the_arm_trained_with(sweep, flags, recipe, expected):
-    cell = sweep.arm_cell(recipe, flag_values([*COMMON, *flags]), common=flag_values(COMMON))
+    ids=["auto-verifier", "auto-prm", "flags", "recipe"],
+)  # fmt: skip
+def test_arm_cell_reads_the_settings_the_arm_trained_with(
+    sweep, tmp_path, write_compare_run, flags, recipe, expected
+):
+    rows = write_compare_run(tmp_path, "grpo", 0, ["--method", "grpo"], 0.3)
+    rows += write_compare_run(tmp_path, "arm", 0, flags, 0.3, recipe=recipe)
+    grpo, arm = sweep.trained_arms(rows, tmp_path, sweep.SWEPT)
+    cell = sweep.arm_cell(arm)
     assert (cell.mode, cell.lam, cell.outcome_weight, cell.others) == expected
+    assert sweep.arm_cell(grpo) is None  # not a ps arm
 
 
-def test_arm_cell_is_none_for_other_methods(sweep):
-    assert sweep.arm_cell({}, flag_values(["--method", "grpo"]), common={}) is None
-    assert sweep.arm_cell({"method": "vps"}, {}, common={}) is None
-
-
-def _write_run(root, label, seed, flags, finals):
-    run = root / "runs" / f"{label}-seed{seed}"
-    run.mkdir(parents=True)
-    spec = {"recipe": {"dataset": "arith-hard"}, "flags": flag_values([*COMMON, *flags, "--seed", str(seed)])}
-    (run / RUN_SPEC).write_text(json.dumps(spec))
-    return [{"method": label, "seed": seed, "step": 0, "accuracy": 0.2},
-            {"method": label, "seed": seed, "step": 60, "accuracy": finals[seed]}]  # fmt: skip
-
-
-def test_report_places_hand_named_arms_by_their_flags(sweep, tmp_path):
+def test_report_places_hand_named_arms_by_their_flags(sweep, tmp_path, write_compare_run):
     arms = {
         "grpo": (["--method", "grpo"], [0.30, 0.32, 0.31]),
         "ps-ref-end": (["--method", "ps", "--step_scorer", "reference"], [0.33, 0.36, 0.33]),  # auto → step, λ 1
@@ -90,7 +64,7 @@ def test_report_places_hand_named_arms_by_their_flags(sweep, tmp_path):
         "ps-plain": (["--method", "ps", "--ps_lambda", "2"], [0.31, 0.33, 0.32]),
     }  # fmt: skip
     rows = [row for label, (flags, finals) in arms.items() for seed in range(len(finals))
-            for row in _write_run(tmp_path, label, seed, flags, finals)]  # fmt: skip
+            for row in write_compare_run(tmp_path, label, seed, flags, finals[seed])]  # fmt: skip
     write_curves_csv(rows, tmp_path / "curves.csv")
     lines = sweep.report(tmp_path).splitlines()
     assert lines[0].startswith("grpo: 0.310 ± ") and lines[0].endswith("over 3 seeds.")
@@ -110,12 +84,27 @@ def test_report_places_hand_named_arms_by_their_flags(sweep, tmp_path):
     assert (tmp_path / "ps_sweep.md").read_text().startswith("# PS-GRPO sweep")
 
 
-def test_report_errors_say_what_is_missing(sweep, tmp_path):
-    with pytest.raises(ValueError, match="no curves.csv in .*run the sweep there first"):
-        sweep.report(tmp_path)
-    write_curves_csv(_write_run(tmp_path, "grpo", 0, ["--method", "grpo"], [0.3]), tmp_path / "curves.csv")
+def test_report_without_a_ps_arm_is_an_error(sweep, tmp_path, write_compare_run):
+    write_curves_csv(
+        write_compare_run(tmp_path, "grpo", 0, ["--method", "grpo"], 0.3), tmp_path / "curves.csv"
+    )
     with pytest.raises(ValueError, match="has no ps arm"):
         sweep.report(tmp_path)
-    write_curves_csv([{"method": "ps-gone", "seed": 0, "step": 60, "accuracy": 0.3}], tmp_path / "curves.csv")
-    with pytest.raises(ValueError, match="names the arm 'ps-gone', but its run directories are gone"):
-        sweep.report(tmp_path)
+
+
+@pytest.mark.slow
+def test_sweep_end_to_end_on_a_tiny_budget(sweep, tmp_path, tiny_sweep_flags):
+    """grpo + one (mode, λ) arm + pure × 1 seed × 1 step on the embedded checkpoint, then the table."""
+    tables = sweep.main(
+        ["--output_dir", str(tmp_path), "--modes", "min", "--lambdas", "2", *tiny_sweep_flags]
+    )
+    assert [
+        line.split(" | ")[3]
+        for line in tables.splitlines()
+        if line.startswith("| min") or line.startswith("| step")
+    ] == [
+        "ps-min-l2",
+        "ps-pure",
+    ]
+    assert (tmp_path / "runs" / "ps-pure-seed0" / "report.json").exists()
+    assert (tmp_path / "ps_sweep.png").exists() and (tmp_path / "compare.md").exists()
