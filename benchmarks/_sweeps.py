@@ -9,14 +9,16 @@ that set it apart from the other arms name its line or table.
 
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from psgrpo.commands.compare import RUN_SPEC
+from psgrpo.commands.compare import RUN_SPEC, compare
 from psgrpo.commands.compare_report import (
     REFERENCE_METHOD,
     Interval,
@@ -121,3 +123,70 @@ def difference_text(difference: Interval | None) -> str:
     if difference.n < 2:
         return f"{difference.mean:+.3f} (1 seed)"
     return f"{difference.mean:+.3f} [{difference.low:+.3f}, {difference.high:+.3f}]"
+
+
+def write_report(
+    output_dir: Path,
+    name: str,
+    method: str,
+    title: str,
+    place: Callable[[list[dict[str, Any]], Path], Sequence[Any]],
+    table: Callable[[Sequence[Any], Interval | None], str],
+    draw: Callable[[Sequence[Any], Interval | None, Path], None],
+) -> str:
+    """Write ``<name>.md`` (``title`` and the table) and ``<name>.png`` in ``output_dir``; return the table.
+
+    ``place(rows, output_dir)`` gives the sweep's results from compare's curve rows; ``table`` and
+    ``draw`` render them beside grpo's final accuracy.
+
+    Raises:
+        ValueError when the sweep has not run there, or ``place`` finds no ``method`` arm.
+    """
+    rows, grpo = sweep_curves(output_dir)
+    results = place(rows, output_dir)
+    if not results:
+        raise ValueError(f"{output_dir / 'curves.csv'} has no {method} arm: is this a {name} output?")
+    text = table(results, grpo)
+    (output_dir / f"{name}.md").write_text(f"# {title}\n\n{text}")
+    draw(results, grpo, output_dir / f"{name}.png")
+    return text
+
+
+def sweep_parser(description: str, method: str, prefix: str, example_flags: str) -> argparse.ArgumentParser:
+    """The options every sweep has: ``--arm_flags``, ``--prefix``, ``--output_dir``, ``--plot_only``
+    (everything else goes on to ``psgrpo compare``)."""
+    parser = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--arm_flags", default="", help=f"flags every {method} arm gets, e.g. '{example_flags}'"
+    )
+    parser.add_argument(
+        "--prefix", default=prefix, help=f"start of the {method} arms' labels (default {prefix})"
+    )
+    parser.add_argument("--output_dir", required=True)
+    parser.add_argument("--plot_only", action="store_true", help="redraw from OUTPUT_DIR/curves.csv")
+    return parser
+
+
+def sweep_main(
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str],
+    arms_of: Callable[[argparse.Namespace], list[str]],
+    report: Callable[[Path], str],
+) -> str:
+    """Run ``psgrpo compare`` with the arms ``arms_of(args)`` (unless ``--plot_only``), then the report."""
+    args, rest = parser.parse_known_args(list(argv))
+    if not args.plot_only:
+        compare([*rest, "--output_dir", args.output_dir, "--arms", *arms_of(args)])
+    text = report(Path(args.output_dir))
+    print(text)
+    return text
+
+
+def run_cli(main: Callable[[Sequence[str]], str]) -> None:
+    """``main(sys.argv[1:])``; bad input exits with its message, as a traceback would bury it."""
+    try:
+        main(sys.argv[1:])
+    except ValueError as err:
+        sys.exit(f"error: {err}")

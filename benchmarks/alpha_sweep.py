@@ -22,14 +22,21 @@ GRPO-VPS (arXiv 2604.20659) reports on MATH, α = 0 / 0.8 / 1.0 / 1.2 / 1.4 / 1.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _sweeps import ArmResult, arm_results, difference_text, sweep_curves, trained_arms
+from _sweeps import (
+    ArmResult,
+    arm_results,
+    difference_text,
+    run_cli,
+    sweep_main,
+    sweep_parser,
+    trained_arms,
+    write_report,
+)
 
-from psgrpo.commands.compare import compare
 from psgrpo.commands.compare_plot import load_pyplot, save_figure
 from psgrpo.commands.compare_report import REFERENCE_METHOD, Interval
 
@@ -106,45 +113,20 @@ def plot(results: Sequence[tuple[float, ArmResult]], grpo: Interval | None, path
 
 def report(output_dir: Path) -> str:
     """Write alpha_sweep.md and alpha_sweep.png from ``output_dir/curves.csv``; return the table."""
-    rows, grpo = sweep_curves(output_dir)
-    results = alpha_results(rows, output_dir)
-    if not results:
-        raise ValueError(f"{output_dir / 'curves.csv'} has no vps arm: is this an alpha_sweep output?")
-    table = markdown_table(results, grpo)
-    (output_dir / "alpha_sweep.md").write_text("# GRPO-VPS α sweep\n\n" + table)
-    plot(results, grpo, output_dir / "alpha_sweep.png")
-    return table
+    return write_report(
+        output_dir, "alpha_sweep", "vps", "GRPO-VPS α sweep", alpha_results, markdown_table, plot
+    )
 
 
 def main(argv: Sequence[str]) -> str:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = sweep_parser(__doc__, "vps", "vps", "--vps_probe gold_suffix --vps_boundaries markers")
     parser.add_argument("--alphas", type=float, nargs="+", default=list(ALPHAS))
-    parser.add_argument(
-        "--arm_flags", default="", help="flags every vps arm gets, e.g. '--vps_probe gold_suffix'"
-    )
-    parser.add_argument("--prefix", default="vps", help="arm labels are PREFIX-a<α> (default vps)")
-    parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--plot_only", action="store_true", help="redraw from OUTPUT_DIR/curves.csv")
-    args, rest = parser.parse_known_args(list(argv))
-    if not args.plot_only:
-        compare(
-            [
-                *rest,
-                "--output_dir",
-                args.output_dir,
-                "--arms",
-                *sweep_arms(args.alphas, args.arm_flags, args.prefix),
-            ]
-        )
-    table = report(Path(args.output_dir))
-    print(table)
-    return table
+
+    def arms_of(args: argparse.Namespace) -> list[str]:
+        return sweep_arms(args.alphas, args.arm_flags, args.prefix)
+
+    return sweep_main(parser, argv, arms_of, report)
 
 
 if __name__ == "__main__":
-    try:
-        main(sys.argv[1:])
-    except ValueError as err:  # bad input: the message says what to fix, a traceback would bury it
-        sys.exit(f"error: {err}")
+    run_cli(main)

@@ -22,15 +22,23 @@ one line per mode. ``--plot_only`` redraws from ``curves.csv``.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
-from _sweeps import ArmResult, TrainedArm, arm_results, difference_text, sweep_curves, trained_arms
+from _sweeps import (
+    ArmResult,
+    TrainedArm,
+    arm_results,
+    difference_text,
+    run_cli,
+    sweep_main,
+    sweep_parser,
+    trained_arms,
+    write_report,
+)
 
-from psgrpo.commands.compare import compare
 from psgrpo.commands.compare_plot import load_pyplot, save_figure
 from psgrpo.commands.compare_report import REFERENCE_METHOD, Interval
 from psgrpo.options import ProcessMode
@@ -125,10 +133,10 @@ MODE_COLOURS = {"reward_to_go": "C1", "step": "C2", "min": "C3", "pure_min": "C4
 """One colour per mode in every panel (C0 is grpo's, as in compare.png)."""
 
 
-def plot(results: Sequence[tuple[Cell, ArmResult]], path: Path) -> None:
+def plot(results: Sequence[tuple[Cell, ArmResult]], grpo: Interval | None, path: Path) -> None:
     """Paired Δ vs grpo against λ with 95% CI bars: one panel per set of other flags, one line per
     mode at outcome weight 1, and a hollow marker per mode for pure process supervision. Modes are
-    nudged apart along λ so that their bars do not hide each other."""
+    nudged apart along λ so that their bars do not hide each other. grpo is the line at 0."""
     plt = load_pyplot()
     groups = list(dict.fromkeys(cell.others for cell, _ in results))
     modes = list(dict.fromkeys(cell.mode for cell, _ in results))
@@ -149,7 +157,9 @@ def plot(results: Sequence[tuple[Cell, ArmResult]], path: Path) -> None:
                 ax.errorbar([lam * nudge for lam, _ in points], [d.mean for _, d in points], yerr=errors, fmt=style,
                             capsize=3, color=MODE_COLOURS.get(mode, "C5"), label=label,
                             fillstyle="full" if weight else "none")  # fmt: skip
-        ax.axhline(0.0, color="C0", linestyle="--", label="grpo")
+        ax.axhline(
+            0.0, color="C0", linestyle="--", label="grpo" if grpo is None else f"grpo ({grpo.n} seeds)"
+        )
         ax.set_xscale("log", base=2)
         lambdas = sorted({cell.lam for cell, _ in mine})
         ax.set_xticks(lambdas, [f"{lam:g}" for lam in lambdas])
@@ -164,42 +174,21 @@ def plot(results: Sequence[tuple[Cell, ArmResult]], path: Path) -> None:
 
 def report(output_dir: Path) -> str:
     """Write ps_sweep.md and ps_sweep.png from ``output_dir/curves.csv``; return the tables."""
-    rows, grpo = sweep_curves(output_dir)
-    results = sweep_results(rows, output_dir)
-    if not results:
-        raise ValueError(f"{output_dir / 'curves.csv'} has no ps arm: is this a ps sweep's output?")
-    tables = markdown_tables(results, grpo)
-    (output_dir / "ps_sweep.md").write_text(
-        "# PS-GRPO sweep: advantage mode × λ, and pure process supervision\n\n" + tables
-    )
-    plot(results, output_dir / "ps_sweep.png")
-    return tables
+    title = "PS-GRPO sweep: advantage mode × λ, and pure process supervision"
+    return write_report(output_dir, "ps_sweep", "ps", title, sweep_results, markdown_tables, plot)
 
 
 def main(argv: Sequence[str]) -> str:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = sweep_parser(__doc__, "ps", "ps", "--step_scorer reference")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=get_args(ProcessMode))
     parser.add_argument("--lambdas", type=float, nargs="+", default=list(LAMBDAS))
-    parser.add_argument(
-        "--arm_flags", default="", help="flags every ps arm gets, e.g. '--step_scorer reference'"
-    )
     parser.add_argument("--no_pure", action="store_true", help="leave out the pure process supervision arm")
-    parser.add_argument("--prefix", default="ps", help="arm labels are PREFIX-<mode>-l<λ> and PREFIX-pure (default ps)")
-    parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--plot_only", action="store_true", help="redraw from OUTPUT_DIR/curves.csv")
-    args, rest = parser.parse_known_args(list(argv))
-    if not args.plot_only:
-        arms = sweep_arms(args.modes, args.lambdas, args.arm_flags, pure=not args.no_pure, prefix=args.prefix)
-        compare([*rest, "--output_dir", args.output_dir, "--arms", *arms])
-    tables = report(Path(args.output_dir))
-    print(tables)
-    return tables
+
+    def arms_of(args: argparse.Namespace) -> list[str]:
+        return sweep_arms(args.modes, args.lambdas, args.arm_flags, pure=not args.no_pure, prefix=args.prefix)
+
+    return sweep_main(parser, argv, arms_of, report)
 
 
 if __name__ == "__main__":
-    try:
-        main(sys.argv[1:])
-    except ValueError as err:  # bad input: the message says what to fix, a traceback would bury it
-        sys.exit(f"error: {err}")
+    run_cli(main)

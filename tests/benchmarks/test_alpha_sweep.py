@@ -57,14 +57,6 @@ def test_report_has_a_table_per_probe_with_the_papers_figures(sweep, tmp_path, w
         image.verify()
 
 
-def test_report_without_a_vps_arm_is_an_error(sweep, tmp_path, write_compare_run):
-    write_curves_csv(
-        write_compare_run(tmp_path, "grpo", 0, ["--method", "grpo"], 0.3), tmp_path / "curves.csv"
-    )
-    with pytest.raises(ValueError, match="has no vps arm"):
-        sweep.report(tmp_path)
-
-
 @pytest.mark.slow
 def test_sweep_end_to_end_on_a_tiny_budget(sweep, tmp_path, tiny_sweep_flags):
     """grpo + two α arms × 1 seed × 1 step on the embedded checkpoint, then the table."""

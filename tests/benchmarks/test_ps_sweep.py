@@ -84,14 +84,6 @@ def test_report_places_hand_named_arms_by_their_flags(sweep, tmp_path, write_com
     assert (tmp_path / "ps_sweep.md").read_text().startswith("# PS-GRPO sweep")
 
 
-def test_report_without_a_ps_arm_is_an_error(sweep, tmp_path, write_compare_run):
-    write_curves_csv(
-        write_compare_run(tmp_path, "grpo", 0, ["--method", "grpo"], 0.3), tmp_path / "curves.csv"
-    )
-    with pytest.raises(ValueError, match="has no ps arm"):
-        sweep.report(tmp_path)
-
-
 @pytest.mark.slow
 def test_sweep_end_to_end_on_a_tiny_budget(sweep, tmp_path, tiny_sweep_flags):
     """grpo + one (mode, λ) arm + pure × 1 seed × 1 step on the embedded checkpoint, then the table."""

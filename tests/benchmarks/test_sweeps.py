@@ -61,3 +61,15 @@ def test_errors_say_what_is_missing(sweeps, tmp_path):
     rows = [{"method": "ps-gone", "seed": 0, "step": 60, "accuracy": 0.3}]
     with pytest.raises(ValueError, match="names the arm 'ps-gone', but its run directories are gone"):
         sweeps.trained_arms(rows, tmp_path, swept=[])
+
+
+@pytest.mark.parametrize(("script", "method"), [("ps_sweep", "ps"), ("alpha_sweep", "vps")])
+def test_a_report_without_its_methods_arm_is_an_error(
+    import_benchmark, tmp_path, write_compare_run, script, method
+):
+    write_curves_csv(
+        write_compare_run(tmp_path, "grpo", 0, ["--method", "grpo"], 0.3), tmp_path / "curves.csv"
+    )
+    with pytest.raises(ValueError, match=f"has no {method} arm: is this a {script} output"):
+        import_benchmark(script).report(tmp_path)
+    assert not (tmp_path / f"{script}.md").exists()
