@@ -94,20 +94,21 @@ class ConfidenceSignal:
         completion_ids, completion_mask = output["completion_ids"], output["completion_mask"]
         lengths = completion_mask.sum(1).tolist()
         ids = [row[:n].tolist() for row, n in zip(completion_ids, lengths, strict=True)]
-        probe_ids, score_from = build_probe_ids(
-            self.tokenizer,
-            [x.get(config.vps_answer_column) for x in inputs],
-            config.vps_probe_open,
-            config.vps_probe_close,
-        )
-        batch = ProbeBatch(
-            output["prompt_ids"],
-            output["prompt_mask"],
-            completion_ids,
-            completion_mask,
-            probe_ids,
-            score_from,
-        )
+        if config.vps_probe == "answer":  # gold_suffix scores the gold solution, not the answer
+            probe_ids, score_from = build_probe_ids(
+                self.tokenizer,
+                [x.get(config.vps_answer_column) for x in inputs],
+                config.vps_probe_open,
+                config.vps_probe_close,
+            )
+            batch = ProbeBatch(
+                output["prompt_ids"],
+                output["prompt_mask"],
+                completion_ids,
+                completion_mask,
+                probe_ids,
+                score_from,
+            )
         # Same number of probe forwards on every process: with ZeRO-3 / FSDP each one is a collective.
         chunks = max_over_processes(num_chunks(len(ids), config.vps_probe_chunk_size), self.accelerator)
         rows = local_rows(self.accelerator, len(ids))

@@ -95,6 +95,15 @@ def test_gold_suffix_probe_trains_and_shares_c0_within_a_group(tmp_path, char_to
     assert torch.isfinite(out["advantages"]).all()
 
 
+def test_gold_suffix_needs_no_answer_column(tmp_path, char_tokenizer):
+    data = make_arith_dataset("train", n=16)
+    data = data.remove_columns([name for name in data.column_names if name not in ("prompt", "solution")])
+    out, log, _ = _run(
+        tmp_path, char_tokenizer, dataset=data, vps_probe="gold_suffix", vps_boundaries="markers"
+    )
+    assert torch.isfinite(out["advantages"]).all() and log["vps/c0_mean"] > 0
+
+
 def test_gold_suffix_needs_a_solution_column_and_step_boundaries(tmp_path, char_tokenizer):
     data = Dataset.from_dict({"prompt": ["Question: 1+1\n"] * 8, "answer": ["2"] * 8})
     with pytest.raises(ValueError, match="no column 'solution' .*set vps_solution_column"):
