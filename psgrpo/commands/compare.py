@@ -227,11 +227,12 @@ def flag_values(flags: Sequence[str]) -> dict[str, list[str]]:
 
 RESULT_NEUTRAL = frozenset(
     {"gradient_checkpointing", "report_to", "disable_tqdm", "logging_dir", "save_strategy", "save_steps",
-     "save_total_limit"}
+     "save_total_limit", "output_dir"}
 )  # fmt: skip
 """Settings that change speed, memory or what is written besides the metrics, never the weights or the
 evaluations: gradient checkpointing recomputes the same activations (identical weights:
-tests/test_trainer.py), the others choose loggers, progress bars and checkpoints. A finished run
+tests/test_trainer.py), the others choose loggers, progress bars, checkpoints and where a run
+is written (a compare directory that was moved or copied still holds its runs). A finished run
 that differs from the command only in these is reused, with the difference logged."""
 
 

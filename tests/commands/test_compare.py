@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import shutil
 
 import pytest
 from PIL import Image
@@ -249,6 +250,15 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
     with pytest.raises(ValueError, match=r"flags\.max_steps: \['2'\] → \['3'\]"):
         main(["compare", *TINY, "--output_dir", str(out), "--max_steps", "3", "--methods", "ps", "grpo"])
     assert not (out / "runs" / "ps-seed0" / "metrics.jsonl").exists()
+
+    # A moved directory still holds its runs: each was written under the old path, and is reused.
+    moved = tmp_path / "moved"
+    shutil.move(out, moved)
+    caplog.clear()
+    main(["compare", *TINY, "--output_dir", str(moved), "--report_only", "true"])
+    assert _skipped(caplog) == 4
+    with (moved / "curves.csv").open() as f:
+        assert len(list(csv.DictReader(f))) == 8
 
 
 def test_report_only_without_finished_runs_says_what_to_do(tmp_path):
