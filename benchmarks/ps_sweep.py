@@ -154,7 +154,7 @@ def plot(results: Sequence[tuple[Cell, ArmResult]], grpo: Interval | None, path:
                     continue
                 errors = [0.0 if d.n < 2 else d.half_width for _, d in points]
                 label = mode if weight == 1.0 else f"{mode}, pure (outcome weight 0)"
-                ax.errorbar([lam * nudge for lam, _ in points], [d.mean for _, d in points], yerr=errors, fmt=style,
+                ax.errorbar([lam * nudge * (1 if weight else 2**0.03) for lam, _ in points], [d.mean for _, d in points], yerr=errors, fmt=style,
                             capsize=3, color=MODE_COLOURS.get(mode, "C5"), label=label,
                             fillstyle="full" if weight else "none")  # fmt: skip
         ax.axhline(
