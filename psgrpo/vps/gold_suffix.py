@@ -68,6 +68,7 @@ def suffix_confidence(
     temperature: float = 1.0,
     chunk_size: int | None = 16,
     min_chunks: int = 0,
+    owners: dict[ProbeKey, list[tuple[int, int]]] | None = None,
 ) -> ProbeResult:
     """C = exp(mean log p(suffix | context)) for every row i and probe k.
 
@@ -81,12 +82,14 @@ def suffix_confidence(
             asked by several rows is scored once). Memory is chunk × longest suffix × vocabulary.
         min_chunks: run at least this many forwards (extra ones on a dummy row), so every process
             of a ZeRO-3 / FSDP job makes the same number of collective calls.
+        owners: ``distinct_probes(contexts, suffixes)`` when the caller has it already (it
+            counts the forwards first); computed here otherwise.
 
     Returns:
         :class:`~psgrpo.vps.probes.ProbeResult` of shape (B, K_max + 1), NaN beyond each row's K_i;
         ``log_confidence`` is the mean token log-prob.
     """
-    owners = distinct_probes(contexts, suffixes)
+    owners = distinct_probes(contexts, suffixes) if owners is None else owners
     flat = [(index, list(c), list(s)) for index, (c, s) in enumerate(owners)]
     if any(not s for _, _, s in flat):
         raise ValueError("every probe suffix needs at least one token to score")

@@ -206,12 +206,12 @@ class ConfidenceSignal:
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         chunk_size = self.config.vps_probe_chunk_size
         # one forward per chunk of distinct probes, as many on every process (ZeRO-3 / FSDP collectives)
-        distinct = len(distinct_probes(contexts, suffixes))
-        chunks = max_over_processes(num_chunks(distinct, chunk_size), self.accelerator)
+        owners = distinct_probes(contexts, suffixes)  # counted once, here and for the forwards
+        chunks = max_over_processes(num_chunks(len(owners), chunk_size), self.accelerator)
         probes = suffix_confidence(
-            model, contexts, suffixes, pad, self.temperature, chunk_size, min_chunks=chunks
+            model, contexts, suffixes, pad, self.temperature, chunk_size, min_chunks=chunks, owners=owners
         )
-        return probes, distinct / max(sum(map(len, contexts)), 1)
+        return probes, len(owners) / max(sum(map(len, contexts)), 1)
 
     def entropy_boundaries(
         self, entropies: torch.Tensor, completion: list[int], step: int, global_row: int
