@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from psgrpo.commands.compare import RUN_SPEC, compare
+from psgrpo.commands.compare import RESULT_NEUTRAL, RUN_SPEC, compare
 from psgrpo.commands.compare_report import (
     REFERENCE_METHOD,
     Interval,
@@ -86,7 +86,7 @@ def trained_arms(rows: Sequence[dict[str, Any]], output_dir: Path, swept: Sequen
         others = {
             name: values
             for name, values in sorted(flags.items())
-            if name not in (*swept, *PER_RUN, "method") and common.get(name) != values
+            if name not in (*swept, *PER_RUN, *RESULT_NEUTRAL, "method") and common.get(name) != values
         }
         arms.append(
             TrainedArm(label, settings, " ".join(f"--{n} {shlex.join(v)}" for n, v in others.items()))

@@ -6,7 +6,9 @@ sweeps run. Each (arm, seed) is an ordinary ``psgrpo train`` run (the same funct
 with the held-out evaluation callback every ``--eval_every`` steps, in
 ``OUTPUT_DIR/runs/<arm>-seed<seed>/``. Runs go one after another; a run whose
 ``report.json`` exists is finished and skipped, so an interrupted comparison continues where it
-stopped (an unfinished run restarts from scratch). Then, in ``OUTPUT_DIR``:
+stopped (an unfinished run restarts from scratch). Every run starts from the same checkpoint, so
+its step-0 evaluation is computed once and reused from ``OUTPUT_DIR/heldout_cache/``
+(:mod:`psgrpo.eval.heldout_cache`, keyed by weights, rows and settings). Then, in ``OUTPUT_DIR``:
 
 - ``curves.csv``: one row per (method, seed, evaluation step), see :mod:`psgrpo.commands.compare_report`;
 - ``compare.png``: held-out accuracy and mean completion length vs step;
@@ -55,6 +57,7 @@ COMPARE_DEFAULTS = [
     "--save_strategy", "no",
 ]  # fmt: skip
 RUN_SPEC = "compare_run.json"
+HELDOUT_CACHE = "heldout_cache"  # step-0 evaluations, shared by the runs (psgrpo.eval.heldout_cache)
 
 
 @dataclass
@@ -143,7 +146,7 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
 
 
 ARM_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-OWN_RUN_FLAGS = ("seed", "output_dir", "heldout_eval_steps", "eval_before_after")
+OWN_RUN_FLAGS = ("seed", "output_dir", "heldout_eval_steps", "eval_before_after", "heldout_cache_dir")
 """Flags compare sets for every run; an arm may not set them."""
 
 
@@ -227,12 +230,13 @@ def flag_values(flags: Sequence[str]) -> dict[str, list[str]]:
 
 RESULT_NEUTRAL = frozenset(
     {"gradient_checkpointing", "report_to", "disable_tqdm", "logging_dir", "save_strategy", "save_steps",
-     "save_total_limit", "output_dir"}
+     "save_total_limit", "output_dir", "heldout_cache_dir"}
 )  # fmt: skip
 """Settings that change speed, memory or what is written besides the metrics, never the weights or the
 evaluations: gradient checkpointing recomputes the same activations (identical weights:
-tests/test_trainer.py), the others choose loggers, progress bars, checkpoints and where a run
-is written (a compare directory that was moved or copied still holds its runs). A finished run
+tests/test_trainer.py), the others choose loggers, progress bars, checkpoints, where a run
+is written (a compare directory that was moved or copied still holds its runs) and where the
+step-0 evaluation is cached (a hit is the same evaluation, by its key). A finished run
 that differs from the command only in these is reused, with the difference logged."""
 
 
@@ -307,7 +311,8 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
     plan = []  # every run is checked before any trains: a settings mismatch fails at once
     for (label, seed), run_dir in runs.items():
         overrides = [*arms[label], "--seed", str(seed), "--output_dir", str(run_dir),
-                     "--heldout_eval_steps", str(cfg.eval_every), "--eval_before_after", "false"]  # fmt: skip
+                     "--heldout_eval_steps", str(cfg.eval_every), "--eval_before_after", "false",
+                     "--heldout_cache_dir", str(root / HELDOUT_CACHE)]  # fmt: skip
         flags_of_run = [*run_flags, *overrides]
         # JSON round trip: the spec compares equal to the one a previous invocation saved.
         spec = json.loads(json.dumps({"recipe": recipe, "flags": flag_values(flags_of_run)}))

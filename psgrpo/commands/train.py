@@ -66,7 +66,12 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     if task.heldout_eval_steps:
         trainer.add_callback(
             HeldOutEvalCallback(
-                trainer, eval_dataset, task.heldout_eval_steps, task.heldout_eval_on_start, **eval_kwargs
+                trainer,
+                eval_dataset,
+                task.heldout_eval_steps,
+                task.heldout_eval_on_start,
+                cache_dir=task.heldout_cache_dir,
+                **eval_kwargs,
             )
         )
     start = time.perf_counter()

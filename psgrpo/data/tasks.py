@@ -80,6 +80,15 @@ class TaskConfig:
             "so curves start at the initial policy. The last step is always evaluated."
         },
     )
+    heldout_cache_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "A folder where the step-0 held-out evaluation is cached by its content (weights, tokenizer, "
+            "rows, generation settings, precision: psgrpo.eval.heldout_cache) and reused by any run that would "
+            "compute the same thing. Default None = no cache. `psgrpo compare` sets it to OUTPUT_DIR/heldout_cache, "
+            "so its runs evaluate the shared starting checkpoint once."
+        },
+    )
 
     def __post_init__(self) -> None:
         check_number("max_train_examples", self.max_train_examples, low=1, allow_none=True)

@@ -20,6 +20,11 @@ wait at a barrier, and the metrics are broadcast so every process logs the same 
 evaluation is therefore as slow as one process's generation over all rows; keep the held-out
 set small (or raise ``ddp_timeout``) when a process could wait longer than the collective
 timeout. FSDP is refused with an error (its parameters cannot be gathered this way).
+
+With ``cache_dir`` the step-0 evaluation is looked up in (and added to) a content-addressed cache
+(:mod:`psgrpo.eval.heldout_cache`): runs that start from the same weights and evaluate the same rows
+the same way, such as every run of a ``psgrpo compare``, evaluate step 0 once. A reused evaluation
+logs the same metrics and ``heldout/eval_seconds`` of the time the lookup took.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from datasets import Dataset
 from transformers import Trainer, TrainerCallback
 from trl.models.utils import unwrap_model_for_generation
 
+from psgrpo.eval import heldout_cache
 from psgrpo.eval.generation import evaluate_model
 
 logger = logging.getLogger(__name__)
@@ -48,6 +54,7 @@ class HeldOutEvalCallback(TrainerCallback):
         every_steps: evaluate when ``global_step % every_steps == 0`` (≥ 1).
         eval_on_start: also evaluate before the first update (only when training starts at step 0).
         max_new_tokens / batch_size: passed to :func:`~psgrpo.eval.generation.evaluate_model`.
+        cache_dir: a folder for the step-0 evaluation cache (None: always evaluate).
 
     Use: ``trainer.add_callback(HeldOutEvalCallback(trainer, eval_dataset, every_steps=20))``.
     """
@@ -60,6 +67,7 @@ class HeldOutEvalCallback(TrainerCallback):
         eval_on_start: bool = True,
         max_new_tokens: int = 256,
         batch_size: int = 32,
+        cache_dir: str | None = None,
     ) -> None:
         if every_steps < 1:
             raise ValueError(f"heldout_eval_steps must be a positive number of steps, got {every_steps}")
@@ -74,6 +82,7 @@ class HeldOutEvalCallback(TrainerCallback):
         self.eval_on_start = eval_on_start
         self.max_new_tokens = max_new_tokens
         self.batch_size = batch_size
+        self.cache_dir = cache_dir
         self._start = 0.0
         self._eval_seconds_total = 0.0
         self._last_step: int | None = None
@@ -96,7 +105,7 @@ class HeldOutEvalCallback(TrainerCallback):
             return
         self._last_step = state.global_step
         wall = time.perf_counter() - self._start
-        metrics = self._evaluate(args)
+        metrics = self._evaluate(args, cached=self.cache_dir is not None and state.global_step == 0)
         seconds = time.perf_counter() - self._start - wall
         logs: dict[str, float] = {PREFIX + key: value for key, value in metrics.items()}
         logs[PREFIX + "wall_seconds"] = wall
@@ -113,8 +122,9 @@ class HeldOutEvalCallback(TrainerCallback):
         Trainer.log(self.trainer, logs)
         control.should_log = self.trainer.control.should_log = should_log
 
-    def _evaluate(self, args) -> dict[str, float]:
-        """Generate on the main process only; every process returns the same metrics."""
+    def _evaluate(self, args, cached: bool = False) -> dict[str, float]:
+        """Generate on the main process only (or, ``cached``, reuse an identical earlier evaluation);
+        every process returns the same metrics."""
         accelerator = self.trainer.accelerator
         metrics: dict[str, float] | None = None
         with unwrap_model_for_generation(
@@ -123,17 +133,37 @@ class HeldOutEvalCallback(TrainerCallback):
             gradient_checkpointing_kwargs=args.gradient_checkpointing_kwargs,
         ) as model:
             if accelerator.is_main_process:
-                metrics = evaluate_model(
-                    model,
-                    self.trainer.processing_class,
-                    self.eval_dataset,
-                    max_new_tokens=self.max_new_tokens,
-                    batch_size=self.batch_size,
-                    show_progress=False,
-                )
+                key = self._cache_key(model, args) if cached else None
+                record = heldout_cache.load(self.cache_dir, key) if key else None
+                if record is not None:
+                    metrics = record["metrics"]
+                    logger.info("held-out at step 0: reused %s.json from %s", key, self.cache_dir)
+                else:
+                    start = time.perf_counter()
+                    metrics = evaluate_model(
+                        model,
+                        self.trainer.processing_class,
+                        self.eval_dataset,
+                        max_new_tokens=self.max_new_tokens,
+                        batch_size=self.batch_size,
+                        show_progress=False,
+                    )
+                    if key:
+                        heldout_cache.store(self.cache_dir, key, metrics, time.perf_counter() - start)
                 logger.info("held-out at step %d: %s", self.trainer.state.global_step, metrics)
             accelerator.wait_for_everyone()
         if accelerator.num_processes > 1:
             metrics = broadcast_object_list([metrics], from_process=0)[0]
         assert metrics is not None
         return metrics
+
+    def _cache_key(self, model, args) -> str:
+        """:func:`psgrpo.eval.heldout_cache.evaluation_key` of this evaluation, as ``model`` will run it."""
+        settings = {
+            "max_new_tokens": self.max_new_tokens,
+            "batch_size": self.batch_size,
+            "bf16": bool(args.bf16),
+            "fp16": bool(args.fp16),
+            "device": self.trainer.accelerator.device.type,
+        }
+        return heldout_cache.evaluation_key(model, self.trainer.processing_class, self.eval_dataset, settings)

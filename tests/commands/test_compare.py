@@ -183,6 +183,9 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
     ]
     assert all(0 <= float(r["accuracy"]) <= 1 and 0 < float(r["mean_tokens"]) <= 8 for r in rows)
     assert all(float(r["completion_tokens"]) == 0 for r in rows if r["step"] == "0")
+    # Every run starts from the embedded checkpoint: step 0 is evaluated once and reused by the other three.
+    assert len(list((out / "heldout_cache").glob("*.json"))) == 1
+    assert len({(r["accuracy"], r["mean_tokens"]) for r in rows if r["step"] == "0"}) == 1
     assert all(
         float(r["completion_tokens"]) > 0 and float(r["wall_seconds"]) > 0 for r in rows if r["step"] == "2"
     )

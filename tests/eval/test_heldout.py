@@ -11,6 +11,7 @@ import pytest
 import torch
 from trainer_helpers import length_reward, record_batches, tiny_run_args
 
+import psgrpo.eval.heldout as heldout_module
 from psgrpo.config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.eval.generation import evaluate_model
@@ -125,6 +126,47 @@ def test_rejects_non_positive_interval(tmp_path, char_tokenizer):
     trainer = _trainer(tmp_path, char_tokenizer, "run")
     with pytest.raises(ValueError, match="heldout_eval_steps must be a positive"):
         HeldOutEvalCallback(trainer, make_arith_dataset("test", n=2), every_steps=0)
+
+
+def test_second_run_reuses_step0_and_only_step0(tmp_path, char_tokenizer, monkeypatch):
+    calls = []
+    real = heldout_module.evaluate_model
+
+    def counting(model, *args, **kwargs):
+        calls.append(model)
+        return real(model, *args, **kwargs)
+
+    monkeypatch.setattr(heldout_module, "evaluate_model", counting)
+    rows = make_arith_dataset("test", n=4)
+    cache = tmp_path / "cache"
+    curves = []
+    for name in ("first", "second"):
+        trainer = _trainer(tmp_path, char_tokenizer, name, max_steps=2)
+        trainer.add_callback(
+            HeldOutEvalCallback(
+                trainer, rows, every_steps=1, max_new_tokens=8, batch_size=4, cache_dir=str(cache)
+            )
+        )
+        trainer.train()
+        curves.append(_heldout(read_metrics(tmp_path / name)))
+    assert len(calls) == 5  # first: steps 0, 1, 2; second: steps 1, 2 (step 0 from the cache)
+    assert len(list(cache.glob("*.json"))) == 1
+    first, second = curves
+    assert [r["step"] for r in second] == [0, 1, 2]
+    metric = [k for k in first[0] if k.startswith("heldout/") and not k.endswith(("seconds", "tokens"))]
+    assert {k: second[0][k] for k in metric} == {k: first[0][k] for k in metric}
+    assert second[0]["heldout/eval_seconds"] < first[0]["heldout/eval_seconds"]
+    # Another starting model is another key: evaluated, not reused.
+    trainer = _trainer(tmp_path, char_tokenizer, "third", max_steps=1)
+    with torch.no_grad():
+        trainer.model.lm_head.weight.mul_(1.5)
+    trainer.add_callback(
+        HeldOutEvalCallback(
+            trainer, rows, every_steps=1, max_new_tokens=8, batch_size=4, cache_dir=str(cache)
+        )
+    )
+    trainer.train()
+    assert len(calls) == 7 and len(list(cache.glob("*.json"))) == 2
 
 
 @pytest.mark.slow
