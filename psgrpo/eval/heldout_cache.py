@@ -10,7 +10,9 @@ and reuses it only when all of that is byte-for-byte the same:
 - the tokenizer: its class, vocabulary, special tokens, padding side and chat template;
 - the model's generation config, the evaluation settings (``max_new_tokens``, ``batch_size``:
   padding changes the numerics) and the precision (``bf16``/``fp16`` autocast, device type);
-- every held-out row (all columns, JSON-serialised), and the versions of torch, transformers and psgrpo.
+- every held-out row (all columns, JSON-serialised), the versions of torch and transformers, and
+  psgrpo's own source (every ``.py`` file of the package, so an edited metric is a new key even
+  while the version number stands still).
 
 A hit costs a hash of the weights (milliseconds for the tiny models, about a second per GB). Files are
 ``<sha256>.json`` in the cache folder, written atomically (temporary file, then rename), so two
@@ -31,6 +33,15 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 KEY_VERSION = "1"  # bump when what the evaluation computes changes without any input changing
+
+
+def source_digest() -> str:
+    """sha256 of every ``.py`` file of the installed psgrpo package (relative path and bytes), in path order."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def _update_json(digest: Any, value: Any) -> None:
@@ -62,7 +73,7 @@ def evaluation_key(
         digest,
         {
             "key_version": KEY_VERSION,
-            "versions": [torch.__version__, transformers.__version__, psgrpo.__version__],
+            "versions": [torch.__version__, transformers.__version__, psgrpo.__version__, source_digest()],
             "settings": dict(settings),
             "model_class": type(model).__name__,
             "generation_config": getattr(getattr(model, "generation_config", None), "to_dict", dict)(),

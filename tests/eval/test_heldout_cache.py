@@ -45,6 +45,14 @@ def test_key_is_stable_and_sees_every_input(parts, char_tokenizer):
     assert len({key, *changed}) == len(changed) + 1  # every change is a new key, and all differ
 
 
+def test_key_follows_psgrpo_source(parts, monkeypatch):
+    model, tokenizer, rows = parts
+    key = heldout_cache.evaluation_key(model, tokenizer, rows, SETTINGS)
+    assert len(heldout_cache.source_digest()) == 64
+    monkeypatch.setattr(heldout_cache, "source_digest", lambda: "an edited metric")
+    assert heldout_cache.evaluation_key(model, tokenizer, rows, SETTINGS) != key
+
+
 def test_store_and_load(tmp_path, caplog):
     assert heldout_cache.load(tmp_path, "k" * 64) is None
     heldout_cache.store(tmp_path / "cache", "a" * 64, {"accuracy": 0.25}, 1.5)
