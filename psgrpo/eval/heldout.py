@@ -149,7 +149,10 @@ class HeldOutEvalCallback(TrainerCallback):
                         show_progress=False,
                     )
                     if key:
-                        heldout_cache.store(self.cache_dir, key, metrics, time.perf_counter() - start)
+                        try:
+                            heldout_cache.store(self.cache_dir, key, metrics, time.perf_counter() - start)
+                        except OSError as err:  # a cache is worth less than the run: warn, go on
+                            logger.warning("held-out cache %s not written (%s)", self.cache_dir, err)
                 logger.info("held-out at step %d: %s", self.trainer.state.global_step, metrics)
             accelerator.wait_for_everyone()
         if accelerator.num_processes > 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -167,6 +168,21 @@ def test_second_run_reuses_step0_and_only_step0(tmp_path, char_tokenizer, monkey
     )
     trainer.train()
     assert len(calls) == 7 and len(list(cache.glob("*.json"))) == 2
+
+
+def test_unwritable_cache_warns_and_the_run_goes_on(tmp_path, char_tokenizer, caplog):
+    blocked = tmp_path / "a_file"
+    blocked.write_text("not a folder")
+    trainer = _trainer(tmp_path, char_tokenizer, "run", max_steps=1)
+    trainer.add_callback(
+        HeldOutEvalCallback(
+            trainer, make_arith_dataset("test", n=2), every_steps=1, max_new_tokens=4, cache_dir=str(blocked)
+        )
+    )
+    with caplog.at_level(logging.WARNING, logger="psgrpo.eval.heldout"):
+        trainer.train()
+    assert [r["step"] for r in _heldout(read_metrics(tmp_path / "run"))] == [0, 1]
+    assert "held-out cache" in caplog.text and "not written" in caplog.text
 
 
 @pytest.mark.slow
