@@ -14,7 +14,7 @@ and reuses it only when all of that is byte-for-byte the same:
   psgrpo's own source (every ``.py`` file of the package, so an edited metric is a new key even
   while the version number stands still).
 
-A hit costs a hash of the weights (milliseconds for the tiny models, about a second per GB). Files are
+A hit costs a hash of the weights and rows (0.16 s for the arith-hard checkpoint and 1,000 rows on one AVX2 core). Files are
 ``<sha256>.json`` in the cache folder, written atomically (temporary file, then rename), so two
 processes sharing the folder never read half a file.
 """
