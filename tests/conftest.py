@@ -52,3 +52,41 @@ def gsm8k_dir():
     return Path(
         os.environ.get("PSGRPO_GSM8K_DIR") or Path(__file__).resolve().parents[2] / "shared/data/gsm8k"
     )
+
+
+_HOLD_LOCK = """
+import fcntl, sys, time
+handle = open(sys.argv[1], "a+")
+fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+handle.seek(0); handle.truncate(); handle.write("pid 4242 on elsewhere\\n"); handle.flush()
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.fixture()
+def hold_run_lock():
+    """``hold(run_dir)``: a live process holding ``psgrpo compare``'s lock on that run, as a second compare
+    training it would; it writes ``pid 4242 on elsewhere`` as its name. ``.kill()`` ends it the way a run
+    dies without cleaning up; the ones still alive are killed after the test.
+    """
+    import subprocess
+    import sys
+
+    from psgrpo.commands.compare_claim import claim_path
+
+    holders: list[subprocess.Popen[str]] = []
+
+    def hold(run_dir):
+        claim_path(run_dir).parent.mkdir(parents=True, exist_ok=True)
+        holder = subprocess.Popen(
+            [sys.executable, "-c", _HOLD_LOCK, str(claim_path(run_dir))], stdout=subprocess.PIPE, text=True
+        )
+        holders.append(holder)
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        return holder
+
+    yield hold
+    for holder in holders:
+        holder.kill()
+        holder.wait(timeout=30)

@@ -6,7 +6,9 @@ sweeps run. Each (arm, seed) is an ordinary ``psgrpo train`` run (the same funct
 with the held-out evaluation callback every ``--eval_every`` steps, in
 ``OUTPUT_DIR/runs/<arm>-seed<seed>/``. Runs go one after another; a run whose
 ``report.json`` exists is finished and skipped, so an interrupted comparison continues where it
-stopped (an unfinished run restarts from scratch). Every run starts from the same checkpoint, so
+stopped (an unfinished run restarts from scratch). Several compare processes may share one
+``OUTPUT_DIR``: each run is claimed by a lock while it trains and other processes skip it
+(:mod:`psgrpo.commands.compare_claim`). Every run starts from the same checkpoint, so
 its step-0 evaluation is computed once and reused from ``OUTPUT_DIR/heldout_cache/``
 (:mod:`psgrpo.eval.heldout_cache`, keyed by weights, rows and settings). Then, in ``OUTPUT_DIR``:
 
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from psgrpo.commands.compare_claim import claim_holder, claim_run
 from psgrpo.commands.compare_plot import load_pyplot, plot_curves
 from psgrpo.commands.compare_report import (
     curve_rows,
@@ -253,35 +256,47 @@ def settings_diff(
     return changes
 
 
-def _prepare_run(run_dir: Path, spec: dict[str, Any], is_main: bool) -> bool:
-    """Return True when ``run_dir`` holds a finished run of this ``spec``; else clear it for a fresh run.
+def _finished_run(run_dir: Path, spec: dict[str, Any]) -> bool:
+    """Return True when ``run_dir`` holds a finished run of this ``spec`` (its ``report.json`` exists).
 
     Raises:
         ValueError when a finished run was made with other settings (its results would not compare).
     """
     spec_file = run_dir / RUN_SPEC
-    if (run_dir / "report.json").exists():
-        previous = json.loads(spec_file.read_text()) if spec_file.exists() else {}
-        changes = settings_diff(previous, spec, ignore=RESULT_NEUTRAL)
-        if changes:
-            raise ValueError(
-                f"{run_dir} holds a finished run made with other settings ({'; '.join(changes)}); use another "
-                "--output_dir, or delete that run directory to train it again"
-            )
-        if neutral := settings_diff(previous, spec):
-            logger.info(
-                "%s: reused; it differs only in settings that change no result (%s)",
-                run_dir,
-                "; ".join(neutral),
-            )
-        return True
-    if is_main:
-        if run_dir.exists():
-            logger.info("%s: unfinished run, starting it again", run_dir)
-            shutil.rmtree(run_dir)
-        run_dir.mkdir(parents=True)
-        spec_file.write_text(json.dumps(spec, indent=2))
-    return False
+    if not (run_dir / "report.json").exists():
+        return False
+    previous = json.loads(spec_file.read_text()) if spec_file.exists() else {}
+    changes = settings_diff(previous, spec, ignore=RESULT_NEUTRAL)
+    if changes:
+        raise ValueError(
+            f"{run_dir} holds a finished run made with other settings ({'; '.join(changes)}); use another "
+            "--output_dir, or delete that run directory to train it again"
+        )
+    if neutral := settings_diff(previous, spec):
+        logger.info(
+            "%s: reused; it differs only in settings that change no result (%s)", run_dir, "; ".join(neutral)
+        )
+    return True
+
+
+def _start_run(run_dir: Path, spec: dict[str, Any]) -> None:
+    """Clear what an interrupted run left in ``run_dir`` and write the spec a fresh run trains with."""
+    if run_dir.exists():
+        logger.info("%s: unfinished run, starting it again", run_dir)
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    (run_dir / RUN_SPEC).write_text(json.dumps(spec, indent=2))
+
+
+def _next_action(run_dir: Path, spec: dict[str, Any], claimed: bool) -> str:
+    """What this process does with an unfinished run: ``train`` it, or skip it as ``busy`` or ``done``.
+
+    ``busy``: another process holds the run's lock and is training it. ``done``: the lock was free
+    but the run has finished since this process planned (another process trained it meanwhile).
+    """
+    if not claimed:
+        return "busy"
+    return "done" if _finished_run(run_dir, spec) else "train"
 
 
 def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
@@ -308,7 +323,7 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
 
     arms = dict(compare_arms(cfg))  # label → its train flags (`--method M` for a plain method)
     runs = {(label, seed): root / "runs" / f"{label}-seed{seed}" for label in arms for seed in cfg.seeds}
-    plan = []  # every run is checked before any trains: a settings mismatch fails at once
+    plan = []  # every finished run is checked before any trains: a settings mismatch fails at once
     for (label, seed), run_dir in runs.items():
         overrides = [*arms[label], "--seed", str(seed), "--output_dir", str(run_dir),
                      "--heldout_eval_steps", str(cfg.eval_every), "--eval_before_after", "false",
@@ -316,31 +331,60 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
         flags_of_run = [*run_flags, *overrides]
         # JSON round trip: the spec compares equal to the one a previous invocation saved.
         spec = json.loads(json.dumps({"recipe": recipe, "flags": flag_values(flags_of_run)}))
-        with args.main_process_first(local=False, desc="compare run setup"):
-            # report_only never clears a directory: another process may be training that run.
-            finished = _prepare_run(run_dir, spec, is_main and not cfg.report_only)
-        plan.append((label, seed, run_dir, flags_of_run, finished))
-    for i, (label, seed, run_dir, flags_of_run, finished) in enumerate(plan, start=1):
+        plan.append((label, seed, run_dir, flags_of_run, spec, _finished_run(run_dir, spec)))
+    busy = []  # runs other compare processes were training when this one reached them
+    for i, (label, seed, run_dir, flags_of_run, spec, finished) in enumerate(plan, start=1):
+        what = f"run {i}/{len(plan)} ({label}, seed {seed})"
         if finished:
-            logger.info("run %d/%d (%s, seed %d): finished earlier, skipped", i, len(plan), label, seed)
-        elif cfg.report_only:
-            logger.info(
-                "run %d/%d (%s, seed %d): not finished, left out of the report", i, len(plan), label, seed
-            )
-        else:
-            logger.info("run %d/%d (%s, seed %d) → %s", i, len(plan), label, seed, run_dir)
-            train(["--config", str(root / "recipe.yaml"), *flags_of_run])
+            logger.info("%s: finished earlier, skipped", what)
+            continue
+        if cfg.report_only:  # never touches a run directory: another process may be training it
+            logger.info("%s: not finished, left out of the report", what)
+            continue
+        claim = claim_run(run_dir) if is_main else None
+        try:
+            action = _next_action(run_dir, spec, claim is not None) if is_main else ""
+            if args.world_size > 1:  # every process of an `accelerate launch` follows the main one
+                from accelerate.utils import broadcast_object_list
+
+                action = broadcast_object_list([action])[0]
+            if action == "busy":
+                logger.info("%s: being trained by %s, skipped", what, claim_holder(run_dir))
+                busy.append(f"{label}-seed{seed}")
+            elif action == "done":
+                logger.info("%s: finished by another process meanwhile, skipped", what)
+            else:
+                logger.info("%s → %s", what, run_dir)
+                with args.main_process_first(local=False, desc="compare run setup"):
+                    if is_main:
+                        _start_run(run_dir, spec)
+                train(["--config", str(root / "recipe.yaml"), *flags_of_run])
+        finally:
+            if claim is not None:
+                claim.close()
     if not is_main:  # metrics.jsonl and the outputs are the main process's
         return []
+    if busy:
+        logger.warning(
+            "%d run(s) still training in other processes are left out of this report (%s); a compare of the "
+            "same arms that finishes later includes them, or run again with --report_only true once they finish",
+            len(busy),
+            ", ".join(busy),
+        )
     done = [
         (label, seed, run_dir)
-        for label, seed, run_dir, _, finished in plan
-        if finished or not cfg.report_only
+        for label, seed, run_dir, _, _, finished in plan
+        if finished or (not cfg.report_only and (run_dir / "report.json").exists())
     ]
-    if not done:
+    if not done and cfg.report_only:
         raise ValueError(
             f"--report_only: no finished run in {root / 'runs'} for these arms and seeds (a finished run has a "
             "report.json); run compare without --report_only first"
+        )
+    if not done:
+        raise ValueError(
+            f"no finished run to report in {root / 'runs'}: other processes were training every run; run "
+            "compare with --report_only true once they have finished"
         )
     rows = [row for label, seed, run_dir in done for row in _run_rows(label, seed, run_dir)]
     write_curves_csv(rows, root / "curves.csv")

@@ -286,3 +286,42 @@ def test_compare_arms_label_rows_and_runs(tmp_path):
     assert spec["flags"]["method"] == ["vps"] and spec["flags"]["vps_alpha"] == ["0"]
     assert json.loads((out / "runs" / "vps-a0-seed0" / "report.json").read_text())["method"] == "vps"
     assert "paired Δ vs grpo" in (out / "compare.md").read_text()
+
+
+@pytest.mark.slow
+def test_compare_leaves_a_run_another_process_trains(tmp_path, caplog, hold_run_lock):
+    """A second compare into the same directory skips (and never clears) the run the first is training."""
+    out = tmp_path / "cmp"
+    flags = [*TINY, "--seeds", "0", "--max_steps", "1", "--eval_every", "1", "--output_dir", str(out)]
+    busy_dir = out / "runs" / "vps-seed0"
+    busy_dir.mkdir(parents=True)
+    (busy_dir / "metrics.jsonl").write_text("")  # the holder's run, half written
+    caplog.set_level(logging.INFO, logger="psgrpo.commands.compare")
+    holder = hold_run_lock(busy_dir)
+    compare(flags)
+    assert (busy_dir / "metrics.jsonl").exists() and not (busy_dir / "report.json").exists()
+    messages = [r.getMessage() for r in caplog.records]
+    assert "run 2/2 (vps, seed 0): being trained by pid 4242 on elsewhere, skipped" in messages
+    assert any("1 run(s) still training in other processes" in m and "vps-seed0" in m for m in messages)
+    with (out / "curves.csv").open() as f:
+        assert {r["method"] for r in csv.DictReader(f)} == {"grpo"}
+
+    # The holder dies without finishing: the next compare claims the run, restarts it and trains only it.
+    holder.kill()
+    holder.wait(timeout=30)
+    caplog.clear()
+    compare(flags)
+    messages = [r.getMessage() for r in caplog.records]
+    assert "run 1/2 (grpo, seed 0): finished earlier, skipped" in messages
+    assert any(m.endswith("unfinished run, starting it again") for m in messages)
+    assert (busy_dir / "report.json").exists()
+    with (out / "curves.csv").open() as f:
+        assert {r["method"] for r in csv.DictReader(f)} == {"grpo", "vps"}
+
+
+def test_every_run_busy_is_a_clear_error(tmp_path, hold_run_lock):
+    out = tmp_path / "cmp"
+    for run in ("grpo-seed0", "grpo-seed1", "vps-seed0", "vps-seed1"):
+        hold_run_lock(out / "runs" / run)
+    with pytest.raises(ValueError, match="other processes were training every run; run compare with"):
+        compare([*TINY, "--output_dir", str(out)])
