@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from psgrpo.commands.cli import configure_logging
 from psgrpo.commands.compare import RESULT_NEUTRAL, RUN_SPEC, compare
 from psgrpo.commands.compare_report import (
     REFERENCE_METHOD,
@@ -185,7 +186,9 @@ def sweep_main(
 
 
 def run_cli(main: Callable[[Sequence[str]], str]) -> None:
-    """``main(sys.argv[1:])``; bad input exits with its message, as a traceback would bury it."""
+    """``main(sys.argv[1:])`` with psgrpo's log lines shown (which run trains, which are skipped and why);
+    bad input exits with its message, as a traceback would bury it."""
+    configure_logging()
     try:
         main(sys.argv[1:])
     except ValueError as err:

@@ -66,12 +66,17 @@ def _error_message(err: BaseException) -> str:
     return str(err).strip() or type(err).__name__
 
 
+def configure_logging() -> None:
+    """INFO and above to stderr with time and logger name: psgrpo's progress lines (compare's runs, resumes)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``psgrpo`` console script (and ``python -m psgrpo``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or os.environ.get("PSGRPO_DEBUG", "") not in ("", "0")
     argv = [a for a in argv if a != "--debug"]
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_logging()
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in SUBCOMMANDS:
         return _usage(argv)
     module_name, function_name = SUBCOMMANDS[argv[0]][0].split(":")
