@@ -42,6 +42,7 @@ from psgrpo.commands.compare_report import (
     length_table,
     markdown_report,
     reference_accuracy,
+    signal_table,
     summarize,
     write_curves_csv,
 )
@@ -395,7 +396,7 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
         command,
         reference_accuracy(rows),
         heldout_problems=problems,
-        sections=[*familywise_table(rows), *error_table(rows), *length_table(rows)],
+        sections=[*familywise_table(rows), *error_table(rows), *length_table(rows), *signal_table(rows)],
     )
     (root / "compare.md").write_text(report)
     plot_curves(rows, root / "compare.png")

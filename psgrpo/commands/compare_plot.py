@@ -13,6 +13,28 @@ from typing import Any
 from psgrpo.commands.compare_report import seed_curve
 
 METHOD_COLOURS = {"grpo": "C0", "ps": "C1", "vps": "C2"}  # the same colour for a method in every plot
+LINESTYLES = ("-", "--", ":", "-.")
+
+
+def method_styles(methods: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """A distinct ``(colour, linestyle)`` per method: grpo/ps/vps keep :data:`METHOD_COLOURS`, the other
+    arms take the remaining colours of matplotlib's 10-colour cycle in order, and once those run out
+    (a sweep of 9+ arms) the cycle repeats with dashed, then dotted, lines."""
+    free = [
+        f"C{i}"
+        for i in range(10)
+        if f"C{i}" not in {METHOD_COLOURS[m] for m in methods if m in METHOD_COLOURS}
+    ]
+    styles: dict[str, tuple[str, str]] = {}
+    others = 0
+    for method in methods:
+        if method in METHOD_COLOURS:
+            styles[method] = (METHOD_COLOURS[method], LINESTYLES[0])
+            continue
+        round_, index = divmod(others, len(free))
+        styles[method] = (free[index], LINESTYLES[round_ % len(LINESTYLES)])
+        others += 1
+    return styles
 
 
 def load_pyplot():
@@ -59,18 +81,20 @@ def plot_curves(rows: Sequence[dict[str, Any]], path: Path) -> None:
     """``compare.png``: accuracy vs step / completion tokens / wall time, and length vs step (mean ± 95% CI)."""
     plt = load_pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-    for i, method in enumerate(dict.fromkeys(row["method"] for row in rows)):
-        colour = METHOD_COLOURS.get(method, f"C{3 + i}")
+    styles = method_styles(list(dict.fromkeys(row["method"] for row in rows)))
+    band_alpha = 0.2 if len(styles) <= 4 else 0.08  # many overlapping bands hide the lines
+    for method, (colour, linestyle) in styles.items():
         for ax, (column, x, _, _) in zip(axes.flat, PANELS, strict=True):
             curve = seed_curve(rows, method, column, x)
             if not curve:
                 continue
             xs = [p.x for p in curve]
             n_seeds = max(p.n for p in curve)
-            ax.plot(
-                xs, [p.mean for p in curve], color=colour, marker="o", label=f"{method} ({n_seeds} seeds)"
+            label = f"{method} ({n_seeds} seeds)"
+            ax.plot(xs, [p.mean for p in curve], color=colour, linestyle=linestyle, marker="o", label=label)
+            ax.fill_between(
+                xs, [p.low for p in curve], [p.high for p in curve], color=colour, alpha=band_alpha
             )
-            ax.fill_between(xs, [p.low for p in curve], [p.high for p in curve], color=colour, alpha=0.2)
     for ax, (_, x, ylabel, xlabel) in zip(axes.flat, PANELS, strict=True):
         if x == "step":
             ax.xaxis.get_major_locator().set_params(integer=True)

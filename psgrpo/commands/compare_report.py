@@ -40,7 +40,15 @@ CURVE_COLUMNS = (
 REFERENCE_METHOD = "grpo"
 
 
-TRAINING_WINDOW = {"completions/mean_length": "train/mean_tokens", "diag/unnecessary_step_frac": "train/unnecessary_step_frac"}  # fmt: skip
+TRAINING_WINDOW = {
+    "completions/mean_length": "train/mean_tokens",
+    "diag/unnecessary_step_frac": "train/unnecessary_step_frac",
+    # the process signal's quality and weight (README, "Signal quality"); a run logs ps/ or vps/, not both
+    "diag/process_auc": "train/process_auc",
+    "ps/process_share": "train/process_share",
+    "vps/process_share": "train/process_share",
+    "diag/all_equal_correct_frac": "train/all_equal_correct_frac",
+}
 """Training-log metric → the curve column holding its mean over the steps since the previous evaluation."""
 
 
@@ -427,3 +435,26 @@ def length_table(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_METH
         f"CI over seeds; in brackets the paired Δ against `{reference}`, in percent for lengths (* excludes 0)."
     )
     return ["## Length and unneeded steps", "", *table, "", note, ""] if table else []
+
+
+SIGNAL_COLUMNS = (("train/process_auc", "process AUC"), ("train/process_share", "process share of |A_t|"),
+                  ("train/all_equal_correct_frac", "groups all-equal in correctness"))  # fmt: skip
+
+
+def signal_table(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_METHOD) -> list[str]:
+    """Markdown lines: what the process signal was worth while training, over the last evaluation
+    window (``--diagnostics true``): how well it ranked wrong steps below correct ones, how much of
+    the token advantage it made up, and how often a group had no correctness signal. It explains a
+    result: a method whose signal ranks at chance (AUC ≈ 0.5) or weighs little cannot beat
+    ``reference`` through it. Empty when no run logged these."""
+    table = final_table(rows, SIGNAL_COLUMNS, reference)
+    note = (
+        "Means over the training steps since the evaluation before the last one (sampled completions). Process "
+        "AUC: how well the per-step signal ranks the verifier's wrong steps below its correct ones (0.5 = chance, "
+        "`diag/process_auc`); process share: Σ|process term| / (Σ|process term| + Σ|outcome term|) of the token "
+        "advantages (`ps/process_share`, `vps/process_share`); groups all-equal in correctness: the share of "
+        "prompts whose completions were all right or all wrong, which outcome GRPO gets no correctness signal "
+        "from (`diag/all_equal_correct_frac`). Mean ± 95% CI over seeds; in brackets the paired Δ against "
+        f'`{reference}` (* excludes 0); the README\'s "Signal quality" section lists these metrics.'
+    )
+    return ["## The process signal while training (last window)", "", *table, "", note, ""] if table else []

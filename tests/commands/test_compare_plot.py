@@ -5,9 +5,11 @@ from __future__ import annotations
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from PIL import Image
 
-from psgrpo.commands.compare_plot import load_pyplot, plot_curves
+from psgrpo.commands.compare_plot import METHOD_COLOURS, load_pyplot, method_styles, plot_curves
 
 
 def _rows():
@@ -32,3 +34,22 @@ def test_missing_matplotlib_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` raise ImportError
     with pytest.raises(ImportError, match=r"pip install 'psgrpo\[plot\]'"):
         load_pyplot()
+
+
+def test_method_styles_keep_the_named_colours_and_never_repeat_a_style():
+    # the α sweep's nine arms: grpo is C0; before this, the eighth other arm wrapped round to C0 too
+    arms = ["grpo", *(f"vps-a{a}" for a in (0, 0.4, 0.8, 1, 1.2, 1.4, 1.6, 2))]
+    styles = method_styles(arms)
+    assert styles["grpo"] == ("C0", "-")
+    assert all(colour != "C0" for method, (colour, _) in styles.items() if method != "grpo")
+    assert styles["vps-a2"] == ("C8", "-")  # C1..C9 are free: the eight others need no dashes
+    assert len(set(styles.values())) == len(arms)
+
+
+@given(st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=30, unique=True))
+def test_method_styles_are_distinct_for_any_arm_names(methods):
+    styles = method_styles(methods)
+    assert list(styles) == methods
+    assert len(set(styles.values())) == len(methods)
+    for method in set(methods) & set(METHOD_COLOURS):
+        assert styles[method][0] == METHOD_COLOURS[method]

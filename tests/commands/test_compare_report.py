@@ -22,6 +22,7 @@ from psgrpo.commands.compare_report import (
     read_curves_csv,
     reference_accuracy,
     seed_curve,
+    signal_table,
     steps_to_reach,
     summarize,
     write_curves_csv,
@@ -122,6 +123,50 @@ def test_length_table_relative_length_and_absolute_unneeded_share():
     assert vps.endswith("| 0.100 ± 0.000 (-0.150 [-0.785, +0.485]) |")
     assert next(line for line in lines if line.startswith("| ps |")).endswith("| — |")
     assert length_table([{"method": "grpo", "seed": 0, "step": 0, "accuracy": 0.5}]) == []
+
+
+def test_heldout_points_take_the_process_share_of_whichever_method_logged_it():
+    records = [
+        {"step": 5, "vps/process_share": 0.1, "diag/process_auc": 0.5, "diag/all_equal_correct_frac": 0.7},
+        {"step": 10, "vps/process_share": 0.3, "diag/process_auc": 0.7},
+        {"step": 10, "heldout/accuracy": 0.3},
+    ]
+    assert heldout_points(records) == [
+        {
+            "step": 10,
+            "accuracy": 0.3,
+            "train/process_share": pytest.approx(0.2),
+            "train/process_auc": pytest.approx(0.6),
+            "train/all_equal_correct_frac": 0.7,
+        }
+    ]
+    ps = [
+        {**r, "ps/process_share": r.pop("vps/process_share")} if "vps/process_share" in r else r
+        for r in records
+    ]
+    assert heldout_points(ps)[0]["train/process_share"] == pytest.approx(0.2)
+
+
+def test_signal_table_process_columns_without_a_reference_delta_where_grpo_has_none():
+    rows = _rows()
+    final = {("grpo", 0): (None, None, 0.6), ("grpo", 1): (None, None, 0.8),
+             ("vps", 0): (0.5, 0.1, 0.5), ("vps", 1): (0.6, 0.2, 0.6)}  # fmt: skip
+    for row in rows:
+        if row["step"] == 20 and (row["method"], row["seed"]) in final:
+            auc, share, equal = final[row["method"], row["seed"]]
+            row["train/all_equal_correct_frac"] = equal
+            if auc is not None:
+                row["train/process_auc"], row["train/process_share"] = auc, share
+    lines = signal_table(rows)
+    assert lines[0] == "## The process signal while training (last window)"
+    assert "| method | process AUC | process share of |A_t| | groups all-equal in correctness |" in lines
+    grpo = next(line for line in lines if line.startswith("| grpo |"))
+    assert grpo.startswith("| grpo | — | — | 0.700 ± 1.271 |")  # stdev 0.1414 · 12.706 / √2
+    vps = next(line for line in lines if line.startswith("| vps |"))
+    # AUC and share: grpo has none, so no paired Δ; all-equal: −0.1, −0.2 → −0.150 [−0.785, +0.485]
+    assert vps == "| vps | 0.550 ± 0.635 | 0.150 ± 0.635 | 0.550 ± 0.635 (-0.150 [-0.785, +0.485]) |"
+    assert next(line for line in lines if line.startswith("| ps |")) == "| ps | — | — | — |"
+    assert signal_table(_rows()) == []  # no run logged diagnostics: no section
 
 
 def test_seed_curve_mean_and_95_interval_per_step():
