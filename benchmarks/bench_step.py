@@ -315,7 +315,9 @@ def measure(
             "tokens_per_s": statistics.median(n / s for n, s in zip(tokens, seconds, strict=True)),
             "completion_tokens_per_step": statistics.median(tokens),
             "peak_rss_mib": max(t.peak_rss_mib for t in turns[kind]),
-            "step_rss_increase_mib": max(t.peak_rss_mib - t.start_rss_mib for t in turns[kind]),
+            # ≥ 0: the kernel's peak mark misses pages that glibc returned with madvise between the
+            # reset and the start reading, so a turn that grew nothing can read a fraction of a MiB below 0
+            "step_rss_increase_mib": max(0.0, *(t.peak_rss_mib - t.start_rss_mib for t in turns[kind])),
             "trl_step_time_s": logged["step_time"],
             "scorer_s": logged["scorer"],
             "step_seconds": seconds,

@@ -36,16 +36,14 @@ from psgrpo.commands.compare_claim import claim_holder, claim_run
 from psgrpo.commands.compare_plot import load_pyplot, plot_curves
 from psgrpo.commands.compare_report import (
     curve_rows,
-    error_table,
     familywise_table,
     heldout_points,
-    length_table,
     markdown_report,
     reference_accuracy,
-    signal_table,
     summarize,
     write_curves_csv,
 )
+from psgrpo.commands.compare_tables import error_table, length_table, signal_table
 from psgrpo.metrics_log import METRICS_FILE, read_metrics
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,8 @@
 """The outputs of ``psgrpo compare``: held-out curves → CSV rows → per-method tables and Markdown.
 
 Everything here is a pure function over plain rows, one row per (method, seed, evaluation step)
-(the figure is :mod:`psgrpo.commands.compare_plot`)::
+(the figure is :mod:`psgrpo.commands.compare_plot`, the error, length and process-signal tables
+:mod:`psgrpo.commands.compare_tables`)::
 
     {"method": "vps", "seed": 0, "step": 20, "accuracy": 0.55, "mean_tokens": 77.1,
      "wall_seconds": 41.0, "train_seconds": 38.2, "completion_tokens": 98304.0, ...}
@@ -254,7 +255,7 @@ def _fmt(value: float | None, spec: str) -> str:
     return "—" if value is None else format(value, spec)
 
 
-def _difference_cell(difference: Interval | None, spec: str = ".3f", unit: str = "") -> str:
+def difference_cell(difference: Interval | None, spec: str = ".3f", unit: str = "") -> str:
     if difference is None:
         return "—"
     text = f"{difference.mean:+{spec}}{unit}"
@@ -287,7 +288,7 @@ def markdown_report(
             reach = "not reached" if s.steps_to_reference is None else str(s.steps_to_reference)
             if s.steps_ratio is not None and s.method != reference:
                 reach += f" ({s.steps_ratio:.2f}×)"
-            cells += [_difference_cell(s.paired_difference), reach]
+            cells += [difference_cell(s.paired_difference), reach]
         cells += [
             _fmt(s.final_mean_tokens, ".1f"),
             _fmt(s.completion_tokens, ".0f"),
@@ -330,64 +331,6 @@ def markdown_report(
     return "\n".join(lines)
 
 
-# psgrpo eval's error breakdown (shares of held-out completions), the columns of error_table
-ERROR_COLUMNS = (("error_type/calculation", "calculation errors"), ("error_type/logic", "logic errors"),
-                 ("error_type/format", "format errors"), ("step_complete_rate", "every step checks"))  # fmt: skip
-
-
-def final_table(
-    rows: Sequence[dict[str, Any]],
-    columns: Sequence[tuple[str, str]],
-    reference: str = REFERENCE_METHOD,
-    relative: Sequence[str] = (),
-) -> list[str]:
-    """Markdown table lines: per method, each ``(column, name)``'s value at each seed's last evaluation
-    (mean ± 95% CI over seeds) with the paired Δ against ``reference`` in brackets, as a relative
-    change in percent for the ``relative`` columns; only the columns some row has (none: ``[]``)."""
-    present = [(c, name) for c, name in columns if any(row.get(c) is not None for row in rows)]
-    if not present:
-        return []
-    lines = [
-        "| method | " + " | ".join(name for _, name in present) + " |",
-        "|---" * (len(present) + 1) + "|",
-    ]
-    for method in dict.fromkeys(row["method"] for row in rows):
-        cells = [method]
-        for column, _ in present:
-            values = final_values(rows, method, column)
-            cell = str(mean_interval(values)) if values else "—"
-            differences = list(
-                paired_differences(rows, method, reference, column, column in relative).values()
-            )
-            if method != reference and differences:
-                if column in relative:
-                    cell += (
-                        f" ({_difference_cell(mean_interval([100 * d for d in differences]), '.1f', '%')})"
-                    )
-                else:
-                    cell += f" ({_difference_cell(mean_interval(differences))})"
-            cells.append(cell)
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
-
-
-def error_table(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_METHOD) -> list[str]:
-    """Markdown lines: each method's final share of each :data:`ERROR_COLUMNS` kind (mean ± 95% CI
-    over seeds, the paired Δ against ``reference`` in brackets); empty when no run logged them.
-
-    It says *where* a method moved the errors: an arithmetic step scorer sees calculation errors
-    only, not logic errors, so a process method can trade one for the other.
-    """
-    table = final_table(rows, ERROR_COLUMNS, reference)
-    note = (
-        "Shares of held-out completions at each run's last evaluation, mean ± 95% CI over seeds; in brackets "
-        f"the paired Δ against `{reference}` (* excludes 0). Calculation: a written equation fails; logic: every "
-        "equation holds and the answer is wrong; format: no parsable answer; every step checks: each step's "
-        "arithmetic holds (docs/evaluation.md)."
-    )
-    return ["## Where the errors are (final evaluation)", "", *table, "", note, ""] if table else []
-
-
 def familywise_table(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_METHOD) -> list[str]:
     """Markdown lines: each arm's paired Δ in final accuracy against ``reference`` at 95% and at the
     Bonferroni level 1 − 0.05/k over the k arms with two or more paired seeds; empty when k < 2."""
@@ -409,7 +352,7 @@ def familywise_table(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_
     ]
     for method, d in differences.items():
         lines.append(
-            f"| {method} | {_difference_cell(mean_interval(d))} | {_difference_cell(mean_interval(d, level))} |"
+            f"| {method} | {difference_cell(mean_interval(d))} | {difference_cell(mean_interval(d, level))} |"
         )
     note = (
         f"With {k} arms compared against `{reference}`, some 95% interval excludes 0 by chance more often than "
@@ -417,44 +360,3 @@ def familywise_table(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_
         "win from the last column when the arm was chosen after seeing results."
     )
     return [*lines, "", note, ""]
-
-
-LENGTH_COLUMNS = (("mean_tokens", "held-out tokens"), ("train/mean_tokens", "training tokens, last window"),
-                  ("train/unnecessary_step_frac", "unneeded steps, last window"))  # fmt: skip
-
-
-def length_table(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_METHOD) -> list[str]:
-    """Markdown lines: does a method write less? Final held-out length, and the sampled training
-    completions' length and share of unneeded steps over the last evaluation window, each with the
-    paired Δ against ``reference`` (relative for lengths). Empty when no run has these columns."""
-    table = final_table(rows, LENGTH_COLUMNS, reference, relative=("mean_tokens", "train/mean_tokens"))
-    note = (
-        "Mean tokens per completion: held-out (greedy) at the last evaluation, and training (sampled) averaged "
-        "over the steps since the evaluation before it; unneeded steps: the share of written step equations "
-        "whose result is never used (`diag/unnecessary_step_frac`, logged with `--diagnostics true`). Mean ± 95% "
-        f"CI over seeds; in brackets the paired Δ against `{reference}`, in percent for lengths (* excludes 0)."
-    )
-    return ["## Length and unneeded steps", "", *table, "", note, ""] if table else []
-
-
-SIGNAL_COLUMNS = (("train/process_auc", "process AUC"), ("train/process_share", "process share of |A_t|"),
-                  ("train/all_equal_correct_frac", "groups all-equal in correctness"))  # fmt: skip
-
-
-def signal_table(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_METHOD) -> list[str]:
-    """Markdown lines: what the process signal was worth while training, over the last evaluation
-    window (``--diagnostics true``): how well it ranked wrong steps below correct ones, how much of
-    the token advantage it made up, and how often a group had no correctness signal. It explains a
-    result: a method whose signal ranks at chance (AUC ≈ 0.5) or weighs little cannot beat
-    ``reference`` through it. Empty when no run logged these."""
-    table = final_table(rows, SIGNAL_COLUMNS, reference)
-    note = (
-        "Means over the training steps since the evaluation before the last one (sampled completions). Process "
-        "AUC: how well the per-step signal ranks the verifier's wrong steps below its correct ones (0.5 = chance, "
-        "`diag/process_auc`); process share: Σ|process term| / (Σ|process term| + Σ|outcome term|) of the token "
-        "advantages (`ps/process_share`, `vps/process_share`); groups all-equal in correctness: the share of "
-        "prompts whose completions were all right or all wrong, which outcome GRPO gets no correctness signal "
-        "from (`diag/all_equal_correct_frac`). Mean ± 95% CI over seeds; in brackets the paired Δ against "
-        f'`{reference}` (* excludes 0); the README\'s "Signal quality" section lists these metrics.'
-    )
-    return ["## The process signal while training (last window)", "", *table, "", note, ""] if table else []

@@ -50,8 +50,12 @@ def test_peak_rss_resets_to_the_current_level(bench):
     block[::4096] = b"x" * len(block[::4096])  # touch every page: 64 MiB resident
     del block
     assert common.peak_rss_mib() >= common.current_rss_mib() + 60
+    # Other threads of a long test process (torch's pools, finalizers) allocate and free meanwhile:
+    # the mark after a reset is the level at the reset, so bracket it with readings on both sides.
+    before = common.current_rss_mib()
     common.reset_peak_rss()
-    assert common.peak_rss_mib() < common.current_rss_mib() + 10
+    peak = common.peak_rss_mib()
+    assert peak < max(before, common.current_rss_mib()) + 10
 
 
 @pytest.mark.slow

@@ -193,8 +193,9 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
     report = (out / "compare.md").read_text()
     assert "steps to reach grpo final" in report
     main_table, rest = report.split("## Where the errors are (final evaluation)")
-    errors, lengths = rest.split("## Length and unneeded steps")
-    for table in (main_table, errors, lengths):  # one row per method in each table
+    errors, rest = rest.split("## Length and unneeded steps")
+    lengths, signal = rest.split("## The process signal while training (last window)")
+    for table in (main_table, errors, lengths, signal):  # one row per method in each table
         rows_of = [
             line.split("|")[1].strip()
             for line in table.splitlines()
@@ -205,6 +206,9 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
     assert (
         "| method | held-out tokens | training tokens, last window |" in lengths
     )  # TINY logs no diagnostics
+    # vps logs its process share with or without --diagnostics; the AUC needs --diagnostics
+    assert "| method | process share of |A_t| |" in signal
+    assert "| grpo | — |" in signal
     assert "psgrpo compare --methods grpo vps --seeds 0 1" in report
     assert report in capsys.readouterr().out  # also printed
     with Image.open(out / "compare.png") as image:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from compare_rows import compare_rows
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,50 +13,18 @@ from psgrpo.commands.compare_report import (
     CURVE_COLUMNS,
     CurvePoint,
     curve_rows,
-    error_table,
     familywise_table,
     final_values,
     heldout_points,
-    length_table,
     markdown_report,
     paired_differences,
     read_curves_csv,
     reference_accuracy,
     seed_curve,
-    signal_table,
     steps_to_reach,
     summarize,
     write_curves_csv,
 )
-
-# Held-out accuracy per evaluation step (0, 10, 20) for two seeds of three methods.
-ACCURACY = {
-    ("grpo", 0): [0.4, 0.5, 0.6],
-    ("grpo", 1): [0.4, 0.6, 0.7],  # seed mean: 0.4, 0.55, 0.65 → final 0.65
-    ("vps", 0): [0.4, 0.7, 0.8],
-    ("vps", 1): [0.4, 0.6, 0.6],  # seed mean: 0.4, 0.65, 0.7 → reaches 0.65 at step 10
-    ("ps", 0): [0.4, 0.5, 0.6],
-    ("ps", 1): [0.4, 0.5, 0.6],  # never reaches 0.65
-}
-
-
-def _rows():
-    rows = []
-    for (method, seed), accs in ACCURACY.items():
-        for i, acc in enumerate(accs):
-            rows.append(
-                {
-                    "method": method,
-                    "seed": seed,
-                    "step": 10 * i,
-                    "accuracy": acc,
-                    "mean_tokens": 80.0 - i - seed,
-                    "wall_seconds": 12.0 * i,
-                    "train_seconds": 10.0 * i + seed,
-                    "completion_tokens": 1000.0 * i + 100 * seed,
-                }
-            )
-    return rows
 
 
 def test_heldout_points_strip_prefix_sort_and_keep_last_of_a_step():
@@ -101,30 +70,6 @@ def test_heldout_points_carry_the_training_window_since_the_previous_evaluation(
     ]
 
 
-def test_length_table_relative_length_and_absolute_unneeded_share():
-    rows = _rows()  # final held-out mean_tokens (step 20): 78 for seed 0, 77 for seed 1, every method
-    unneeded = {("grpo", 0): 0.2, ("grpo", 1): 0.3, ("vps", 0): 0.1, ("vps", 1): 0.1}
-    for row in rows:
-        if row["step"] == 20:
-            row["train/mean_tokens"] = {"grpo": 100.0, "vps": 90.0, "ps": 110.0}[row["method"]] + row["seed"]
-            if (row["method"], row["seed"]) in unneeded:
-                row["train/unnecessary_step_frac"] = unneeded[row["method"], row["seed"]]
-    lines = length_table(rows)
-    assert lines[0] == "## Length and unneeded steps"
-    assert (
-        "| method | held-out tokens | training tokens, last window | unneeded steps, last window |" in lines
-    )
-    vps = next(line for line in lines if line.startswith("| vps |"))
-    # held-out: the same length as grpo on both seeds → +0.0 % with a zero-width interval
-    assert "| 77.500 ± 6.353 (+0.0% [+0.0, +0.0]) |" in vps
-    # training: 90/100 − 1 = −10 %, 91/101 − 1 = −9.90 % → mean −9.95 %; stdev 0.0701 · 12.706 / √2 = 0.63
-    assert "(-10.0% [-10.6, -9.3] *)" in vps
-    # unneeded share: −0.1, −0.2 → −0.150, half-width 12.706 · 0.0707 / √2 = 0.635
-    assert vps.endswith("| 0.100 ± 0.000 (-0.150 [-0.785, +0.485]) |")
-    assert next(line for line in lines if line.startswith("| ps |")).endswith("| — |")
-    assert length_table([{"method": "grpo", "seed": 0, "step": 0, "accuracy": 0.5}]) == []
-
-
 def test_heldout_points_take_the_process_share_of_whichever_method_logged_it():
     records = [
         {"step": 5, "vps/process_share": 0.1, "diag/process_auc": 0.5, "diag/all_equal_correct_frac": 0.7},
@@ -147,46 +92,24 @@ def test_heldout_points_take_the_process_share_of_whichever_method_logged_it():
     assert heldout_points(ps)[0]["train/process_share"] == pytest.approx(0.2)
 
 
-def test_signal_table_process_columns_without_a_reference_delta_where_grpo_has_none():
-    rows = _rows()
-    final = {("grpo", 0): (None, None, 0.6), ("grpo", 1): (None, None, 0.8),
-             ("vps", 0): (0.5, 0.1, 0.5), ("vps", 1): (0.6, 0.2, 0.6)}  # fmt: skip
-    for row in rows:
-        if row["step"] == 20 and (row["method"], row["seed"]) in final:
-            auc, share, equal = final[row["method"], row["seed"]]
-            row["train/all_equal_correct_frac"] = equal
-            if auc is not None:
-                row["train/process_auc"], row["train/process_share"] = auc, share
-    lines = signal_table(rows)
-    assert lines[0] == "## The process signal while training (last window)"
-    assert "| method | process AUC | process share of |A_t| | groups all-equal in correctness |" in lines
-    grpo = next(line for line in lines if line.startswith("| grpo |"))
-    assert grpo.startswith("| grpo | — | — | 0.700 ± 1.271 |")  # stdev 0.1414 · 12.706 / √2
-    vps = next(line for line in lines if line.startswith("| vps |"))
-    # AUC and share: grpo has none, so no paired Δ; all-equal: −0.1, −0.2 → −0.150 [−0.785, +0.485]
-    assert vps == "| vps | 0.550 ± 0.635 | 0.150 ± 0.635 | 0.550 ± 0.635 (-0.150 [-0.785, +0.485]) |"
-    assert next(line for line in lines if line.startswith("| ps |")) == "| ps | — | — | — |"
-    assert signal_table(_rows()) == []  # no run logged diagnostics: no section
-
-
 def test_seed_curve_mean_and_95_interval_per_step():
-    curve = seed_curve(_rows(), "vps", "accuracy")
+    curve = seed_curve(compare_rows(), "vps", "accuracy")
     assert [(p.step, p.n) for p in curve] == [(0, 2), (10, 2), (20, 2)]
     assert [p.mean for p in curve] == pytest.approx([0.4, 0.65, 0.7])
     half = 12.706 * 0.0707106781 / math.sqrt(2)  # t(0.975, 1) · stdev(0.7, 0.6) / √2
     assert (curve[0].low, curve[0].high) == (0.4, 0.4)
     assert (curve[1].low, curve[1].high) == pytest.approx((0.65 - half, 0.65 + half))
     assert [p.x for p in curve] == [0, 10, 20]
-    tokens = seed_curve(_rows(), "vps", "accuracy", x="completion_tokens")
+    tokens = seed_curve(compare_rows(), "vps", "accuracy", x="completion_tokens")
     assert [p.x for p in tokens] == pytest.approx([50.0, 1050.0, 2050.0])  # mean over seeds of the x column
-    one_seed = seed_curve([r for r in _rows() if r["seed"] == 0], "vps", "accuracy")
+    one_seed = seed_curve([r for r in compare_rows() if r["seed"] == 0], "vps", "accuracy")
     assert (one_seed[1].low, one_seed[1].high) == (0.7, 0.7)  # one seed: no interval, the value itself
-    assert seed_curve(_rows(), "nope", "accuracy") == []
+    assert seed_curve(compare_rows(), "nope", "accuracy") == []
 
 
 def test_paired_differences_match_seeds():
-    assert paired_differences(_rows(), "vps") == pytest.approx({0: 0.2, 1: -0.1})
-    rows = _rows() + [{"method": "vps", "seed": 7, "step": 20, "accuracy": 0.9}]  # grpo has no seed 7
+    assert paired_differences(compare_rows(), "vps") == pytest.approx({0: 0.2, 1: -0.1})
+    rows = compare_rows() + [{"method": "vps", "seed": 7, "step": 20, "accuracy": 0.9}]  # grpo has no seed 7
     assert set(paired_differences(rows, "vps")) == {0, 1}
 
 
@@ -204,15 +127,16 @@ def test_steps_to_reach_first_step_at_or_above_target():
 
 
 def test_final_values_take_each_seeds_last_step():
-    rows = _rows() + [{"method": "vps", "seed": 2, "step": 10, "accuracy": 0.1}]  # a shorter third seed
+    # a shorter third seed
+    rows = compare_rows() + [{"method": "vps", "seed": 2, "step": 10, "accuracy": 0.1}]
     assert final_values(rows, "vps", "accuracy") == [0.8, 0.6, 0.1]
     assert final_values(rows, "vps", "completion_tokens") == [2000.0, 2100.0]  # seed 2 lacks the column
-    assert reference_accuracy(_rows()) == pytest.approx(0.65)
-    assert reference_accuracy([r for r in _rows() if r["method"] != "grpo"]) is None
+    assert reference_accuracy(compare_rows()) == pytest.approx(0.65)
+    assert reference_accuracy([r for r in compare_rows() if r["method"] != "grpo"]) is None
 
 
 def test_summarize_hand_computed():
-    grpo, vps, ps = summarize(_rows())
+    grpo, vps, ps = summarize(compare_rows())
     assert [s.method for s in (grpo, vps, ps)] == ["grpo", "vps", "ps"]  # order of appearance
     assert (vps.seeds, vps.start_accuracy) == (2, 0.4)
     assert vps.final_accuracy.mean == pytest.approx(0.7)
@@ -229,12 +153,12 @@ def test_summarize_hand_computed():
     assert vps.final_mean_tokens == pytest.approx(77.5)  # (78 + 77) / 2
     assert vps.completion_tokens == pytest.approx(2050.0)  # (2000 + 2100) / 2
     assert vps.train_seconds == pytest.approx(20.5)  # (20 + 21) / 2
-    one_seed = summarize([r for r in _rows() if r["seed"] == 0])
+    one_seed = summarize([r for r in compare_rows() if r["seed"] == 0])
     assert math.isnan(one_seed[0].final_accuracy.half_width)
 
 
 def test_summarize_without_grpo_has_no_reference():
-    rows = [r for r in _rows() if r["method"] != "grpo"]
+    rows = [r for r in compare_rows() if r["method"] != "grpo"]
     assert all(s.steps_to_reference is None for s in summarize(rows))
     text = markdown_report(summarize(rows), "psgrpo compare --methods vps ps", reference_accuracy(rows))
     assert (
@@ -245,7 +169,7 @@ def test_summarize_without_grpo_has_no_reference():
 
 
 def test_markdown_report_table_and_command():
-    rows = _rows()
+    rows = compare_rows()
     text = markdown_report(
         summarize(rows), "psgrpo compare --seeds 0 1", reference_accuracy(rows), heldout_problems=1000
     )
@@ -266,37 +190,19 @@ def test_markdown_report_table_and_command():
     assert all(line.count("|") == header.count("|") for line in lines if line.startswith("| "))
 
 
-def test_error_table_final_shares_with_paired_differences():
-    rows = _rows()
-    logic = {("grpo", 0): 0.5, ("grpo", 1): 0.3, ("vps", 0): 0.2, ("vps", 1): 0.2}  # ps has none logged
-    for row in rows:
-        if row["step"] == 20 and (row["method"], row["seed"]) in logic:
-            row["error_type/logic"] = logic[row["method"], row["seed"]]
-    lines = error_table(rows)
-    assert lines[0] == "## Where the errors are (final evaluation)"
-    assert "| method | logic errors |" in lines  # only the columns some run logged
-    # grpo: mean 0.4, half-width 12.706·stdev(0.5, 0.3)/√2 = 1.271; vps − grpo per seed: −0.3, −0.1
-    assert "| grpo | 0.400 ± 1.271 |" in lines
-    assert "| vps | 0.200 ± 0.000 (-0.200 [-1.471, +1.071]) |" in lines
-    assert "| ps | — |" in lines
-    assert error_table(_rows()) == []  # no error columns: no section
-    text = markdown_report(summarize(rows), "psgrpo compare", reference_accuracy(rows), sections=lines)
-    assert text.index("## Where the errors are") < text.index("Command:")
-
-
 def test_familywise_table_bonferroni_over_the_arms():
-    lines = familywise_table(_rows())  # vps − grpo per seed: +0.2, −0.1; ps − grpo: 0.0, −0.1; k = 2
+    lines = familywise_table(compare_rows())  # vps − grpo per seed: +0.2, −0.1; ps − grpo: 0.0, −0.1; k = 2
     assert lines[0] == "## Several arms against `grpo`: family-wise intervals"
     assert "| method | paired Δ, 95% CI | paired Δ, 97.50% CI (Bonferroni, 2 arms) |" in lines
     # one degree of freedom: t = tan(π(p − ½)); at p = 0.9875, 25.452; s/√n = 0.15 → half-width 3.818
     assert "| vps | +0.050 [-1.856, +1.956] | +0.050 [-3.768, +3.868] |" in lines
     assert any(line.startswith("| ps | -0.050 ") for line in lines)
-    one_arm = [row for row in _rows() if row["method"] != "ps"]
+    one_arm = [row for row in compare_rows() if row["method"] != "ps"]
     assert familywise_table(one_arm) == []  # a single arm needs no correction
 
 
 def test_csv_round_trip_with_missing_cells(tmp_path):
-    rows = _rows()
+    rows = compare_rows()
     rows[0] = {k: v for k, v in rows[0].items() if k != "completion_tokens"} | {"pass_at_4": 0.9}
     path = tmp_path / "curves.csv"
     write_curves_csv(rows, path)
