@@ -43,7 +43,7 @@ from psgrpo.commands.compare_report import (
     summarize,
     write_curves_csv,
 )
-from psgrpo.commands.compare_tables import error_table, length_table, signal_table
+from psgrpo.commands.compare_tables import error_table, length_table, signal_table, step_table
 from psgrpo.metrics_log import METRICS_FILE, read_metrics
 
 logger = logging.getLogger(__name__)
@@ -394,7 +394,13 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
         command,
         reference_accuracy(rows),
         heldout_problems=problems,
-        sections=[*familywise_table(rows), *error_table(rows), *length_table(rows), *signal_table(rows)],
+        sections=[
+            *step_table(rows),
+            *familywise_table(rows),
+            *error_table(rows),
+            *length_table(rows),
+            *signal_table(rows),
+        ],
     )
     (root / "compare.md").write_text(report)
     plot_curves(rows, root / "compare.png")

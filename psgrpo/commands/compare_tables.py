@@ -1,9 +1,11 @@
-"""The per-method tables of ``psgrpo compare`` at each run's last evaluation: where the errors are,
-how long the completions are, and what the process signal was worth while training.
+"""The per-method tables of ``psgrpo compare``: the paired Δ against grpo at each evaluation step,
+and at each run's last evaluation where the errors are, how long the completions are, and what the
+process signal was worth while training.
 
 Each table is a pure function over the rows of :mod:`psgrpo.commands.compare_report` (one row per
 method, seed and evaluation step) and returns Markdown lines, empty when no run logged its columns.
-A cell is the mean ± 95% CI over seeds, with the paired Δ against ``reference`` in brackets.
+A cell of the last-evaluation tables is the mean ± 95% CI over seeds, with the paired Δ against
+``reference`` in brackets; a cell of the step table is the paired Δ alone.
 """
 
 from __future__ import annotations
@@ -109,3 +111,43 @@ def signal_table(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_METH
         f'`{reference}` (* excludes 0); the README\'s "Signal quality" section lists these metrics.'
     )
     return ["## The process signal while training (last window)", "", *table, "", note, ""] if table else []
+
+
+def step_table(rows: Sequence[dict[str, Any]], reference: str = REFERENCE_METHOD) -> list[str]:
+    """Markdown lines: each arm's paired Δ in held-out accuracy against ``reference`` at every
+    evaluation step after 0 (mean and 95% t interval over the seeds both evaluated at that step).
+
+    It says *when* an arm is ahead: a lead early that shrinks by the last step is a speed-up, not a
+    higher ceiling. Empty without ``reference``, without another arm, or with fewer than two
+    evaluations after step 0 (the main table already has the final Δ)."""
+    accuracy = {
+        (row["method"], row["seed"], int(row["step"])): float(row["accuracy"])
+        for row in rows
+        if row.get("accuracy") is not None
+    }
+    steps = sorted({step for method, _, step in accuracy if method == reference and step > 0})
+    methods = [method for method in dict.fromkeys(row["method"] for row in rows) if method != reference]
+    if len(steps) < 2 or not methods:
+        return []
+    lines = [
+        f"## Paired Δ against `{reference}` at each evaluation step",
+        "",
+        "| method | " + " | ".join(f"step {step}" for step in steps) + " |",
+        "|---" * (len(steps) + 1) + "|",
+    ]
+    for method in methods:
+        cells = [method]
+        for step in steps:
+            differences = [
+                value - accuracy[reference, seed, s]
+                for (m, seed, s), value in accuracy.items()
+                if m == method and s == step and (reference, seed, step) in accuracy
+            ]
+            cells.append(difference_cell(mean_interval(differences)) if differences else "—")
+        lines.append("| " + " | ".join(cells) + " |")
+    note = (
+        f"Held-out accuracy of each seed minus `{reference}`'s with the same seed at the same step, mean and 95% "
+        "t interval over the seeds both evaluated there (* excludes 0). Each column is a separate test: a step "
+        "picked after seeing this table needs the Bonferroni level over its columns, or fresh seeds, to be a claim."
+    )
+    return [*lines, "", note, ""]

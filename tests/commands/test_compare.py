@@ -192,6 +192,7 @@ def test_compare_end_to_end_and_resume(tmp_path, caplog, capsys):
 
     report = (out / "compare.md").read_text()
     assert "steps to reach grpo final" in report
+    assert "at each evaluation step" not in report  # one evaluation after step 0: the final Δ says it all
     main_table, rest = report.split("## Where the errors are (final evaluation)")
     errors, rest = rest.split("## Length and unneeded steps")
     lengths, signal = rest.split("## The process signal while training (last window)")

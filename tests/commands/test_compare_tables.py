@@ -5,7 +5,7 @@ from __future__ import annotations
 from compare_rows import compare_rows
 
 from psgrpo.commands.compare_report import markdown_report, reference_accuracy, summarize
-from psgrpo.commands.compare_tables import error_table, length_table, signal_table
+from psgrpo.commands.compare_tables import error_table, length_table, signal_table, step_table
 
 
 def test_length_table_relative_length_and_absolute_unneeded_share():
@@ -70,3 +70,35 @@ def test_error_table_final_shares_with_paired_differences():
     assert error_table(compare_rows()) == []  # no error columns: no section
     text = markdown_report(summarize(rows), "psgrpo compare", reference_accuracy(rows), sections=lines)
     assert text.index("## Where the errors are") < text.index("Command:")
+
+
+def test_step_table_paired_difference_at_every_evaluation_after_step_0():
+    lines = step_table(compare_rows())
+    assert lines[0] == "## Paired Δ against `grpo` at each evaluation step"
+    assert "| method | step 10 | step 20 |" in lines  # step 0 is the shared start: left out
+    # vps − grpo: step 10 +0.2, 0.0 → +0.100, half-width 12.706 · 0.1414 / √2 = 1.271;
+    # step 20 +0.2, −0.1 → +0.050, half-width 12.706 · 0.2121 / √2 = 1.906
+    assert "| vps | +0.100 [-1.171, +1.371] | +0.050 [-1.856, +1.956] |" in lines
+    assert "| ps | -0.050 [-0.685, +0.585] | -0.050 [-0.685, +0.585] |" in lines
+    assert not any(line.startswith("| grpo |") for line in lines)
+
+
+def test_step_table_marks_an_early_lead_and_pairs_only_common_seeds():
+    rows = [
+        {"method": method, "seed": seed, "step": step, "accuracy": accuracy}
+        for method, seed, step, accuracy in [
+            ("grpo", 0, 10, 0.50), ("grpo", 1, 10, 0.60), ("grpo", 0, 20, 0.70), ("grpo", 1, 20, 0.70),
+            ("bin", 0, 10, 0.60), ("bin", 1, 10, 0.71), ("bin", 0, 20, 0.70), ("bin", 1, 20, 0.71),
+            ("bin", 2, 10, 0.99),  # no grpo run with seed 2: not paired
+        ]
+    ]  # fmt: skip
+    lines = step_table(rows)
+    # step 10: +0.10, +0.11 → +0.105, half-width 12.706 · 0.00707 / √2 = 0.0635 → excludes 0
+    assert "| bin | +0.105 [+0.041, +0.169] * | +0.005 [-0.059, +0.069] |" in lines
+
+
+def test_step_table_is_empty_without_a_reference_or_a_second_evaluation():
+    rows = compare_rows()
+    assert step_table([row for row in rows if row["method"] != "grpo"]) == []
+    assert step_table([row for row in rows if row["step"] in (0, 20)]) == []  # one evaluation after 0
+    assert step_table([row for row in rows if row["method"] == "grpo"]) == []  # no arm to compare
