@@ -2,8 +2,8 @@
 
 ::
 
-    psgrpo inspect                                   # embedded checkpoint, demo recipe (vps), 4 prompts
-    psgrpo inspect --method ps --num_prompts 2 --output_file ps.html
+    psgrpo inspect                                   # embedded checkpoint, demo recipe (ps, reference verifier), 4 prompts
+    psgrpo inspect --method vps --num_prompts 2 --output_file vps.html
 
 The options are those of ``psgrpo train`` (task, ``ProcessGRPOConfig``, model; default recipe
 ``psgrpo/recipes/demo.yaml``) plus :class:`InspectConfig`. A :class:`ProcessGRPOTrainer` is

@@ -159,7 +159,7 @@ def test_default_train_runs_on_the_embedded_checkpoint(tmp_path, capsys):
         ]
     )
     report = json.loads((out / "report.json").read_text())
-    assert report["method"] == "vps" and report["dataset"] == "arith"
+    assert report["method"] == "ps" and report["dataset"] == "arith"
     assert report["before"]["format_rate"] > 0.9  # the warm start already follows the format
     assert "held-out accuracy" in capsys.readouterr().out
     assert (out / "checkpoint-2" / "model.safetensors").exists()  # checkpoints are written
