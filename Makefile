@@ -29,7 +29,7 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
 
 lint: $(STAMP)
-	$(BIN)/ruff check psgrpo tests benchmarks
+	$(BIN)/ruff check psgrpo tests benchmarks experiments tools
 
 # clone main into a temp dir, build, test, and time 3 demo steps with default precision vs --bf16 false
 # (ARGS="--emulate-avx2 --distributed-runs 20" imitates an AVX2-only CPU and repeats the 2-process test)

@@ -26,7 +26,7 @@ from psgrpo.config import ProcessGRPOConfig
 from psgrpo.data.tasks import TaskConfig
 from psgrpo.loading import DEFAULT_RECIPE
 from psgrpo.options import METHODS
-from psgrpo.precision import resolve_bf16
+from psgrpo.precision import resolve_bf16, resolve_use_cpu
 
 TRAINERS = ("trl", *METHODS)
 """``trl`` is stock ``trl.GRPOTrainer``; the others are ``ProcessGRPOTrainer`` with that method."""
@@ -76,6 +76,7 @@ def recipe_configs(
         bf16 = resolve_bf16(values.get("bf16"), bool(values.get("fp16")), bool(values.get("use_cpu")))
         if bf16 is not None:
             values["bf16"] = bf16
+        values["use_cpu"] = resolve_use_cpu(bool(values.get("use_cpu")), bf16)
     else:
         config_cls, values["method"] = ProcessGRPOConfig, trainer
     parser = TrlParser((TaskConfig, config_cls))

@@ -4,15 +4,17 @@ Data flow of one training step (docs/design.md)::
 
     rollout -> rewards -> segments -> process signal -> advantages -> loss
 
-The public entry points are :class:`ProcessGRPOConfig` and :class:`ProcessGRPOTrainer`;
-``psgrpo`` on the command line wraps them.
+The public entry points are :class:`ProcessGRPOConfig`, :class:`ProcessGRPOTrainer` and
+:func:`load_task` (the embedded arith tasks and GSM8K as datasets); ``psgrpo`` on the command line
+wraps them. ``ProcessGRPOTrainer(model="embedded:arith", ...)`` trains the embedded tiny model
+offline on a CPU (docs/quickstart.md).
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["ProcessGRPOConfig", "ProcessGRPOTrainer", "__version__"]
+__all__ = ["ProcessGRPOConfig", "ProcessGRPOTrainer", "__version__", "load_task"]
 
 
 def __getattr__(name: str):  # lazy: importing psgrpo must not import torch/TRL
@@ -24,4 +26,8 @@ def __getattr__(name: str):  # lazy: importing psgrpo must not import torch/TRL
         from psgrpo.trainer import ProcessGRPOTrainer
 
         return ProcessGRPOTrainer
+    if name == "load_task":
+        from psgrpo.data.tasks import load_task
+
+        return load_task
     raise AttributeError(f"module 'psgrpo' has no attribute {name!r}")

@@ -32,7 +32,7 @@ AdvantageEstimator = Callable[..., torch.Tensor]
 
 ADVANTAGE_ESTIMATORS: Registry[AdvantageEstimator] = Registry("advantage estimator")
 
-METHOD_ESTIMATORS: dict[str, str] = {"grpo": "outcome", "ps": "process", "vps": "hybrid"}
+METHOD_ESTIMATORS: dict[str, str] = {"grpo": "outcome", "ps": "process", "vps": "hybrid", "tree": "tree"}
 """The estimator each method uses unless ``advantage_estimator`` overrides it."""
 
 
@@ -309,4 +309,58 @@ def hybrid_token_advantages(
     if zero_variance == "drop" and group_has_variance is not None:
         keep = group_has_variance.to(torch.bool).unsqueeze(1)
         advantages = torch.where(keep, advantages, torch.zeros_like(advantages))
+    return advantages
+
+
+# --------------------------------------------------------------------------------------------
+# Tree sampling (method "tree"): segment advantages from the group's own tree (docs/tree.md)
+
+
+@ADVANTAGE_ESTIMATORS.register("tree")
+def tree_token_advantages(
+    *,
+    outcome_advantages: torch.Tensor,
+    completion_mask: torch.Tensor,
+    segment_advantages: torch.Tensor,
+    segment_index: torch.Tensor,
+    scorable: torch.Tensor | None = None,
+    outcome_weight: float = 0.0,
+    lambda_: float = 1.0,
+    **_: object,
+) -> torch.Tensor:
+    """Tree token advantages: A_t = w·A_i + λ·ΔV_k / σ for the tokens of segment k (SPO-tree / TreeRL).
+
+    ΔV_k = V(node_k) − V(parent_k), the mean outcome reward of the leaves below the row's node of
+    level k minus that of its parent (the prompt for k = 0), divided by σ, the std TRL divides A_i by
+    (:func:`psgrpo.tree.values.reward_scale`); the caller passes the quotient as ``segment_advantages``.
+    Along a row the ΔV_k telescope to r_i − mean(r), so with w = 0 and a one-level tree (branching [G])
+    A_t = A_i: exactly outcome GRPO.
+
+    Args:
+        outcome_advantages: (B,) A_i.
+        completion_mask: (B, T) 1 on completion tokens.
+        segment_advantages: (B, D) ΔV_k / σ per level k, already finite.
+        segment_index: (B, T) long, the level of each token (0..D−1), −1 on padding.
+        scorable: (B,) bool, False where every reward function skipped the row (TRL gives it A_i = 0):
+            the whole row gets 0. None = all scorable.
+        outcome_weight: w (``tree_outcome_weight``; default 0, SPO-tree's form; 1 adds the outcome
+            advantage to every token, TreeRL's global + local form).
+        lambda_: λ (``tree_lambda``).
+
+    Returns:
+        (B, T) in the dtype of ``outcome_advantages``, 0 on padding.
+    """
+    if segment_index.numel() and int(segment_index.max()) >= segment_advantages.shape[1]:
+        raise ValueError(
+            f"segment_index reaches level {int(segment_index.max())} but segment_advantages has only "
+            f"{segment_advantages.shape[1]} levels"
+        )
+    dtype = outcome_advantages.dtype
+    mask = completion_mask.to(dtype) * (segment_index >= 0).to(dtype)
+    gained = torch.gather(segment_advantages.to(dtype), 1, segment_index.long().clamp(min=0))
+    advantages = outcome_weight * outcome_advantages.unsqueeze(1) * mask + lambda_ * gained * mask
+    if scorable is not None:
+        advantages = torch.where(
+            scorable.to(torch.bool).unsqueeze(1), advantages, torch.zeros_like(advantages)
+        )
     return advantages

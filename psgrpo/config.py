@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
-from psgrpo.config_checks import check_config
+from psgrpo.config_checks import check_config, named_batch_errors
 from psgrpo.options import (
     Curriculum,
     KLSchedule,
@@ -26,14 +26,15 @@ from psgrpo.options import (
     ZeroVarianceMode,
     parameter_sections,
 )
-from psgrpo.precision import resolve_bf16
+from psgrpo.precision import resolve_bf16, resolve_use_cpu
 from psgrpo.ps.scorers import STEP_SCORERS
 from psgrpo.ps.segmentation import SEGMENTERS
+from psgrpo.tree.options import TreeOptions
 from psgrpo.vps.boundaries import DEFAULT_ENTROPY_TOLERANCE
 
 
 @dataclass
-class ProcessGRPOConfig(GRPOConfig):
+class ProcessGRPOConfig(TreeOptions, GRPOConfig):
     """``trl.GRPOConfig`` plus the process-supervision fields of psgrpo.
 
     Every field of ``trl.GRPOConfig`` / ``transformers.TrainingArguments`` works unchanged. The
@@ -49,7 +50,7 @@ class ProcessGRPOConfig(GRPOConfig):
         metadata={
             "help": "bf16 mixed precision (autocast). Default None = decided by the hardware: on a CUDA GPU, bf16 "
             "when it supports it; on CPU, bf16 only when the CPU has native bf16 (x86 avx512_bf16/amx_bf16, ARM "
-            "bf16), else fp32 (emulated bf16 is several times slower, e.g. 7x on AVX2-only CPUs), logged once. "
+            "bf16), else fp32 (emulated bf16 is several times slower), logged once. "
             "--bf16 true / false forces it (psgrpo.precision)."
         },
     )
@@ -57,8 +58,9 @@ class ProcessGRPOConfig(GRPOConfig):
         default="grpo",
         metadata={
             "help": "Credit assignment: 'grpo' (outcome, identical to TRL's GRPOTrainer), 'ps' (PS-GRPO, step "
-            "scores from a verifier or PRM) or 'vps' (GRPO-VPS, policy confidence in the gold answer at segment "
-            "boundaries). Default 'grpo'.",
+            "scores from a verifier or PRM), 'vps' (GRPO-VPS, policy confidence in the gold answer at segment "
+            "boundaries) or 'tree' (the group sampled as a tree; segment values from its own outcomes, no "
+            "verifier or gold solution; docs/tree.md). Default 'grpo'.",
         },
     )
     advantage_estimator: str | None = field(
@@ -72,7 +74,8 @@ class ProcessGRPOConfig(GRPOConfig):
         default_factory=lambda: ["correctness", "format"],
         metadata={
             "help": "Names of built-in reward functions (psgrpo.rewards.REWARD_FUNCS): 'correctness', 'format', "
-            "'strict_format'. Default: correctness + format. Weights come from TRL's `reward_weights`. Ignored "
+            "'strict_format', or import paths of your own, as in `trl grpo` (my_rewards.accuracy: the function "
+            "accuracy of my_rewards.py in the current directory). Default: correctness + format. Weights come from TRL's `reward_weights`. Ignored "
             "when reward functions are passed to the trainer directly."
         },
     )
@@ -201,7 +204,7 @@ class ProcessGRPOConfig(GRPOConfig):
     )
     vps_max_segments: int = field(
         default=4,
-        metadata={"help": "K: at most K segments, i.e. K-1 probes after C_0 (default 4, the paper's best)."},
+        metadata={"help": "K: at most K segments, i.e. K-1 probes after C_0 (default 4, as in the paper)."},
     )
     vps_entropy_quantile: float = field(
         default=0.8,
@@ -231,7 +234,7 @@ class ProcessGRPOConfig(GRPOConfig):
     vps_alpha: float = field(
         default=1.2,
         metadata={
-            "help": "α in Ã_k = A_i + α·ΔC_k (default 1.2; the paper's sweep peaked at 1.2, 0 = outcome GRPO). "
+            "help": "α in Ã_k = A_i + α·ΔC_k (default 1.2, the paper's setting; 0 = outcome GRPO). "
             "ΔC is a probability difference, unitless like A_i scaled by scale_rewards 'group' or 'batch'; "
             "scale_rewards 'none' is refused unless reward_norm_momentum is set (docs/compatibility.md)."
         },
@@ -277,7 +280,7 @@ class ProcessGRPOConfig(GRPOConfig):
         default=16,
         metadata={
             "help": "Rows per packed probe forward (default 16: rows of similar length are packed together, which "
-            "cuts padding; 5.3x faster than one forward per boundary at K=8 on the tiny model). None = all rows."
+            "cuts padding). None = all rows."
         },
     )
 
@@ -367,7 +370,10 @@ class ProcessGRPOConfig(GRPOConfig):
 
     def __post_init__(self) -> None:
         self.bf16 = resolve_bf16(self.bf16, self.fp16, self.use_cpu)  # before TRL turns None into True
-        super().__post_init__()
+        # before transformers refuses bf16 without a GPU: on a CPU-only machine the CPU is the device anyway
+        self.use_cpu = resolve_use_cpu(self.use_cpu, self.bf16, self.bf16_full_eval)
+        with named_batch_errors(self):  # TRL names its derived generation_batch_size, not the options set
+            super().__post_init__()
         check_config(self)
 
 
@@ -386,6 +392,7 @@ CONFIG_SECTIONS: dict[str, tuple[str, ...]] = {
         "memory_bank_",
         "warmup_lr",
     ),
+    "Tree sampling (method='tree', docs/tree.md)": ("tree_",),
     "Diagnostics": ("diagnostics",),
 }
 """Docstring sections of :class:`ProcessGRPOConfig`: field names, or prefixes ending in ``_``."""

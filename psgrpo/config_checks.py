@@ -7,7 +7,10 @@ cross-field rules of the methods, and the TRL option × method combinations psgr
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from psgrpo.advantages import ADVANTAGE_ESTIMATORS
@@ -35,8 +38,9 @@ from psgrpo.options import (
 )
 from psgrpo.ps.scorers import STEP_SCORERS
 from psgrpo.ps.segmentation import SEGMENTERS, get_segmenter
-from psgrpo.rewards import REWARD_FUNCS
+from psgrpo.rewards import REWARD_FUNCS, resolve_reward_func
 from psgrpo.techniques.options import check_technique_options
+from psgrpo.tree.options import check_tree_options
 
 
 def check_config(config: Any) -> None:
@@ -46,6 +50,7 @@ def check_config(config: Any) -> None:
         ValueError naming the field, the value and what is allowed.
     """
     check_finite_floats(config)
+    check_training_length(config)
     check_choice("method", config.method, Method)
     check_choice("ps_advantage_mode", config.ps_advantage_mode, PsAdvantageMode)
     check_choice("ps_on_scorer_error", config.ps_on_scorer_error, ScorerErrorPolicy)
@@ -67,6 +72,7 @@ def check_config(config: Any) -> None:
         "multi_objective_aggregation", config.multi_objective_aggregation, TrlMultiObjectiveAggregation
     )
     check_technique_options(config)
+    check_tree_options(config)
     for name in ("segmenter_kwargs", "step_scorer_kwargs"):
         setattr(config, name, json_object_option(name, getattr(config, name)))
     if isinstance(config.reward_funcs, str):  # YAML/CLI may give "correctness,format"
@@ -86,6 +92,13 @@ def check_config(config: Any) -> None:
     check_trl_compatibility(config)  # TRL option × method combinations psgrpo refuses
 
 
+def check_step_scorer(step_scorer: str, step_scorer_kwargs: dict[str, Any], hint: str = "") -> None:
+    """``step_scorer`` is a registered name and ``step_scorer_kwargs`` bind to it (``psgrpo train`` and
+    ``psgrpo score-steps``): unknown names and non-finite numbers fail before the scorer is built."""
+    check_registered("step_scorer", step_scorer, STEP_SCORERS, hint=hint)
+    check_keyword_arguments("step_scorer_kwargs", STEP_SCORERS.get(step_scorer), step_scorer_kwargs)
+
+
 def check_components(config: Any) -> None:
     """Names and keyword arguments of the segmenter, step scorer, estimator and rewards, before any loading.
 
@@ -100,13 +113,82 @@ def check_components(config: Any) -> None:
         raise ValueError(
             f"segmenter_kwargs={config.segmenter_kwargs!r} do not fit segmenter {config.segmenter!r}: {err}"
         ) from None
-    check_registered(
-        "step_scorer", config.step_scorer, STEP_SCORERS, hint=", or pass a callable to the trainer"
+    if config.step_scorer == "prm" and "model" not in config.step_scorer_kwargs:
+        raise ValueError(
+            "step_scorer='prm' needs the process reward model to score with: set step_scorer_kwargs "
+            """'{"model": "PATH_OR_HUB_ID"}' (e.g. --step_scorer_kwargs '{"model": "Qwen/Qwen2.5-Math-PRM-7B"}')"""
+        )
+    check_step_scorer(
+        config.step_scorer, config.step_scorer_kwargs, hint=", or pass a callable to the trainer"
     )
-    check_keyword_arguments(
-        "step_scorer_kwargs", STEP_SCORERS.get(config.step_scorer), config.step_scorer_kwargs
-    )
+    if config.step_scorer == "prm" and isinstance(config.step_scorer_kwargs["model"], str):
+        from psgrpo.loading import checkpoint_path
+
+        # a missing local PRM fails here, before the policy loads (and is never sent to the Hub)
+        checkpoint_path(config.step_scorer_kwargs["model"], option="step_scorer_kwargs['model']")
     if config.advantage_estimator is not None:
         check_registered("advantage_estimator", config.advantage_estimator, ADVANTAGE_ESTIMATORS)
     for name in config.reward_funcs:
-        check_registered("reward_funcs", name, REWARD_FUNCS)
+        if "." in name and name not in REWARD_FUNCS:
+            resolve_reward_func(
+                name
+            )  # an import path, as `trl grpo` takes: imported now, so errors come first
+        else:
+            hint = ", or an import path such as my_rewards.accuracy (a function in my_rewards.py)"
+            check_registered("reward_funcs", name, REWARD_FUNCS, hint=hint)
+
+
+def check_training_length(config: Any) -> None:
+    """A learning rate of at least 0 and a training length that trains at least one step.
+
+    transformers accepts ``max_steps=0`` (it then trains a whole step) and a negative learning
+    rate (torch refuses it at the first optimizer step, after the model has loaded).
+    """
+    check_number("learning_rate", config.learning_rate, low=0.0)
+    if config.max_steps == 0 or config.max_steps < -1:
+        raise ValueError(
+            f"max_steps={config.max_steps} trains no step: give a positive number of optimizer steps, or -1 "
+            f"(the default) to train num_train_epochs={config.num_train_epochs} epochs"
+        )
+    if config.max_steps == -1:
+        check_number("num_train_epochs", config.num_train_epochs, low=0.0, low_open=True)
+
+
+@contextmanager
+def named_batch_errors(config: Any) -> Iterator[None]:
+    """Around TRL's ``GRPOConfig.__post_init__``: its "generation_batch_size must be divisible by
+    num_generations" names a value it derived; this names the options the user set instead."""
+    explicit_generation_batch = config.generation_batch_size
+    explicit_steps = config.steps_per_generation
+    try:
+        yield
+    except ValueError as err:
+        if "must be divisible by num_generations" not in str(err):
+            raise
+        raise ValueError(batch_message(config, explicit_generation_batch, explicit_steps)) from None
+
+
+def batch_message(config: Any, generation_batch_size: int | None, steps_per_generation: int | None) -> str:
+    """Why ``num_generations`` does not divide the completions generated per step, in the options set."""
+    n = config.num_generations
+    if generation_batch_size is not None:
+        return (
+            f"num_generations={n} must divide generation_batch_size={generation_batch_size} "
+            "(each prompt's completions are generated together): change one of them"
+        )
+    factors = [f"per_device_train_batch_size={config.per_device_train_batch_size}"]
+    if config.world_size > 1:
+        factors.append(f"{config.world_size} processes")
+    if steps_per_generation is not None:
+        factors.append(f"steps_per_generation={steps_per_generation}")
+    elif config.gradient_accumulation_steps > 1:
+        factors.append(f"gradient_accumulation_steps={config.gradient_accumulation_steps}")
+    total = config.generation_batch_size
+    divisors = [d for d in range(2, total + 1) if total % d == 0][:6]
+    per_device = config.per_device_train_batch_size
+    multiple = per_device * n // math.gcd(per_device, n)
+    return (
+        f"num_generations={n} must divide the completions generated per step, {' × '.join(factors)} = {total}: "
+        f"set per_device_train_batch_size to a multiple of {n} (e.g. {multiple}) or num_generations to a divisor "
+        f"of {total} ({', '.join(map(str, divisors)) or 'none above 1'})"
+    )

@@ -2,8 +2,8 @@
 
 Does a method's process signal point at the wrong step? How much of the token advantage does it
 carry, next to the outcome term? Which reward pays for the outcome term? These functions answer
-that from quantities a training step already has; ``benchmarks/probe_quality.py`` applies them
-offline to GRPO-VPS probes (docs/learning.md has the results).
+that from quantities a training step already has; ``psgrpo diagnose`` (:mod:`psgrpo.commands.diagnose`)
+applies them offline to GRPO-VPS probes (docs/learning.md has the results).
 
 * :func:`signal_quality`: AUC (Mann–Whitney, ties count ½) of a per-step signal for ranking the
   steps labelled wrong (e.g. by :mod:`psgrpo.ps.scorers.arithmetic`) below the correct ones, and the

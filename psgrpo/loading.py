@@ -8,10 +8,11 @@ way everywhere: with the path and what was expected, before anything else is loa
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from psgrpo.hub import check_cached_when_offline, hub_error, looks_like_local_path
 
 RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
 DEFAULT_RECIPE = RECIPES_DIR / "demo.yaml"
@@ -19,44 +20,40 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 
 
 def with_default_recipe(argv: Sequence[str]) -> list[str]:
-    """``argv`` with ``--config <demo recipe>`` in front when it names no config file."""
-    argv = list(argv)
-    return argv if "--config" in argv else ["--config", str(DEFAULT_RECIPE), *argv]
+    """``argv`` with ``--config <demo recipe>`` in front: a user's ``--config`` files layer over the demo's
+    values as flags layer over them (:class:`psgrpo.parsing.ConfigParser` reads every ``--config`` in order)."""
+    return ["--config", str(DEFAULT_RECIPE), *argv]
 
 
-def looks_like_local_path(name: str) -> bool:
-    """Whether ``name`` can only be a filesystem path, not a hub id (``name`` or ``namespace/name``)."""
-    return (
-        name.startswith(("/", "./", "../", "~", "."))
-        or name.count("/") > 1
-        or os.sep != "/"
-        and os.sep in name
-        or Path(name).exists()
-    )
-
-
-def checkpoint_path(model_name_or_path: str | None) -> str:
+def checkpoint_path(model_name_or_path: str | None, option: str = "--model_name_or_path") -> str:
     """The checkpoint to load: the given path or hub id, the embedded checkpoint for ``None``, or a
     committed one for ``embedded:NAME`` (:func:`psgrpo.tiny.resolve_checkpoint`).
 
+    A local-looking name (:func:`psgrpo.hub.looks_like_local_path`: ``outputs/demo``, ``./x``, absolute)
+    is never sent to the Hub; a Hub id with ``HF_HUB_OFFLINE`` set must be in the local cache.
+    ``option`` names the option in messages.
+
     Raises:
         FileNotFoundError: when ``model_name_or_path`` is a filesystem path that does not exist.
+        OSError: a Hub id missing from the cache while ``HF_HUB_OFFLINE`` is set.
         ValueError: an unknown ``embedded:`` name.
     """
     from psgrpo.tiny import EMBEDDED_PREFIX, resolve_checkpoint
 
     if model_name_or_path is None or model_name_or_path.startswith(EMBEDDED_PREFIX):
         return resolve_checkpoint(model_name_or_path)
-    if looks_like_local_path(model_name_or_path) and not Path(model_name_or_path).expanduser().exists():
-        raise FileNotFoundError(
-            f"model path {model_name_or_path} does not exist: give a checkpoint directory (config.json + weights "
-            "+ tokenizer) or a hub id such as Qwen/Qwen2.5-0.5B-Instruct"
-        )
-    return (
-        str(Path(model_name_or_path).expanduser())
-        if looks_like_local_path(model_name_or_path)
-        else model_name_or_path
-    )
+    if looks_like_local_path(model_name_or_path):
+        local = Path(model_name_or_path).expanduser()
+        if not local.exists():
+            trained = f" (psgrpo train --output_dir {model_name_or_path} writes one there)"
+            raise FileNotFoundError(
+                f"{option} {model_name_or_path}: no such checkpoint directory"
+                f"{trained if option == '--model_name_or_path' else ''}; give a checkpoint directory "
+                "(config.json + weights + tokenizer) or a Hub id such as Qwen/Qwen2.5-0.5B-Instruct"
+            )
+        return str(local)
+    check_cached_when_offline(model_name_or_path, option)
+    return model_name_or_path
 
 
 def load_tokenizer(model_name_or_path: str | None):
@@ -74,7 +71,12 @@ def load_tokenizer(model_name_or_path: str | None):
             f"checkpoint {path} has no tokenizer (no {' / '.join(TOKENIZER_FILES)}): save it with "
             "tokenizer.save_pretrained(path) next to the model"
         )
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except OSError as err:  # a Hub id that could not be fetched: one line, with the offline hint
+        if local.exists():
+            raise
+        raise hub_error("--model_name_or_path", path, err) from err
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer

@@ -25,8 +25,9 @@ from collections.abc import Iterable
 from dataclasses import fields
 from typing import Any, Literal, get_args
 
-Method = Literal["grpo", "ps", "vps"]
-"""Credit assignment: outcome GRPO, PS-GRPO (step scores) or GRPO-VPS (confidence probes)."""
+Method = Literal["grpo", "ps", "vps", "tree"]
+"""Credit assignment: outcome GRPO, PS-GRPO (step scores), GRPO-VPS (confidence probes) or tree sampling
+(segment values from the group's own tree, docs/tree.md)."""
 
 ProcessMode = Literal["step", "min", "pure_min", "reward_to_go"]
 """How the ``process`` estimator turns normalised step scores into token advantages (:mod:`psgrpo.advantages`)."""
@@ -81,7 +82,7 @@ def allowed(option_type: Any) -> tuple[str, ...]:
 
 
 METHODS: tuple[str, ...] = allowed(Method)
-"""``grpo``, ``ps``, ``vps``: the values of ``--method`` (and of ``psgrpo compare --methods``)."""
+"""``grpo``, ``ps``, ``vps``, ``tree``: the values of ``--method`` (and of ``psgrpo compare --methods``)."""
 
 
 def _listing(values: Iterable[Any]) -> str:

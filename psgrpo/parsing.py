@@ -13,19 +13,39 @@ that sets one of them this command lacks is that command's config, and every one
 dropped (one log line) instead of refused. So ``psgrpo eval --config configs/arith_hard.yaml``
 reads a *training* recipe's task and model and leaves its training options alone, its
 ``output_dir`` and sampling settings included; a key that neither command knows is still an error.
+
+A component's keyword arguments belong to it (:data:`COMPONENT_KWARGS`): a recipe's
+``step_scorer_kwargs`` are its ``step_scorer``'s, so ``--step_scorer prm`` over the demo recipe drops
+them (one log line) unless ``--step_scorer_kwargs`` is given too (:func:`drop_foreign_component_kwargs`).
+A malformed YAML file is one error naming the file and line; an unknown flag is one error with the
+nearest known options ("did you mean --dataset?").
+
+**Layers.** ``--config`` may be given several times: each file's values go over the earlier files',
+and flags over all of them, the kwargs rule above applying between files too. ``psgrpo train``,
+``inspect`` and ``compare`` put the embedded demo recipe first (:func:`psgrpo.loading.with_default_recipe`),
+so a three-line YAML changes three values of the demo and keeps the rest, and ``--help`` shows the
+values the run would use. ``--config NAME`` names a packaged recipe (:func:`recipe_names`: ``demo``,
+``arith-hard``, ``gsm8k-qwen2.5-0.5b``) from any directory. A YAML key that no option has is refused,
+naming its file, before any value is checked (so it is not hidden by another error).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
+import os
 import re
-from collections.abc import Collection, Iterable
+import sys
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from trl import TrlParser
 
 UNUSED_ARGUMENTS = re.compile(r"Some specified arguments are not used by the HfArgumentParser: (\[.*\])")
+COMPONENT_KWARGS = {"step_scorer": "step_scorer_kwargs", "segmenter": "segmenter_kwargs"}
+"""``component option → its keyword-arguments option``: the kwargs of one layer belong to that layer's component."""
 
 
 class ConfigError(ValueError):
@@ -44,44 +64,92 @@ class ConfigParser(TrlParser):
     """
 
     config_path: str | None = None
+    command_line: dict[str, str] = {}  # noqa: RUF012 - replaced per parse; the options typed and their values
 
     def __init__(
         self, dataclass_types: Any, foreign_config_keys: Collection[str] = (), **kwargs: Any
     ) -> None:
         super().__init__(dataclass_types, **kwargs)
         self.foreign_config_keys = frozenset(foreign_config_keys)
+        self.config_sources: dict[str, str] = {}
+        """Which ``--config`` file set each key (the latest parse)."""
+        self.add_argument(
+            "--config",
+            action="append",
+            default=argparse.SUPPRESS,  # parse_args_and_config takes every --config out before argparse runs
+            metavar="FILE_OR_NAME",
+            help=config_help({action.dest for action in self._actions}, bool(self.foreign_config_keys)),
+        )
+        for actions in (self._actions, self._optionals._group_actions):  # list it first, after --help
+            actions.insert(1, actions.pop())
+        self._initial_defaults = {id(action): action.default for action in self._actions}
 
-    def parse_args_and_config(self, args: Iterable[str] | None = None, **kwargs: Any) -> tuple[Any, ...]:
-        args = list(args) if args is not None else None
-        self.config_path = None
-        if args is not None and "--config" in args:
-            index = args.index("--config")
-            if index + 1 >= len(args):
-                raise ConfigError("--config needs a path to a YAML file")
-            self.config_path = args[index + 1]
+    def parse_args_and_config(
+        self,
+        args: Iterable[str] | None = None,
+        return_remaining_strings: bool = False,
+        fail_with_unknown_args: bool = True,
+        separate_remaining_strings: bool = False,
+    ) -> tuple[Any, ...]:
+        """As ``TrlParser.parse_args_and_config``, with every ``--config`` layered in order (module docstring);
+        a YAML key that no option has is refused before any value is checked."""
+        args = list(args) if args is not None else sys.argv[1:]
+        for (
+            action
+        ) in self._actions:  # a parse starts from the dataclasses' defaults, not the last parse's files
+            action.default = self._initial_defaults.get(id(action), action.default)
+        paths, args = split_config_args(args)
+        self.config_path = str(paths[-1]) if paths else None
+        self.command_line = typed_options(args)
         try:
-            if self.config_path is not None:
-                check_unique_keys(self.config_path)
-            return super().parse_args_and_config(args, **kwargs)
-        except FileNotFoundError as err:
-            if self.config_path is not None and err.filename == self.config_path:
-                raise ConfigError(f"config file {self.config_path} does not exist") from None
-            raise
+            config = self.load_layers(paths)
+            for key, value in (config.pop("env", None) or {}).items():  # TRL's `env:` mapping
+                os.environ[key] = str(value)
+            remaining = self.set_defaults_with_config(**config) if config else []
+            if remaining and fail_with_unknown_args and not return_remaining_strings:
+                files = sorted({self.config_sources.get(key[2:], "config file") for key in remaining[::2]})
+                raise ConfigError(
+                    f"unknown option(s) {remaining} in {' + '.join(files)}: not an option of this command"
+                    f"{self.did_you_mean(str(remaining[::2]))} (`{self.prog} --help` lists them)"
+                )
+            output = self.parse_args_into_dataclasses(
+                args=args, return_remaining_strings=return_remaining_strings
+            )
         except ConfigError:
             raise
         except ValueError as err:
             unused = UNUSED_ARGUMENTS.search(str(err))
             if unused:
                 raise ConfigError(
-                    f"unknown option(s) {unused.group(1)}: not an option of this command "
-                    f"(`{self.prog} --help` lists them)"
+                    f"unknown option(s) {unused.group(1)}: not an option of this command"
+                    f"{self.did_you_mean(unused.group(1))} (`{self.prog} --help` lists them)"
                 ) from None
             source = (
-                f" (options come from {self.config_path} and the command line)" if self.config_path else ""
+                f" (options come from {' + '.join(map(str, paths))} and the command line)" if paths else ""
             )
             raise ConfigError(f"{err}{source}") from err
+        if not return_remaining_strings:
+            return output
+        if separate_remaining_strings:
+            return (*output[:-1], remaining, output[-1])
+        return (*output[:-1], remaining + output[-1])
+
+    def load_layers(self, paths: Sequence[Path]) -> dict[str, Any]:
+        """:func:`layer_config_files`, recording :attr:`config_sources`."""
+        merged, self.config_sources = layer_config_files(paths)
+        return merged
+
+    def did_you_mean(self, unknown: str) -> str:
+        """``"; did you mean --dataset?"`` for the flags in ``unknown`` (argparse's list as text), or ``""``."""
+        known = [
+            option for action in self._actions for option in action.option_strings if option.startswith("--")
+        ]
+        names = re.findall(r"'(?:--)?([A-Za-z][\w.-]*)'", unknown)
+        matches = [match for name in names for match in close_options(name, known)]
+        return f"; did you mean {' or '.join(dict.fromkeys(matches))}?" if matches else ""
 
     def set_defaults_with_config(self, **kwargs: Any) -> list[str]:
+        kwargs = drop_foreign_component_kwargs(kwargs, self.command_line, source=self.config_path)
         known = {action.dest for action in self._actions}
         if any(key in self.foreign_config_keys and key not in known for key in kwargs):
             ignored = sorted(key for key in kwargs if key in self.foreign_config_keys)
@@ -94,13 +162,19 @@ class ConfigParser(TrlParser):
             kwargs = {key: value for key, value in kwargs.items() if key not in self.foreign_config_keys}
         for action in self._actions:
             if action.dest in kwargs and action.choices is not None:
-                _check_config_value(action, kwargs[action.dest], self.config_path)
+                source = self.config_sources.get(action.dest, self.config_path)
+                _check_config_value(action, kwargs[action.dest], source)
         return super().set_defaults_with_config(**kwargs)
 
 
-def check_unique_keys(path: str) -> None:
-    """Raise :class:`ConfigError` when a mapping of the YAML file ``path`` sets a key twice: PyYAML
-    keeps the last value silently, so the first line would read as the setting and not be."""
+def check_unique_keys(path: str) -> dict[str, Any]:
+    """The mapping of the YAML config file ``path``.
+
+    Raises:
+        ConfigError: naming the file and line, when a mapping sets a key twice (PyYAML keeps the last
+        value silently, so the first line would read as the setting and not be), the file is not valid
+        YAML or not a mapping.
+    """
     import yaml
 
     class UniqueKeyLoader(yaml.SafeLoader):
@@ -120,7 +194,76 @@ def check_unique_keys(path: str) -> None:
 
     UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     with open(path) as f:
-        yaml.load(f, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        try:
+            loaded = yaml.load(f, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        except yaml.MarkedYAMLError as err:
+            mark = err.problem_mark or err.context_mark
+            where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+            what = " ".join(filter(None, (err.context, err.problem)))
+            raise ConfigError(
+                f"{path}: {where}not valid YAML ({what}); expected `option: value` lines"
+            ) from None
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
+    if loaded is None:  # an empty file (or only comments) sets nothing
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(
+            f"{path}: a config file holds `option: value` lines (a YAML mapping), not a {type(loaded).__name__}"
+        )
+    return loaded
+
+
+def close_options(name: str, known: Sequence[str], n: int = 2) -> list[str]:
+    """The ``known`` flags nearest to the unknown option ``name`` (difflib), best first.
+
+    A known option that the unknown one starts with (``--dataset`` for ``dataset_name``) comes first.
+    """
+    flag = "--" + name.lstrip("-").replace("-", "_")
+    candidates = sorted({"--" + option[2:].replace("-", "_") for option in known})
+    prefixes = sorted((o for o in candidates if flag.startswith(o + "_")), key=len, reverse=True)
+    similar = difflib.get_close_matches(flag, candidates, n=n, cutoff=0.75)
+    return list(dict.fromkeys([*prefixes[:1], *similar]))[:n]
+
+
+def typed_options(args: Sequence[str]) -> dict[str, str]:
+    """``{option: value}`` of the ``--option value`` and ``--option=value`` pairs in ``args`` (``-`` read as ``_``)."""
+    typed: dict[str, str] = {}
+    for index, arg in enumerate(args):
+        if not arg.startswith("--"):
+            continue
+        name, equals, value = arg[2:].partition("=")
+        if not equals:
+            following = args[index + 1] if index + 1 < len(args) else ""
+            value = "" if following.startswith("--") else following
+        typed[name.replace("-", "_")] = value
+    return typed
+
+
+def drop_foreign_component_kwargs(
+    base: Mapping[str, Any], override: Mapping[str, Any], source: str | None = None
+) -> dict[str, Any]:
+    """``base`` (a config layer) without the kwargs of a component that ``override`` (a later layer) replaces.
+
+    For each :data:`COMPONENT_KWARGS` pair: when ``override`` sets the component to another value than
+    ``base`` and does not set its kwargs, ``base``'s kwargs for it are dropped (they belong to
+    ``base``'s component; the demo recipe's ``step_scorer_kwargs`` would otherwise reach the PRM).
+    """
+    kept = dict(base)
+    for component, kwargs_key in COMPONENT_KWARGS.items():
+        replaced = component in override and str(override[component]) != str(base.get(component))
+        if replaced and kwargs_key in kept and kwargs_key not in override:
+            logger.info(
+                "%s of %s belong to its %s %r, so they are not used with %s %r",
+                kwargs_key,
+                source or "the config",
+                component,
+                base.get(component),
+                component,
+                override[component],
+            )
+            del kept[kwargs_key]
+    return kept
 
 
 def _check_config_value(action: argparse.Action, value: Any, path: str | None) -> None:
@@ -133,3 +276,104 @@ def _check_config_value(action: argparse.Action, value: Any, path: str | None) -
             raise ConfigError(
                 f"{path or 'config file'}: {action.dest}: {item!r} is not allowed; choose one of {allowed}"
             )
+
+
+def recipe_names() -> dict[str, Path]:
+    """Packaged recipes by short name: the file name without ``.yaml``, ``_`` → ``-`` (``arith-hard``)."""
+    from psgrpo.loading import RECIPES_DIR
+
+    return {path.stem.replace("_", "-"): path for path in sorted(RECIPES_DIR.glob("*.yaml"))}
+
+
+def resolve_config(value: str) -> Path:
+    """The file of ``--config VALUE``: a packaged recipe's for a short name, else ``VALUE`` as a path.
+
+    Raises:
+        ConfigError: no such file (naming the short names, and the one whose file name ``VALUE`` ends in).
+    """
+    names = recipe_names()
+    if value in names:
+        return names[value]
+    path = Path(value).expanduser()
+    if path.is_file():
+        return path
+    same_file = [name for name, recipe in names.items() if recipe.name == path.name]
+    hint = f" (the packaged one is --config {same_file[0]})" if same_file else ""
+    problem = "is a directory" if path.is_dir() else "does not exist"
+    raise ConfigError(
+        f"config file {value} {problem}{hint}; give a YAML file or a packaged recipe name: {', '.join(names)}"
+    )
+
+
+def split_config_args(args: Sequence[str]) -> tuple[list[Path], list[str]]:
+    """``(config files in order, the other arguments)`` of a command line, ``--config NAME`` resolved.
+
+    Raises:
+        ConfigError: ``--config`` without a value, or one that names no file (:func:`resolve_config`).
+    """
+    paths: list[Path] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg != "--config" and not arg.startswith("--config="):
+            rest.append(arg)
+            i += 1
+            continue
+        if "=" in arg:
+            value, i = arg.partition("=")[2], i + 1
+        elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+            value, i = args[i + 1], i + 2
+        else:
+            raise ConfigError(
+                f"--config needs a YAML file or a packaged recipe name: {', '.join(recipe_names())}"
+            )
+        paths.append(resolve_config(value))
+    return paths, rest
+
+
+def config_help(dests: Collection[str], reads_training_recipes: bool = False) -> str:
+    """``--config``'s help: a training recipe layered over the demo for commands with ``--method``; a
+    training recipe read in part for commands with foreign keys (``eval``); else a YAML of the options."""
+    names = ", ".join(recipe_names())
+    if "method" in dests:
+        return (
+            f"YAML recipe: a file, or a packaged recipe by name ({names}) from any directory. It layers over "
+            "the embedded demo recipe (psgrpo/recipes/demo.yaml): the file's values replace the demo's, and "
+            "flags replace both. Repeat --config to layer more files, later over earlier. The '(default: ...)' "
+            "closing each option's help is the value a run with these --config files uses."
+        )
+    if reads_training_recipes:
+        return (
+            f"YAML file of option values, or a training recipe (a file, or a packaged one by name: {names}), "
+            "of which this command reads its own options (task, model); flags override it. Repeat --config to "
+            "layer more files, later over earlier."
+        )
+    return (
+        "YAML file of this command's option values; flags override it. Repeat --config to layer more files."
+    )
+
+
+def layer_config_files(paths: Sequence[Path]) -> tuple[dict[str, Any], dict[str, str]]:
+    """``(values, key → file that set it)`` of config files merged, later over earlier.
+
+    ``env`` mappings merge; a file that sets a component (:data:`COMPONENT_KWARGS`) to another value
+    without its kwargs drops the earlier files' kwargs, which belong to the earlier component.
+    """
+    merged: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for path in paths:
+        values = check_unique_keys(str(path))
+        if not isinstance(values.get("env") or {}, dict):
+            raise ConfigError(f"{path}: env: expected a mapping of environment variables (`NAME: value`)")
+        env = {**(merged.get("env") or {}), **(values.get("env") or {})}
+        for component, kwargs_key in COMPONENT_KWARGS.items():
+            replaced = component in values and str(values[component]) != str(merged.get(component))
+            if replaced and kwargs_key not in values:
+                merged.pop(kwargs_key, None)
+                sources.pop(kwargs_key, None)
+        merged.update(values)
+        if env:
+            merged["env"] = env
+        sources.update(dict.fromkeys(values, str(path)))
+    return merged, sources

@@ -13,12 +13,24 @@ unset ``bf16`` (``None``) as follows:
 - any other accelerator: TRL's default (bf16 unless fp16 is set).
 
 ``--bf16 true`` or ``--bf16 false`` always wins. The fp32 fallback is logged once per process.
+
+transformers refuses bf16 without a GPU unless ``use_cpu`` is set. On a machine with no
+accelerator at all (no CUDA, MPS, XPU …), where the CPU is the only device anyway,
+:func:`resolve_use_cpu` sets ``use_cpu`` for the user when bf16 is on (by this rule or by
+``--bf16 true``), so no config needs ``use_cpu: true`` to run on a CPU. An explicit ``use_cpu: true``
+is kept, and ``--bf16 false`` leaves ``use_cpu`` alone; on a machine with a GPU nothing changes
+(transformers' own checks apply). ``use_cpu: false`` cannot be told from the default, and on a
+machine without an accelerator it could only mean a device there is not.
+
+``PSGRPO_NATIVE_BF16=1`` (or ``0``) replaces the CPU detection by the given answer: for tests that
+imitate another CPU in a subprocess, and for containers whose ``/proc/cpuinfo`` is not the host's.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 import platform
 from pathlib import Path
 
@@ -29,6 +41,9 @@ X86_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 ARM_BF16_FEATURES = ("bf16",)
 """``/proc/cpuinfo`` features of ARM CPUs with native bf16 arithmetic."""
+
+NATIVE_BF16_ENV = "PSGRPO_NATIVE_BF16"
+"""Environment variable that overrides :func:`cpu_has_native_bf16` (``1``/``true`` or ``0``/``false``)."""
 
 
 def cpu_flags(cpuinfo: str | None = None) -> set[str]:
@@ -57,9 +72,24 @@ def _torch_kernels_allow_bf16() -> bool:
     return True
 
 
-@functools.cache
 def cpu_has_native_bf16() -> bool:
-    """True when this CPU computes bf16 natively and PyTorch's kernels may use it (cached)."""
+    """True when this CPU computes bf16 natively and PyTorch's kernels may use it; ``$PSGRPO_NATIVE_BF16``
+    (``1``/``0``), when set, is the answer instead.
+
+    Raises:
+        ValueError: ``$PSGRPO_NATIVE_BF16`` is set to something other than 1/0/true/false.
+    """
+    override = os.environ.get(NATIVE_BF16_ENV, "").strip().lower()
+    if override:
+        if override not in ("1", "0", "true", "false"):
+            raise ValueError(f"${NATIVE_BF16_ENV} must be 1 or 0 (true or false), got {override!r}")
+        return override in ("1", "true")
+    return _detected_native_bf16()
+
+
+@functools.cache
+def _detected_native_bf16() -> bool:
+    """The hardware answer of :func:`cpu_has_native_bf16` (cached: /proc/cpuinfo and oneDNN do not change)."""
     flags = cpu_flags()
     has_flag = any(f in flags for f in X86_BF16_FLAGS + ARM_BF16_FEATURES)
     return has_flag and _torch_kernels_allow_bf16()
@@ -104,3 +134,36 @@ def resolve_bf16(bf16: bool | None, fp16: bool, use_cpu: bool) -> bool | None:
             "/".join(X86_BF16_FLAGS),
         )
     return False
+
+
+def accelerator_available() -> bool:
+    """Whether PyTorch sees any accelerator (CUDA, MPS, XPU, an XLA device …), i.e. the CPU is not the only device."""
+    import torch
+    from transformers.utils import is_torch_xla_available
+
+    if hasattr(torch, "accelerator"):  # torch >= 2.6
+        found = torch.accelerator.is_available()
+    else:
+        found = torch.cuda.is_available() or (
+            hasattr(torch.backends, "mps") and torch.backends.mps.is_available()
+        )
+    return found or is_torch_xla_available()
+
+
+_logged_use_cpu = False
+
+
+def resolve_use_cpu(use_cpu: bool, bf16: bool | None, bf16_full_eval: bool = False) -> bool:
+    """``use_cpu`` to train with: ``True`` where bf16 is on and the CPU is the only device, else the user's.
+
+    transformers refuses bf16 without a GPU unless ``use_cpu`` is set, although the CPU is where the
+    run goes anyway; setting it here lets a config (Python, YAML or flags) that never mentions
+    ``use_cpu`` train in bf16 on a CPU with native bf16. Logged once per process.
+    """
+    global _logged_use_cpu
+    if use_cpu or not (bf16 or bf16_full_eval) or accelerator_available():
+        return use_cpu
+    if not _logged_use_cpu:
+        _logged_use_cpu = True
+        logger.info("bf16 on a machine without GPU: training on the CPU (use_cpu=True set for you).")
+    return True

@@ -26,8 +26,10 @@ Anti-gaming rules, so that spamming never pays more than the clean format:
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -356,13 +358,44 @@ def get_reward_funcs(names: Sequence[str] | str, **correctness_kwargs: Any) -> l
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
     for name in names:
-        REWARD_FUNCS.get(name)  # an unknown name: ValueError listing the registered ones
+        resolve_reward_func(name)  # an unknown name: ValueError listing the registered ones
     repeated = sorted({n for n in names if list(names).count(n) > 1})
     if repeated:
         raise ValueError(f"reward function(s) {repeated} listed more than once")
     return [
         make_correctness_reward(**correctness_kwargs)
         if n == "correctness" and correctness_kwargs
-        else REWARD_FUNCS.get(n)
+        else resolve_reward_func(n)
         for n in names
     ]
+
+
+def resolve_reward_func(name: str) -> RewardFunc:
+    """A registered reward function, or one named by its import path (``my_rewards.accuracy``).
+
+    An import path is read as ``trl grpo`` reads it: the module (searched in the current directory
+    first, then ``sys.path``) and a callable in it. Registered names win over import paths.
+
+    Raises:
+        ValueError: an unknown name, a module that cannot be imported, or no callable of that name in it.
+    """
+    if name in REWARD_FUNCS or "." not in name:
+        return REWARD_FUNCS.get(name)
+    module_path, _, attribute = name.rpartition(".")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as trl grpo: my_rewards.py next to where the command runs
+    try:
+        module = importlib.import_module(module_path)
+    except Exception as err:  # not found, or the module itself fails: both are the user's file to fix
+        raise ValueError(
+            f"reward_funcs={name!r}: cannot import module {module_path!r} ({type(err).__name__}: {err}); an "
+            "import path names a function in a module of the current directory or of sys.path, such as "
+            f"my_rewards.accuracy; registered names: {', '.join(REWARD_FUNCS.names())}"
+        ) from None
+    func = getattr(module, attribute, None)
+    if not callable(func):
+        raise ValueError(
+            f"reward_funcs={name!r}: module {module_path!r} ({getattr(module, '__file__', '?')}) has no function "
+            f"{attribute!r}"
+        )
+    return func

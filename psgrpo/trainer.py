@@ -38,18 +38,26 @@ from psgrpo.ps.signal import StepSignal
 from psgrpo.rewards import get_reward_funcs
 from psgrpo.step_diagnostics import StepDiagnostics
 from psgrpo.techniques.trainer_mixin import TechniquesMixin
+from psgrpo.tiny import resolve_checkpoint
+from psgrpo.tree.sampling import TreeSamplingMixin
+from psgrpo.tree.signal import TreeSignal
 from psgrpo.vps.signal import ConfidenceSignal
 
 
-class ProcessGRPOTrainer(TokenCreditLossMixin, TechniquesMixin, CheckpointMixin, GRPOTrainer):
+class ProcessGRPOTrainer(
+    TokenCreditLossMixin, TechniquesMixin, CheckpointMixin, TreeSamplingMixin, GRPOTrainer
+):
     """GRPO trainer whose per-token advantages come from a registered estimator.
 
     The training techniques (KL schedule, reward normalisation, curriculum, memory bank, flat LR
     warm-up; all off by default) come from :class:`~psgrpo.techniques.trainer_mixin.TechniquesMixin`;
     atomic checkpoints and the exact resume from :class:`~psgrpo.checkpoints.trainer_mixin.CheckpointMixin`;
-    the loss hooks for token advantages from :class:`~psgrpo.loss_hooks.TokenCreditLossMixin`.
+    the loss hooks for token advantages from :class:`~psgrpo.loss_hooks.TokenCreditLossMixin`;
+    ``method='tree'``'s sampling from :class:`~psgrpo.tree.sampling.TreeSamplingMixin`.
 
-    Args are those of ``trl.GRPOTrainer``; ``args`` must be a :class:`ProcessGRPOConfig`.
+    Args are those of ``trl.GRPOTrainer``; ``args`` must be a :class:`ProcessGRPOConfig`. ``model`` may
+    also name a committed tiny checkpoint, ``"embedded:arith"`` or ``"embedded:arith-hard"``
+    (:func:`psgrpo.tiny.resolve_checkpoint`), which trains offline on a CPU.
     ``reward_funcs`` defaults to the built-ins named in ``args.reward_funcs``. ``step_scorer``
     (method ``ps``) overrides ``args.step_scorer`` with a callable
     ``(prompts, steps, **columns) -> list[list[float]]``.
@@ -96,6 +104,8 @@ class ProcessGRPOTrainer(TokenCreditLossMixin, TechniquesMixin, CheckpointMixin,
                 close=args.correctness_close,
                 rel_tol=args.correctness_rel_tol,
             )
+        if isinstance(model, str):  # "embedded:arith" → the committed checkpoint, loaded offline by TRL
+            model = resolve_checkpoint(model)
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
         self.signal = self._build_signal(step_scorer)
         self.diagnostics = (  # --diagnostics: diag/* metrics (psgrpo/step_diagnostics.py)
@@ -132,6 +142,19 @@ class ProcessGRPOTrainer(TokenCreditLossMixin, TechniquesMixin, CheckpointMixin,
                 )
             return ConfidenceSignal(
                 args, self._tokenizer, self.accelerator, self.eos_token_ids, self.temperature, segmenter
+            )
+        if args.method == "tree":
+            if self.tools or self.rollout_func is not None or self.environment_factories is not None:
+                raise ValueError(
+                    "method='tree' samples single-turn completions as one tree per prompt: it cannot be combined "
+                    "with tools, rollout_func or environment_factory (multi-turn rollouts); use method='grpo'"
+                )
+            if self._is_vlm:
+                raise ValueError(
+                    "method='tree' samples text prompts only; vision-language models are not supported yet"
+                )
+            return TreeSignal(
+                args, self.accelerator, lambda: self._last_rewards_per_func, self.reward_weights
             )
         return None
 

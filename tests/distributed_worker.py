@@ -51,7 +51,17 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "segmenter": "newline",
         "vps_probe_chunk_size": 4,
     },
+    # the fixed completions as the leaves of [2, 2] trees; V and σ come from the gathered rewards
+    "tree": {"method": "tree", "tree_branching": [2, 2], "tree_segment_tokens": 16},
 }
+
+GLOBAL_BATCHES = {"tree": 16}
+"""Configs that need another global batch: tree samples each group on one process (two whole groups each)."""
+
+
+def global_batch(name: str) -> int:
+    """The global batch config ``name`` runs with (split evenly over the processes)."""
+    return GLOBAL_BATCHES.get(name, GLOBAL_BATCH)
 
 
 class FixedRolloutTrainer(FixedRollouts, ProcessGRPOTrainer):
@@ -183,7 +193,7 @@ def main(argv: list[str]) -> None:
     out_dir, model_dir = Path(argv[0]), Path(argv[1])
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     for name in CONFIGS:
-        run_config(name, out_dir, model_dir, GLOBAL_BATCH // world_size)
+        run_config(name, out_dir, model_dir, global_batch(name) // world_size)
     probe_symmetry(out_dir, model_dir)
     close_process_group()
 

@@ -23,7 +23,7 @@ EPS = 1e-4
 
 def test_the_methods_estimators_are_registered():
     assert ADVANTAGE_ESTIMATORS.get("outcome") is outcome_token_advantages
-    assert METHOD_ESTIMATORS == {"grpo": "outcome", "ps": "process", "vps": "hybrid"}
+    assert METHOD_ESTIMATORS == {"grpo": "outcome", "ps": "process", "vps": "hybrid", "tree": "tree"}
     assert all(name in ADVANTAGE_ESTIMATORS for name in METHOD_ESTIMATORS.values())
 
 

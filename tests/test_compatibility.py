@@ -66,6 +66,8 @@ METHOD_CONFIG: dict[str, dict[str, Any]] = {
     # log form and a large α: on a random model C_k ~ 1e-6 and ΔC is small; the matrix is about where the
     # credit goes, not how much of it there is
     "vps": {"method": "vps", "vps_min_segment_tokens": 2, "vps_log_form": True, "vps_alpha": 10.0},
+    # the fixed completions as the leaves of a [2, 2] tree; tree sampling itself: tests/tree/
+    "tree": {"method": "tree", "tree_branching": [2, 2], "tree_segment_tokens": 16},
 }
 
 HOOKED_HELPERS = ("get_off_policy_mask", "get_gamma_weights")
@@ -140,10 +142,11 @@ def test_every_cell_is_supported_refused_or_marked_for_a_gpu():
         if option.gpu is None:
             assert statuses <= {"supported", "refused"}, option.name
             assert cell(option, "grpo").status == "supported", "grpo supports every TRL option"
-        else:
-            assert statuses == {"not tested on CPU"}, option.name
+        else:  # a refusal is decided when the config is built, so it holds on a GPU row too
+            assert statuses <= {"not tested on CPU", "refused"}, option.name
     refused = {(o.name, m) for o in TRL_OPTIONS for m in METHODS if cell(o, m).status == "refused"}
-    assert refused == {("`scale_rewards='none'`", "ps"), ("`scale_rewards='none'`", "vps")}
+    vllm = next(o.name for o in TRL_OPTIONS if o.name.startswith("vLLM"))
+    assert refused == {("`scale_rewards='none'`", "ps"), ("`scale_rewards='none'`", "vps"), (vllm, "tree")}
 
 
 def test_docs_page_embeds_the_current_table():

@@ -82,3 +82,104 @@ def test_help_states_the_rule():
 
     help_text = " ".join(ConfigParser((ProcessGRPOConfig,)).format_help().split())
     assert "native bf16" in help_text and "--bf16 true / false forces it" in help_text
+
+
+# ---- bf16 on a machine whose only device is the CPU: no config needs `use_cpu` (issue 27) ----
+
+
+@pytest.fixture()
+def cpu_only(monkeypatch):
+    """No accelerator at all, as on a laptop or a CI runner."""
+    monkeypatch.setattr(precision, "accelerator_available", lambda: False)
+    monkeypatch.setattr(precision, "_logged_use_cpu", False)
+
+
+def test_a_config_without_use_cpu_trains_in_bf16_on_a_cpu_with_native_bf16(
+    tmp_path, native, cpu_only, caplog
+):
+    native(True)
+    with caplog.at_level(logging.INFO, logger="psgrpo.precision"):
+        args = ProcessGRPOConfig(output_dir=str(tmp_path), method="grpo")  # the README's first line
+    assert (args.bf16, args.use_cpu, args.device.type) == (True, True, "cpu")
+    assert "use_cpu=True set for you" in caplog.text
+
+
+@pytest.mark.parametrize("cpu_native", [True, False])
+def test_the_users_explicit_bf16_and_use_cpu_win(tmp_path, native, cpu_only, cpu_native):
+    native(cpu_native)
+    forced = ProcessGRPOConfig(output_dir=str(tmp_path), bf16=True)  # --bf16 true on any CPU: trains there
+    assert (forced.bf16, forced.use_cpu) == (True, True)
+    off = ProcessGRPOConfig(output_dir=str(tmp_path), bf16=False)
+    assert (off.bf16, off.use_cpu) == (False, False)  # nothing to work around: use_cpu left alone
+    kept = ProcessGRPOConfig(output_dir=str(tmp_path), use_cpu=True)
+    assert (kept.bf16, kept.use_cpu) == (cpu_native, True)
+
+
+def test_use_cpu_is_left_alone_where_there_is_an_accelerator(monkeypatch):
+    monkeypatch.setattr(precision, "accelerator_available", lambda: True)
+    # a GPU (or MPS, XPU …): transformers' own bf16 checks apply, the run is not moved to the CPU
+    assert precision.resolve_use_cpu(False, bf16=True) is False
+    monkeypatch.setattr(precision, "accelerator_available", lambda: False)
+    assert precision.resolve_use_cpu(False, bf16=True) is True
+    assert precision.resolve_use_cpu(False, bf16=False, bf16_full_eval=True) is True
+    assert precision.resolve_use_cpu(False, bf16=None) is False  # TRL's default on other accelerators
+
+
+@pytest.mark.parametrize(("value", "expected"), [("1", True), ("true", True), ("0", False), ("False", False)])
+def test_the_environment_variable_replaces_the_detection(monkeypatch, value, expected):
+    monkeypatch.setenv(precision.NATIVE_BF16_ENV, value)
+    assert precision.cpu_has_native_bf16() is expected
+
+
+def test_a_bad_environment_value_is_one_clear_error(monkeypatch):
+    monkeypatch.setenv(precision.NATIVE_BF16_ENV, "yes please")
+    with pytest.raises(ValueError, match=r"\$PSGRPO_NATIVE_BF16 must be 1 or 0 .*'yes please'"):
+        precision.cpu_has_native_bf16()
+
+
+def _train_parser():
+    from trl import ModelConfig
+
+    from psgrpo.data.tasks import TaskConfig
+    from psgrpo.parsing import ConfigParser
+
+    return ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig), prog="psgrpo train")
+
+
+def test_a_yaml_without_use_cpu_parses_on_a_cpu_with_native_bf16(tmp_path, native, cpu_only):
+    from psgrpo.loading import with_default_recipe
+
+    native(True)
+    recipe = tmp_path / "mine.yaml"
+    recipe.write_text(f"method: vps\noutput_dir: {tmp_path / 'out'}\nmax_steps: 3\n")
+    _, args, _ = _train_parser().parse_args_and_config(with_default_recipe(["--config", str(recipe)]))
+    assert (args.method, args.bf16, args.use_cpu) == ("vps", True, True)
+
+
+def test_an_unknown_yaml_key_is_reported_not_a_precision_error(tmp_path, native, monkeypatch):
+    from psgrpo.parsing import ConfigError
+
+    native(True)
+    monkeypatch.setattr(precision, "accelerator_available", lambda: False)
+    # a config that cannot be built (transformers refuses bf16 without use_cpu here) ...
+    monkeypatch.setattr("psgrpo.config.resolve_use_cpu", lambda use_cpu, *args, **kwargs: use_cpu)
+    with pytest.raises(ConfigError, match="doesn't support bf16/gpu"):
+        _train_parser().parse_args_and_config(["--output_dir", str(tmp_path / "out")])
+    # ... still reports a misspelt key first, naming the file
+    recipe = tmp_path / "typo.yaml"
+    recipe.write_text(f"output_dir: {tmp_path / 'out'}\nlearning_rat: 1.0e-5\n")
+    with pytest.raises(ConfigError, match=rf"unknown option\(s\) \['--learning_rat', '1e-05'\] in {recipe}"):
+        _train_parser().parse_args_and_config(["--config", str(recipe)])
+
+
+def test_psgrpo_train_runs_a_step_on_a_cpu_with_native_bf16(tmp_path, native, cpu_only, monkeypatch):
+    """The CLI with the demo recipe (which sets no use_cpu) trains in bf16 on the CPU."""
+    from psgrpo.commands.cli import main
+
+    native(True)
+    monkeypatch.chdir(tmp_path)
+    flags = ["--max_steps", "1", "--per_device_train_batch_size", "8", "--max_completion_length", "32",
+             "--eval_before_after", "false", "--save_strategy", "no", "--report_to", "none"]  # fmt: skip
+    assert main(["train", *flags, "--output_dir", "run"]) == 0
+    report = (tmp_path / "run" / "report.json").read_text()
+    assert '"method": "ps"' in report and (tmp_path / "run" / "model.safetensors").exists()

@@ -433,3 +433,29 @@ def test_a_failed_math_verify_parse_is_not_remembered(monkeypatch):
     assert not math_verify_equal("\\frac{6}{8}", "\\frac{3}{4}")  # the gold's parse "timed out"
     assert math_verify_equal("\\frac{6}{8}", "\\frac{3}{4}")
     assert math_verify_equal("\\frac{6}{8}", "\\frac{3}{4}") and len(calls) == 3  # both parses remembered
+
+
+# ---- reward functions by import path, as `trl grpo` takes them (issue 27) ----
+
+
+def test_reward_funcs_by_import_path(tmp_path, monkeypatch):
+    from psgrpo.rewards import get_reward_funcs, resolve_reward_func
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gsm8k_rewards_b2.py").write_text(
+        "def states_the_answer(completions, answer, **kwargs):\n"
+        "    return [1.0 if f'#### {a}' in c else 0.0 for c, a in zip(completions, answer)]\n"
+    )
+    funcs = get_reward_funcs(["gsm8k_rewards_b2.states_the_answer", "format"])
+    assert [f.__name__ for f in funcs] == ["states_the_answer", "format_reward"]
+    completions = ["Natalia sold 48/2 = 24 clips in May.\n#### 72", "She earned 0.2 x 50 = 10.\n#### 12"]
+    assert funcs[0](completions=completions, answer=["72", "10"]) == [1.0, 0.0]
+    assert resolve_reward_func("correctness") is resolve_reward_func("correctness")  # registered names first
+    with pytest.raises(
+        ValueError, match=r"cannot import module 'no_such_rewards_module' \(ModuleNotFoundError"
+    ):
+        resolve_reward_func("no_such_rewards_module.accuracy")
+    with pytest.raises(ValueError, match="has no function 'accuracy'"):
+        resolve_reward_func("gsm8k_rewards_b2.accuracy")
+    with pytest.raises(ValueError, match="unknown reward function 'formatt'"):
+        resolve_reward_func("formatt")

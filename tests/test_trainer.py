@@ -129,3 +129,22 @@ def test_gradient_checkpointing_changes_no_weight(tmp_path, char_tokenizer, meth
     initial = AutoModelForCausalLM.from_pretrained(model_dir).state_dict()
     assert any(not torch.equal(params_on[n], initial[n]) for n in params_on), "the run must change weights"
     assert [r.get("loss") for r in logs_on] == [r.get("loss") for r in logs_off]
+
+
+def test_an_embedded_name_is_a_model_the_trainer_loads_offline(tmp_path, monkeypatch):
+    """``ProcessGRPOTrainer(model="embedded:arith")``: the committed checkpoint, its tokenizer, no hub call."""
+    from psgrpo.tiny import EMBEDDED_CHECKPOINTS
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    args = ProcessGRPOConfig(**tiny_run_args(tmp_path, method="vps"))
+    rows = make_arith_dataset("train", n=8)
+    for name, directory in EMBEDDED_CHECKPOINTS.items():
+        trainer = ProcessGRPOTrainer(model=f"embedded:{name}", args=args, train_dataset=rows)
+        reference = AutoModelForCausalLM.from_pretrained(directory)
+        ours, theirs = trainer.model.state_dict(), reference.state_dict()
+        assert ours.keys() == theirs.keys()
+        for key in theirs:
+            assert torch.equal(ours[key].float(), theirs[key].float()), key
+        assert trainer.processing_class("Step 1: 4 + 1 = 5")["input_ids"]  # the character tokenizer
+    with pytest.raises(ValueError, match=r"unknown embedded checkpoint 'embedded:qwen'; expected one of"):
+        ProcessGRPOTrainer(model="embedded:qwen", args=args, train_dataset=rows)

@@ -1,7 +1,8 @@
 """Two processes (DDP, gloo on CPU) train exactly like one process with the same global batch.
 
 Groups of 4 generations with a global batch of 12 and 2 processes: rank 0 holds group 0 and
-half of group 1, rank 1 the other half and group 2. Completions are fixed (see
+half of group 1, rank 1 the other half and group 2 (``tree``, which samples each group on one process:
+a global batch of 16, two whole groups per rank). Completions are fixed (see
 ``distributed_worker.FixedRolloutTrainer``), so both runs see the same rollouts; everything else
 (rewards, TRL's group advantages, PS step-score gathering, VPS probes and the zero-variance
 gather, the loss, DDP's gradient averaging) is the real code. For every method the test checks
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from distributed_worker import CONFIGS, GLOBAL_BATCH, run_config
+from distributed_worker import CONFIGS, global_batch, run_config
 from trainer_helpers import save_tiny_model
 from transformers import AutoModelForCausalLM
 
@@ -90,7 +91,7 @@ def test_two_processes_equal_one(name, two_process_run, model_dir, tmp_path):
     ranks = [
         torch.load(two_process_run / name / f"rank{r}.pt", weights_only=False) for r in range(WORLD_SIZE)
     ]
-    reference = run_config(name, tmp_path, model_dir, per_device_batch=GLOBAL_BATCH)
+    reference = run_config(name, tmp_path, model_dir, per_device_batch=global_batch(name))
     assert [r["world_size"] for r in ranks] == [WORLD_SIZE] * WORLD_SIZE and reference["world_size"] == 1
     assert len(reference["estimator_calls"]) == len(reference["batches"]) == 2  # two optimizer steps
 

@@ -3,7 +3,9 @@
 Every subcommand parses its dataclasses with :class:`psgrpo.parsing.ConfigParser` (TRL's parser:
 ``--config FILE.yaml`` sets values, flags override them). A user error (a bad option value, a
 missing file, a malformed dataset row, a missing package) ends with one ``psgrpo: error: …``
-line and exit status 2; ``--debug`` (or ``PSGRPO_DEBUG=1``) shows the Python traceback instead.
+line and exit status 2; ``--traceback`` (or ``PSGRPO_DEBUG=1``) shows the Python traceback instead
+(``--debug`` is TrainingArguments' own option and passes through). Ctrl-C ends with one line and exit
+status 130 (``psgrpo train`` names the newest complete checkpoint and the command that resumes it).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import importlib
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 
 SUBCOMMANDS = {
@@ -40,12 +43,30 @@ SUBCOMMANDS = {
         "psgrpo.commands.compare:compare",
         "train methods × seeds on one budget; held-out curves, plot and table (docs/compare.md)",
     ),
+    "score-steps": (
+        "psgrpo.commands.score_steps:score_steps",
+        "how well a step scorer finds the first wrong step of labelled solutions (docs/scorers.md)",
+    ),
 }
 """``name → ("module:function", help)``; the function takes the remaining argv."""
 
 USER_ERRORS = (ValueError, ImportError, OSError)
 """Exceptions that report a problem with the user's input or environment, shown without a traceback
 (and :class:`psgrpo.guards.NonFiniteError`: a training quantity went NaN or infinite)."""
+
+
+TRACEBACK_FLAG = "--traceback"
+"""psgrpo's own flag (any position) for Python tracebacks; ``--debug`` belongs to TrainingArguments."""
+
+INTERRUPTED_STATUS = 130
+"""Exit status after Ctrl-C (128 + SIGINT), as a shell reports it."""
+
+UNACTIONABLE_WARNINGS = (
+    # TRL's GRPOConfig sets gradient_checkpointing=True by default and TRL's trainer reads
+    # model.is_gradient_checkpointing; transformers 5 renames both (activation_checkpointing).
+    (FutureWarning, r"`(is_)?gradient_checkpointing` is deprecated"),
+)
+"""``(category, message regex)`` of library warnings that a user of psgrpo cannot act on."""
 
 
 def _usage(argv: list[str]) -> int:
@@ -55,7 +76,7 @@ def _usage(argv: list[str]) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="subcommands:\n"
         + "\n".join(f"  {k:10s} {v[1]}" for k, v in SUBCOMMANDS.items())
-        + "\n\n--debug (or PSGRPO_DEBUG=1) shows Python tracebacks of errors.",
+        + f"\n\n{TRACEBACK_FLAG} (or PSGRPO_DEBUG=1) shows Python tracebacks of errors.",
     )
     top.add_argument("subcommand", choices=list(SUBCOMMANDS))
     top.parse_args(argv[:1])  # prints usage / error and exits
@@ -63,7 +84,14 @@ def _usage(argv: list[str]) -> int:
 
 
 def _error_message(err: BaseException) -> str:
-    return str(err).strip() or type(err).__name__
+    """The error as one line: library messages (transformers, the hub) span several lines."""
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def silence_unactionable_warnings() -> None:
+    """Hide :data:`UNACTIONABLE_WARNINGS` for this process (commands only; the Python API keeps them)."""
+    for category, message in UNACTIONABLE_WARNINGS:
+        warnings.filterwarnings("ignore", message=message, category=category)
 
 
 def configure_logging() -> None:
@@ -74,22 +102,29 @@ def configure_logging() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``psgrpo`` console script (and ``python -m psgrpo``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in argv or os.environ.get("PSGRPO_DEBUG", "") not in ("", "0")
-    argv = [a for a in argv if a != "--debug"]
+    debug = TRACEBACK_FLAG in argv or os.environ.get("PSGRPO_DEBUG", "") not in ("", "0")
+    argv = [a for a in argv if a != TRACEBACK_FLAG]
     configure_logging()
+    silence_unactionable_warnings()
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in SUBCOMMANDS:
         return _usage(argv)
     module_name, function_name = SUBCOMMANDS[argv[0]][0].split(":")
     command = getattr(importlib.import_module(module_name), function_name)
     try:
         command(argv[1:])
+    except KeyboardInterrupt as interrupt:
+        if debug:
+            raise
+        # psgrpo train raises psgrpo.preflight.TrainingInterrupted, naming the checkpoint to resume from
+        print(f"psgrpo: {_error_message(interrupt) if str(interrupt) else 'interrupted'}", file=sys.stderr)
+        return INTERRUPTED_STATUS
     except Exception as err:
         from psgrpo.guards import NonFiniteError  # here, so that `psgrpo --help` does not import torch
 
         if debug or not isinstance(err, (*USER_ERRORS, NonFiniteError)):
             raise
         print(f"psgrpo: error: {_error_message(err)}", file=sys.stderr)
-        print("psgrpo: (run with --debug or PSGRPO_DEBUG=1 for the traceback)", file=sys.stderr)
+        print(f"psgrpo: (run with {TRACEBACK_FLAG} or PSGRPO_DEBUG=1 for the traceback)", file=sys.stderr)
         return 2
     from psgrpo.distributed import close_process_group
 

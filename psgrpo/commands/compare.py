@@ -15,7 +15,8 @@ its step-0 evaluation is computed once and reused from ``OUTPUT_DIR/heldout_cach
 - ``curves.csv``: one row per (method, seed, evaluation step), see :mod:`psgrpo.commands.compare_report`;
 - ``compare.png``: held-out accuracy and mean completion length vs step;
 - ``compare.md``: the table per method, where the errors are, length and unneeded steps, and the command line;
-- ``recipe.yaml``: the recipe every run read (the ``--config`` file without compare's own keys).
+- ``recipe.yaml``: the recipe every run read (the ``--config`` file layered over the demo recipe, without
+  compare's own keys).
 
 Without ``--config`` the embedded demo recipe runs with the options in :data:`COMPARE_DEFAULTS`.
 """
@@ -43,6 +44,15 @@ from psgrpo.commands.compare_report import (
     summarize,
     write_curves_csv,
 )
+from psgrpo.commands.compare_settings import (  # noqa: F401  (re-exported: tests and experiments use them)
+    RESULT_NEUTRAL,
+    RUN_SPEC,
+    finished_run,
+    flag_values,
+    recipe_defaults,
+    settings_diff,
+    with_recipe_defaults,
+)
 from psgrpo.commands.compare_tables import error_table, length_table, signal_table, step_table
 from psgrpo.metrics_log import METRICS_FILE, read_metrics
 
@@ -58,7 +68,6 @@ COMPARE_DEFAULTS = [
     "--eval_batch_size", "250",
     "--save_strategy", "no",
 ]  # fmt: skip
-RUN_SPEC = "compare_run.json"
 HELDOUT_CACHE = "heldout_cache"  # step-0 evaluations, shared by the runs (psgrpo.eval.heldout_cache)
 
 
@@ -119,19 +128,21 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
 
     from psgrpo.config import ProcessGRPOConfig
     from psgrpo.data.tasks import TaskConfig
-    from psgrpo.loading import DEFAULT_RECIPE
-    from psgrpo.parsing import ConfigParser
+    from psgrpo.loading import DEFAULT_RECIPE, with_default_recipe
+    from psgrpo.parsing import ConfigParser, split_config_args
 
-    argv = list(argv)
-    if "--config" not in argv:
-        config_path, flags = DEFAULT_RECIPE, [*COMPARE_DEFAULTS, *argv]
-    else:
-        i = argv.index("--config")
-        if i + 1 >= len(argv):
-            raise ValueError("--config needs a YAML file path")
-        config_path, flags = Path(argv[i + 1]), argv[:i] + argv[i + 2 :]
+    paths, flags = split_config_args(list(argv))  # short names resolved
+    if len(paths) > 1:
+        raise ValueError(
+            "psgrpo compare takes one --config (it layers over the demo recipe); merge the files"
+        )
+    config_path = paths[0] if paths else DEFAULT_RECIPE
+    if not paths:
+        flags = [*COMPARE_DEFAULTS, *flags]
     parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig, CompareConfig), prog="psgrpo compare")
-    _, args, _, cfg = parser.parse_args_and_config(["--config", str(config_path), *flags])
+    _, args, _, cfg = parser.parse_args_and_config(
+        with_default_recipe(["--config", str(config_path), *flags])
+    )
     _validate(cfg)
     if cfg.arms and "methods" in flag_values(flags):
         raise ValueError(
@@ -139,7 +150,9 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
         )
     for label, arm_flags in compare_arms(cfg) if cfg.arms else []:
         try:  # a typo in an arm fails now, not when its turn comes hours later
-            parser.parse_args_and_config(["--config", str(config_path), *flags, *arm_flags])
+            parser.parse_args_and_config(
+                with_default_recipe(["--config", str(config_path), *flags, *arm_flags])
+            )
         except (ValueError, SystemExit) as err:
             raise ValueError(
                 f"--arms {label!r}: its flags {shlex.join(arm_flags)!r} are not valid: {err}"
@@ -211,73 +224,6 @@ def _validate(cfg: CompareConfig) -> None:
         raise ValueError(f"--eval_every must be a positive number of steps, got {cfg.eval_every}")
 
 
-def flag_values(flags: Sequence[str]) -> dict[str, list[str]]:
-    """``["--max_steps", "2", "--methods=a", "--seeds", "0", "1"]`` → ``{"max_steps": ["2"], ...}``.
-
-    Names are normalised (``--eval-every`` → ``eval_every``) and a repeated flag keeps its last
-    values, as argparse does, so two command lines that set the same options compare equal.
-    """
-    values: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for token in flags:
-        if token.startswith("--"):
-            name, eq, value = token[2:].partition("=")
-            current = values[name.replace("-", "_")] = [value] if eq else []
-        elif current is None:
-            raise ValueError(f"expected an option (--name) before {token!r} in {list(flags)}")
-        else:
-            current.append(token)
-    return values
-
-
-RESULT_NEUTRAL = frozenset(
-    {"gradient_checkpointing", "report_to", "disable_tqdm", "logging_dir", "save_strategy", "save_steps",
-     "save_total_limit", "output_dir", "heldout_cache_dir"}
-)  # fmt: skip
-"""Settings that change speed, memory or what is written besides the metrics, never the weights or the
-evaluations: gradient checkpointing recomputes the same activations (identical weights:
-tests/test_trainer.py), the others choose loggers, progress bars, checkpoints, where a run
-is written (a compare directory that was moved or copied still holds its runs) and where the
-step-0 evaluation is cached (a hit is the same evaluation, by its key). A finished run
-that differs from the command only in these is reused, with the difference logged."""
-
-
-def settings_diff(
-    previous: dict[str, Any], current: dict[str, Any], ignore: frozenset[str] = frozenset()
-) -> list[str]:
-    """``"section.name: old → new"`` for every setting outside ``ignore`` that differs between two run specs."""
-    changes = []
-    for section in sorted(set(previous) | set(current)):
-        old, new = previous.get(section, {}), current.get(section, {})
-        for name in sorted((set(old) | set(new)) - ignore):
-            if old.get(name) != new.get(name):
-                changes.append(f"{section}.{name}: {old.get(name)} → {new.get(name)}")
-    return changes
-
-
-def _finished_run(run_dir: Path, spec: dict[str, Any]) -> bool:
-    """Return True when ``run_dir`` holds a finished run of this ``spec`` (its ``report.json`` exists).
-
-    Raises:
-        ValueError when a finished run was made with other settings (its results would not compare).
-    """
-    spec_file = run_dir / RUN_SPEC
-    if not (run_dir / "report.json").exists():
-        return False
-    previous = json.loads(spec_file.read_text()) if spec_file.exists() else {}
-    changes = settings_diff(previous, spec, ignore=RESULT_NEUTRAL)
-    if changes:
-        raise ValueError(
-            f"{run_dir} holds a finished run made with other settings ({'; '.join(changes)}); use another "
-            "--output_dir, or delete that run directory to train it again"
-        )
-    if neutral := settings_diff(previous, spec):
-        logger.info(
-            "%s: reused; it differs only in settings that change no result (%s)", run_dir, "; ".join(neutral)
-        )
-    return True
-
-
 def _start_run(run_dir: Path, spec: dict[str, Any]) -> None:
     """Clear what an interrupted run left in ``run_dir`` and write the spec a fresh run trains with."""
     if run_dir.exists():
@@ -295,7 +241,7 @@ def _next_action(run_dir: Path, spec: dict[str, Any], claimed: bool) -> str:
     """
     if not claimed:
         return "busy"
-    return "done" if _finished_run(run_dir, spec) else "train"
+    return "done" if finished_run(run_dir, spec) else "train"
 
 
 def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
@@ -306,13 +252,16 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
     import yaml
 
     from psgrpo.commands.train import train
+    from psgrpo.loading import DEFAULT_RECIPE
+    from psgrpo.parsing import layer_config_files
+    from psgrpo.preflight import TrainingInterrupted
 
     argv = list(argv)
     config_path, flags, args, cfg = parse_compare_args(argv)
     load_pyplot()  # fail before training, not after, when matplotlib is missing
     root = Path(args.output_dir)
     is_main = args.process_index == 0
-    recipe = run_recipe(yaml.safe_load(config_path.read_text()) or {})
+    recipe = run_recipe(layer_config_files([DEFAULT_RECIPE, config_path])[0])  # what the runs train with
     with args.main_process_first(local=False, desc="compare setup"):  # under accelerate launch: main writes
         if is_main:
             root.mkdir(parents=True, exist_ok=True)
@@ -330,7 +279,7 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
         flags_of_run = [*run_flags, *overrides]
         # JSON round trip: the spec compares equal to the one a previous invocation saved.
         spec = json.loads(json.dumps({"recipe": recipe, "flags": flag_values(flags_of_run)}))
-        plan.append((label, seed, run_dir, flags_of_run, spec, _finished_run(run_dir, spec)))
+        plan.append((label, seed, run_dir, flags_of_run, spec, finished_run(run_dir, spec)))
     busy = []  # runs other compare processes were training when this one reached them
     for i, (label, seed, run_dir, flags_of_run, spec, finished) in enumerate(plan, start=1):
         what = f"run {i}/{len(plan)} ({label}, seed {seed})"
@@ -357,7 +306,13 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
                 with args.main_process_first(local=False, desc="compare run setup"):
                     if is_main:
                         _start_run(run_dir, spec)
-                train(["--config", str(root / "recipe.yaml"), *flags_of_run])
+                try:  # on Ctrl-C, say how compare continues (train's own line advises `psgrpo train`)
+                    train(["--config", str(root / "recipe.yaml"), *flags_of_run])
+                except KeyboardInterrupt:
+                    raise TrainingInterrupted(
+                        f"interrupted during {what}; finished runs are kept, and the same command "
+                        f"({shlex.join(['psgrpo', 'compare', *argv])}) trains the unfinished ones again"
+                    ) from None
         finally:
             if claim is not None:
                 claim.close()

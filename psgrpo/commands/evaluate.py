@@ -35,8 +35,44 @@ logger = logging.getLogger("psgrpo")
 
 SUMMARY_JSON, SUMMARY_MD, SAMPLES_JSONL = "summary.json", "summary.md", "samples.jsonl"
 DEFAULT_EVAL_MAX_NEW_TOKENS = 256
-TRAIN_ONLY_TASK_FIELDS = {"train_split", "max_train_examples", "eval_before_after"}
-"""TaskConfig fields that do not affect ``psgrpo eval`` (left out of summary.json's config)."""
+TRAIN_ONLY_TASK_FIELDS = {
+    "train_split",
+    "max_train_examples",
+    "eval_before_after",
+    "heldout_eval_steps",
+    "heldout_eval_on_start",
+    "heldout_cache_dir",
+}
+"""TaskConfig fields that ``psgrpo eval`` does not read: not its options (nor in ``--help``), left out of
+summary.json's config, and dropped from a training recipe given to ``--config``."""
+
+
+def eval_task_config() -> type:
+    """``EvalTaskConfig``: :class:`~psgrpo.data.tasks.TaskConfig` without :data:`TRAIN_ONLY_TASK_FIELDS`,
+    with TaskConfig's checks (``psgrpo eval --help`` lists only the options eval reads)."""
+    import typing
+    from dataclasses import MISSING, asdict, fields, make_dataclass
+
+    from psgrpo.data.tasks import TaskConfig
+
+    hints = typing.get_type_hints(TaskConfig)
+    specs: list[tuple[str, Any, Any]] = []
+    for f in fields(TaskConfig):
+        if f.name in TRAIN_ONLY_TASK_FIELDS:
+            continue
+        default = (
+            {"default": f.default} if f.default is not MISSING else {"default_factory": f.default_factory}
+        )
+        specs.append((f.name, hints[f.name], field(metadata=f.metadata, **default)))
+
+    def __post_init__(self: Any) -> None:
+        TaskConfig(**asdict(self))  # TaskConfig's own checks, on the options eval reads
+
+    return make_dataclass(
+        "EvalTaskConfig",
+        specs,
+        namespace={"__post_init__": __post_init__, "__doc__": eval_task_config.__doc__},
+    )
 
 
 @dataclass
@@ -181,8 +217,9 @@ def _decoding(cfg: EvalConfig) -> str:
 
 
 def training_options() -> set[str]:
-    """The options of ``psgrpo train`` but its task and model: a training recipe given to
-    ``psgrpo eval --config`` keeps those two and drops the rest (output_dir and sampling included)."""
+    """The options of ``psgrpo train`` but the task and model options eval reads: a training recipe given
+    to ``psgrpo eval --config`` keeps those and drops the rest (output_dir, sampling and
+    :data:`TRAIN_ONLY_TASK_FIELDS` included)."""
     from dataclasses import fields
 
     from trl import ModelConfig
@@ -190,8 +227,9 @@ def training_options() -> set[str]:
     from psgrpo.config import ProcessGRPOConfig
     from psgrpo.data.tasks import TaskConfig
 
-    task = {f.name for f in fields(TaskConfig)} | {"model_name_or_path"}
-    return {f.name for config in (ProcessGRPOConfig, ModelConfig) for f in fields(config)} - task
+    task = {f.name for f in fields(TaskConfig)} - TRAIN_ONLY_TASK_FIELDS | {"model_name_or_path"}
+    trainer = {f.name for config in (ProcessGRPOConfig, ModelConfig) for f in fields(config)}
+    return (trainer | TRAIN_ONLY_TASK_FIELDS) - task
 
 
 def run_eval(argv: Sequence[str]) -> dict[str, float]:
@@ -200,11 +238,17 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
     from psgrpo.eval.generation import evaluate_samples
     from psgrpo.loading import checkpoint_path, load_model_and_tokenizer, load_tokenizer
     from psgrpo.parsing import ConfigParser
+    from psgrpo.preflight import check_output_dir
 
     parser = ConfigParser(
-        (TaskConfig, EvalConfig), prog="psgrpo eval", foreign_config_keys=training_options()
+        (eval_task_config(), EvalConfig), prog="psgrpo eval", foreign_config_keys=training_options()
     )
-    task, cfg = parser.parse_args_and_config(list(argv))
+    eval_task, cfg = parser.parse_args_and_config(list(argv))
+    task = TaskConfig(**asdict(eval_task))
+    check_output_dir(cfg.output_dir)
+    if cfg.output_file:
+        check_output_dir(Path(cfg.output_file).parent, option="--output_file's folder")
+    checkpoint_path(cfg.model_name_or_path)  # a checkpoint never written: one line, never a Hub lookup
     dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)
     if cfg.backend == "vllm":
         from psgrpo.eval.vllm_backend import import_vllm

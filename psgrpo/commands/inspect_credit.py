@@ -115,6 +115,8 @@ def signal_label(args: Any) -> str | None:
         return "r̃ (normalised step score)"
     if args.method == "vps":
         return "Δlog C_k" if args.vps_log_form else "ΔC_k"
+    if args.method == "tree":
+        return "ΔV_k / σ (tree value gain)"
     return None
 
 
@@ -130,6 +132,7 @@ METHOD_OPTIONS = {
         "vps_truncated",
         "vps_zero_variance",
     ),
+    "tree": ("tree_branching", "tree_segment_tokens", "tree_outcome_weight", "tree_lambda"),
 }
 """Options shown in the page header (all methods, then the method's own): they shape the credit."""
 
@@ -137,7 +140,7 @@ METHOD_OPTIONS = {
 def run_settings(args: Any) -> dict[str, str]:
     """``option name → value`` of :data:`SHOWN_OPTIONS` and the method's :data:`METHOD_OPTIONS`."""
     values = {name: getattr(args, name) for name in SHOWN_OPTIONS + METHOD_OPTIONS[args.method]}
-    return {name: ", ".join(v) if isinstance(v, list) else str(v) for name, v in values.items()}
+    return {name: ", ".join(map(str, v)) if isinstance(v, list) else str(v) for name, v in values.items()}
 
 
 @torch.no_grad()
@@ -213,6 +216,8 @@ def completion_views(
             _add_steps(view, credit.process, i, token_adv[i])
         elif args.method == "vps":
             _add_confidence(view, credit.process, i, token_adv[i], offsets, args)
+        elif args.method == "tree":
+            _add_tree_segments(view, credit.process, i, token_adv[i], offsets, args.tree_segment_tokens or n)
         views.append(view)
     return views
 
@@ -231,6 +236,37 @@ def _add_steps(view: CompletionView, credit: PsCredit, i: int, token_adv: torch.
     ]
     if normalized is None:
         view.notes.append("step scorer failed on this completion: it gets its outcome advantage A_i only")
+
+
+def _add_tree_segments(
+    view: CompletionView,
+    credit: Any,
+    i: int,
+    token_adv: torch.Tensor,
+    offsets: list[tuple[int, int]],
+    segment_tokens: int,
+) -> None:
+    """Tree: one segment per level (S tokens each, the last runs on), coloured by ΔV_k / σ, V in the tooltip."""
+    values = credit.path_values[i].tolist()
+    gains = credit.segment_advantages[i].tolist()
+    depth, n = len(gains), len(offsets)
+    view.segments = []
+    for k in range(depth):
+        a, b = min(k * segment_tokens, n), n if k == depth - 1 else min((k + 1) * segment_tokens, n)
+        if a == b:
+            break
+        view.segments.append(
+            SegmentView(
+                text=view.text[offsets[a][0] : offsets[b - 1][1]],
+                tokens=(a, b),
+                signal=gains[k],
+                details={
+                    "V(parent)": values[k],
+                    "V(node)": values[k + 1],
+                    "A_t on this segment": float(token_adv[a]),
+                },
+            )
+        )
 
 
 def _add_confidence(

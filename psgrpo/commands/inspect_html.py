@@ -35,6 +35,9 @@ METHOD_LEGENDS = {
     "after boundary b_k (C_0: right after the prompt). Segment k (tokens after b_{k−1} up to b_k) is "
     "coloured by ΔC_k = C_k − C_{k−1}; its tokens get A_i + α·ΔC_k. The segment after the last boundary "
     "(grey text, no colour) gets A_i alone.",
+    "tree": "Tree: the group was sampled as a tree; segment k of a completion is its node at level k, shared by "
+    "the completions below it. V(node) is the mean reward of those completions; segment k is coloured by "
+    "(V(node) − V(parent)) / σ and its tokens get w·A_i + λ times that (docs/tree.md).",
 }
 
 

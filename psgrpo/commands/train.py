@@ -21,21 +21,54 @@ REPORT_KEYS = ("accuracy", "format_rate", "answer_rate", "mean_tokens")
 
 
 def train(argv: Sequence[str]) -> dict[str, Any]:
-    """``psgrpo train``: build config, data, model; evaluate, train, evaluate; return the report."""
-    import torch
-    from trl import ModelConfig, get_peft_config
+    """``psgrpo train``: build config, data, model; evaluate, train, evaluate; return the report.
+
+    Every check that needs no model runs first (options, ``--output_dir``, the model path, the
+    checkpoint to resume, the data); a run that fails before writing anything leaves no output
+    directory; Ctrl-C raises :class:`~psgrpo.preflight.TrainingInterrupted` naming the checkpoint to
+    resume from.
+    """
+    from trl import ModelConfig
 
     from psgrpo.config import ProcessGRPOConfig
-    from psgrpo.data.tasks import TaskConfig, load_task_split
-    from psgrpo.distributed import parameters_sharded
-    from psgrpo.eval.generation import evaluate_model
-    from psgrpo.eval.heldout import HeldOutEvalCallback
-    from psgrpo.loading import load_policy, with_default_recipe
+    from psgrpo.data.tasks import TaskConfig
+    from psgrpo.loading import checkpoint_path, with_default_recipe
     from psgrpo.parsing import ConfigParser
-    from psgrpo.trainer import ProcessGRPOTrainer
+    from psgrpo.preflight import (
+        TrainingInterrupted,
+        check_output_dir,
+        check_resume_target,
+        interrupted_message,
+        output_dir_removed_on_failure,
+    )
 
     parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig), prog="psgrpo train")
     task, args, model_args = parser.parse_args_and_config(with_default_recipe(argv))
+    check_output_dir(args.output_dir)
+    checkpoint_path(model_args.model_name_or_path)  # a missing local checkpoint: before anything loads
+    args.resume_from_checkpoint = check_resume_target(
+        args.resume_from_checkpoint, args.output_dir, args.max_steps
+    )
+    try:
+        with output_dir_removed_on_failure(args.output_dir):
+            return _train(task, args, model_args)
+    except KeyboardInterrupt:
+        raise TrainingInterrupted(interrupted_message(args.output_dir, argv)) from None
+
+
+def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
+    """The run itself, on checked options: data, model, evaluation before, training, evaluation after."""
+    import torch
+    from trl import get_peft_config
+
+    from psgrpo.data.overlap import overlap_warning
+    from psgrpo.data.tasks import load_task_split
+    from psgrpo.distributed import parameters_sharded
+    from psgrpo.eval.generation import evaluate_model
+    from psgrpo.eval.heldout import HeldOutEvalCallback
+    from psgrpo.loading import load_policy
+    from psgrpo.trainer import ProcessGRPOTrainer
+
     torch.manual_seed(args.seed)
     if task.eval_before_after and parameters_sharded(args):
         logger.warning(
@@ -44,9 +77,12 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
             args.output_dir,
         )
         task.eval_before_after = False
-    model, tokenizer = load_policy(model_args, trust_remote_code=args.trust_remote_code)
     train_dataset = load_task_split(task, task.train_split, limit=task.max_train_examples)
     eval_dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)
+    warning = overlap_warning(train_dataset, eval_dataset, task.dataset, task.eval_split)
+    if warning and (task.eval_before_after or task.heldout_eval_steps):
+        logger.warning(warning)
+    model, tokenizer = load_policy(model_args, trust_remote_code=args.trust_remote_code)
     eval_kwargs = {
         "max_new_tokens": task.eval_max_new_tokens or args.max_completion_length,
         "batch_size": task.eval_batch_size,

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from psgrpo.advantages import METHOD_ESTIMATORS
+from psgrpo.tree.options import prime_factors
 
 ProcessScale = Literal["group", "batch"]
 
@@ -41,8 +42,9 @@ ProcessScale = Literal["group", "batch"]
 def has_token_credit(config: Any) -> bool:
     """Whether TRL's loss gets advantages that vary along a completion (B, T), or one per completion (B,).
 
-    False for ``method="grpo"`` (estimator ``outcome``) and for a process term weighted 0
-    (``ps_lambda=0``, ``vps_alpha=0``); a custom ``advantage_estimator`` counts as token credit.
+    False for ``method="grpo"`` (estimator ``outcome``), for a process term weighted 0
+    (``ps_lambda=0``, ``vps_alpha=0``, ``tree_lambda=0``) and for a one-level tree (``tree_branching``
+    [G]: every token of a row gets the same value); a custom ``advantage_estimator`` counts as token credit.
     """
     estimator = config.advantage_estimator or METHOD_ESTIMATORS[config.method]
     if estimator == "outcome":
@@ -51,6 +53,11 @@ def has_token_credit(config: Any) -> bool:
         return config.ps_lambda != 0
     if config.method == "vps" and estimator == METHOD_ESTIMATORS["vps"]:
         return config.vps_alpha != 0
+    if (
+        config.method == "tree" and estimator == METHOD_ESTIMATORS["tree"]
+    ):  # one level: A_t is one value per row
+        branching = config.tree_branching or prime_factors(config.num_generations)  # None: the default tree
+        return config.tree_lambda != 0 and len(branching) > 1
     return True
 
 
@@ -88,7 +95,8 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal(
         options=("scale_rewards", "method"),
         applies=lambda c: (
-            has_token_credit(c)
+            c.method != "tree"  # the tree's ΔV is in reward units, like A_i without a std
+            and has_token_credit(c)
             and c.scale_rewards == "none"
             and c.multi_objective_aggregation == "sum_then_normalize"
             and c.reward_norm_momentum is None
@@ -102,6 +110,28 @@ REFUSALS: tuple[Refusal, ...] = (
         ),
         summary="refused: A_i in reward units has no common scale with the process term; use "
         "`scale_rewards='batch'` or add `reward_norm_momentum`",
+    ),
+    Refusal(
+        options=("use_vllm", "method"),
+        applies=lambda c: c.method == "tree" and bool(getattr(c, "use_vllm", False)),
+        message=lambda c: (
+            "use_vllm=True cannot be combined with method='tree' yet: tree sampling continues each node's prefix "
+            "with the transformers generation path (psgrpo/tree/sampling.py); the vLLM path (prefixes sent as "
+            "prompts) is not written. Drop --use_vllm, or use method='grpo', 'ps' or 'vps' with vLLM."
+        ),
+        summary="tree: refused, tree sampling runs on the transformers generation path only (not yet vLLM)",
+    ),
+    Refusal(
+        options=("use_transformers_continuous_batching", "method"),
+        applies=lambda c: (
+            c.method == "tree" and bool(getattr(c, "use_transformers_continuous_batching", False))
+        ),
+        message=lambda c: (
+            "use_transformers_continuous_batching=True cannot be combined with method='tree' yet: tree sampling limits each "
+            "level's new tokens through TRL's generate() path, which continuous batching does not take. Drop "
+            "--use_transformers_continuous_batching."
+        ),
+        summary="tree: refused, continuous batching is not the generate() path tree sampling drives",
     ),
 )
 

@@ -36,6 +36,7 @@ class TrlOption:
             ``unscorable``, ``generate``, ``peft``); None for a plain run.
         gpu: for an option that cannot run on this CPU-only suite, what it needs and what to expect;
             its cells read "not tested on CPU".
+        tree: how ``tree`` works with it, where that differs from ``token_credit``.
     """
 
     name: str
@@ -44,6 +45,7 @@ class TrlOption:
     token_credit: str = TOKEN_PATH
     setup: str | None = None
     gpu: str | None = None
+    tree: str | None = None
 
 
 GSPO_TOKEN = (
@@ -128,13 +130,20 @@ TRL_OPTIONS: tuple[TrlOption, ...] = (
         "test_train_scale_rewards",
         token_credit="ps: step scores centred per group, divided by the batch's step-score std (as A_i); "
         "vps: ΔC as usual",
+        tree="tree: ΔV divided by the batch's reward std, as A_i",
     ),
-    TrlOption("`scale_rewards='none'`", {"scale_rewards": "none"}, "test_train_scale_rewards"),
+    TrlOption(
+        "`scale_rewards='none'`",
+        {"scale_rewards": "none"},
+        "test_train_scale_rewards",
+        tree="tree: ΔV stays in reward units like A_i, so the two share a scale",
+    ),
     TrlOption(
         "`multi_objective_aggregation='normalize_then_sum'`",
         {"multi_objective_aggregation": "normalize_then_sum"},
         "test_train_normalize_then_sum_aggregation",
         token_credit="A_i is batch-normalised, so ps divides step scores by the batch's step-score std",
+        tree="tree: V from the per-function group-normalised rewards TRL sums, ΔV divided by their batch std",
     ),
     TrlOption(
         "`reward_weights=[1.0, 0.5, 2.0]`",
@@ -147,6 +156,7 @@ TRL_OPTIONS: tuple[TrlOption, ...] = (
         "test_train_multiple_reward_funcs_with_None_output",
         token_credit="A_i = 0 as in TRL; the process term still credits the steps (it does not use the rewards)",
         setup="unscorable",
+        tree="tree: unscorable leaves are left out of every V and their rows get 0, as A_i",
     ),
     TrlOption("`num_iterations=2`", _OFF_POLICY, "test_train_multiple_iterations"),
     TrlOption(
@@ -215,6 +225,7 @@ TRL_OPTIONS: tuple[TrlOption, ...] = (
         },
         "test_train_with_eval, test_train_with_num_generations_eval",
         setup="eval",
+        tree="tree: evaluation samples independently (a one-level tree, A_t = (w + λ)·A_i)",
     ),
     TrlOption("iterable train dataset", {}, "test_train_with_iterable_dataset", setup="iterable"),
     TrlOption(
@@ -222,6 +233,7 @@ TRL_OPTIONS: tuple[TrlOption, ...] = (
         {"generation_kwargs": {"top_k": 5, "repetition_penalty": 1.1}},
         "test_train_with_generation_kwargs",
         setup="generate",
+        tree="tree: the real generation is tree sampling, one TRL generate() per level with these kwargs",
     ),
     TrlOption("LoRA (`peft_config`)", {}, "test_train_peft_config", setup="peft"),
     TrlOption(
@@ -245,13 +257,15 @@ TRL_OPTIONS: tuple[TrlOption, ...] = (
         "test_train_with_tools, test_train_with_environment_factory",
         gpu="needs a tool-calling chat model. Expected: grpo supported; ps/vps run, tool-output tokens "
         "(tool_mask 0) get no gradient, but steps and probe cuts may fall inside tool output (not verified); "
-        "the memory bank refuses them",
+        "the memory bank refuses them; tree refuses them when the trainer is built (its leaves must be one "
+        "sampled tree, not multi-turn rollouts)",
     ),
     TrlOption(
         "vision-language models (images)",
         {},
         "test_train_vlm*",
-        gpu="psgrpo's tasks and signals are text-only. Expected: grpo supported (TRL's path); ps/vps untested",
+        gpu="psgrpo's tasks and signals are text-only. Expected: grpo supported (TRL's path); ps/vps untested; "
+        "tree refuses them when the trainer is built",
     ),
 )
 """Every row of the matrix (docs/compatibility.md)."""
@@ -309,22 +323,28 @@ class Cell:
 
 
 def cell(option: TrlOption, method: str) -> Cell:
-    """What the matrix asserts (and the page says) for ``option`` with ``method``."""
-    if option.gpu is not None:
-        return Cell("not tested on CPU", option.gpu)
+    """What the matrix asserts (and the page says) for ``option`` with ``method``.
+
+    A refusal is decided when the config is built, so it holds (and is tested) even for a GPU row."""
     refusal = refusal_for(option, method)
     if refusal is not None:
         return Cell("refused", refusal.summary)
+    if option.gpu is not None:
+        return Cell("not tested on CPU", option.gpu)
     if method == "grpo":
         return Cell("supported", "TRL's own path (1-D A_i)")
+    if method == "tree" and option.tree is not None:
+        return Cell("supported", option.tree)
     return Cell("supported", option.token_credit)
 
 
 def render_table() -> str:
     """The matrix as a markdown table (embedded in docs/compatibility.md)."""
     lines = [
-        "| # | option | exercised by (TRL test or field) | grpo | ps | vps | how, with token credit (ps, vps); or what to expect |",
-        "|---|---|---|---|---|---|---|",
+        "| # | option | exercised by (TRL test or field) | "
+        + " | ".join(METHODS)
+        + " | how, with token credit (ps, vps, tree); or what to expect |",
+        "|---|---|---|" + "---|" * len(METHODS) + "---|",
     ]
     for number, option in enumerate(TRL_OPTIONS, start=1):
         cells = [cell(option, method) for method in METHODS]

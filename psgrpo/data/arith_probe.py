@@ -6,8 +6,8 @@ at intermediate step ends C is far out of distribution (about 1e-8 on the embedd
 and its changes ΔC carry no information about which step went wrong. Two pieces here:
 
 * :func:`random_wrong_step` makes a copy of a solution with **exactly one** wrong step result
-  (later steps recomputed from it), the ground truth that ``benchmarks/probe_quality.py``
-  ranks ΔC against.
+  (later steps recomputed from it), the ground truth that ``psgrpo diagnose``
+  (:mod:`psgrpo.commands.diagnose`) ranks ΔC against.
 * :func:`probe_sft_rows` turns a share of the warm-start SFT rows into **early-answer** rows: the
   reasoning truncated after step ``k`` (``0 <= k < steps``), the probe's opening, and the answer
   that prefix leads to. The prefix and the opening are the row's *prompt*, so with TRL's

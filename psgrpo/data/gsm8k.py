@@ -43,6 +43,7 @@ from psgrpo.data.validation import (
     short_repr,
     validate_columns,
 )
+from psgrpo.hub import looks_like_local_path, offline_hint
 from psgrpo.numbers import format_number, parse_number
 
 __all__ = [
@@ -86,8 +87,9 @@ class _Origin:
         return f"row {index}" if self.lines is None else f"line {self.lines[index]}"
 
 
-class HubLoadError(RuntimeError):
-    """Loading GSM8K from the Hugging Face Hub failed (offline machine, unknown id, ...)."""
+class HubLoadError(OSError):
+    """Loading GSM8K from the Hugging Face Hub failed (offline machine, unknown id, ...): an environment
+    problem, so ``psgrpo`` shows it as one ``psgrpo: error:`` line (an OSError)."""
 
 
 def extract_gsm8k_gold(solution: str) -> str:
@@ -128,7 +130,7 @@ def solution_steps(solution: str) -> list[str]:
 
 def _looks_like_path(source: str) -> bool:
     """True when ``source`` is plainly meant as a local path rather than a hub id."""
-    return source.endswith(LOCAL_SUFFIXES) or source.startswith(("/", ".", "~"))
+    return source.endswith(LOCAL_SUFFIXES) or looks_like_local_path(source)
 
 
 def _resolve_local(source: str, split: str) -> Path | None:
@@ -231,7 +233,7 @@ def _load_hub(source: str, split: str) -> tuple[datasets.Dataset, _Origin]:
             f"{GSM8K_HUB_CONFIG!r}, split {split!r}): hub access failed with {type(err).__name__}: "
             f"{err}. {source!r} is not an existing local file or directory either. Pass a local "
             f"path instead: a JSONL file with 'question' and 'answer' fields (gold after "
-            f"'{GOLD_MARKER}'), or a directory holding {split}.jsonl."
+            f"'{GOLD_MARKER}'), or a directory holding {split}.jsonl; {offline_hint()}."
         ) from err
     return loaded, _Origin(f"{source} (split {split!r})")
 

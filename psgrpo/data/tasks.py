@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from datasets import Dataset
 
 from psgrpo.data.arith import ARITH_VARIANTS, make_arith_dataset
-from psgrpo.data.gsm8k import GSM8K_HUB_ID, load_gsm8k
+from psgrpo.data.gsm8k import GSM8K_HUB_ID, HubLoadError, load_gsm8k
 from psgrpo.data.prompts import resolve_template
 from psgrpo.data.validation import validate_columns, validate_gold_answers
 from psgrpo.options import ArithVariant, check_choice, check_number
@@ -58,7 +59,7 @@ class TaskConfig:
         },
     )
     eval_batch_size: int = field(
-        default=64, metadata={"help": "Generation batch size for evaluation (default 64)."}
+        default=64, metadata={"help": "Generation batch size of the held-out evaluation."}
     )
     eval_max_new_tokens: int | None = field(
         default=None,
@@ -128,15 +129,42 @@ def load_task_split(task: TaskConfig, split: str, limit: int | None = None) -> D
         )
     else:
         source = GSM8K_HUB_ID if task.dataset == "gsm8k" else task.dataset
-        dataset = load_gsm8k(
-            source,
-            split=split,
-            template=template,
-            chat=task.chat,
-            system_prompt=task.system_prompt,
-            limit=limit,
-        )
+        try:
+            dataset = load_gsm8k(
+                source,
+                split=split,
+                template=template,
+                chat=task.chat,
+                system_prompt=task.system_prompt,
+                limit=limit,
+            )
+        except HubLoadError as err:  # name the option the user typed
+            raise HubLoadError(f"--dataset {task.dataset}: {err}") from err
     name = f"{task.dataset} {split}"
     validate_columns(dataset, ["prompt", "answer"], name=name)
     validate_gold_answers(dataset, "answer", name=name)
     return dataset
+
+
+def load_task(name: str = "arith", split: str = "train", limit: int | None = None, **options: Any) -> Dataset:
+    """A task's split as a validated dataset for ``ProcessGRPOTrainer(train_dataset=...)``; offline for arith.
+
+    Args:
+        name: ``"arith"`` (the embedded synthetic task), ``"arith-long"``, ``"arith-distractor"``,
+            ``"arith-hard"``, ``"gsm8k"`` (the hub's openai/gsm8k) or a local GSM8K-style JSONL file /
+            directory of ``{split}.jsonl`` (``question``, ``answer`` with the gold after ``####``).
+        split: ``"train"`` or ``"test"`` (arith also ``"validation"``).
+        limit: the first N rows (default: all; arith makes 4,000 train and 200 test rows).
+        **options: further :class:`TaskConfig` fields: ``prompt_template``, ``chat``, ``system_prompt``.
+
+    Returns:
+        Rows with ``prompt`` and ``answer`` (the gold number as text), and ``solution`` (the gold worked
+        solution), ``question`` and ``difficulty``; every gold answer parses as a number.
+
+    Raises:
+        ValueError: an unknown arith variant, split or option, naming it.
+    """
+    unknown = sorted(set(options) - {f.name for f in fields(TaskConfig)})
+    if unknown:
+        raise ValueError(f"load_task: unknown option(s) {unknown}; TaskConfig's fields are accepted")
+    return load_task_split(TaskConfig(dataset=name, **options), split, limit=limit)

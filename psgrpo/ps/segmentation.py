@@ -94,6 +94,9 @@ def split_at_markers(text: str, pattern: re.Pattern[str]) -> list[Span]:
 def make_marker_segmenter(pattern: str | re.Pattern[str] = DEFAULT_MARKER) -> TextSegmenter:
     """Steps start at each match of a regex (default ``Step N:``); use inline flags such as ``(?m)``.
 
+    Args:
+        pattern: the regex a step starts at (Python ``re`` syntax), e.g. ``(?m)^[0-9]+[.]`` for numbered lines.
+
     Raises:
         ValueError: ``pattern`` does not compile (the message names it).
     """

@@ -14,7 +14,8 @@ and memory-bank metrics).
   (an epoch boundary: the curriculum sampler's next epoch);
 * ps, killed right after checkpoint-4 (an epoch boundary: TRL's shuffled sampler's next epoch);
 * vps with the techniques and ``steps_per_generation=2``, killed right after checkpoint-3, in the
-  middle of a generation cycle (step 4 trains on the completions generated at step 3).
+  middle of a generation cycle (step 4 trains on the completions generated at step 3);
+* tree ([2, 2], real tree sampling) with ``steps_per_generation=2``, killed the same way.
 """
 
 from __future__ import annotations
@@ -68,6 +69,19 @@ CASES = {
     "ps-killed-after-save": ({"method": "ps"}, "after_save", 4, 4),
     "vps-techniques-mid-generation-cycle": (
         {"method": "vps", **TECHNIQUES, "steps_per_generation": 2, "save_steps": 3},
+        "after_save",
+        3,
+        3,
+    ),
+    # real tree sampling (two generate() calls per batch, on the global RNG), killed mid generation cycle
+    "tree-mid-generation-cycle": (
+        {
+            "method": "tree",
+            "tree_branching": [2, 2],
+            "tree_segment_tokens": 16,
+            "steps_per_generation": 2,
+            "save_steps": 3,
+        },
         "after_save",
         3,
         3,

@@ -41,7 +41,7 @@ def test_demo_recipe_parses_with_cli_override():
     )
     assert task.dataset == "arith"
     assert args.learning_rate == 1e-5  # the flag overrides the YAML
-    assert args.num_generations == 8 and args.use_cpu
+    assert args.num_generations == 8  # no use_cpu in the recipe: psgrpo.precision sets it where bf16 needs it
     assert model_args.model_name_or_path is None  # → embedded checkpoint
 
 
@@ -276,7 +276,7 @@ def test_eval_vllm_backend_without_vllm(monkeypatch):
 
 
 # --------------------------------------------------------------------------------------------
-# user errors read as errors: one line, exit status 2, no traceback (unless --debug)
+# user errors read as errors: one line, exit status 2, no traceback (unless --traceback)
 
 
 @pytest.mark.parametrize(
@@ -286,11 +286,11 @@ def test_eval_vllm_backend_without_vllm(monkeypatch):
         (["train", "--vps_alpha", "nan"], "vps_alpha=nan is not a finite number"),
         (
             ["train", "--model_name_or_path", "/nonexistent/model"],
-            "model path /nonexistent/model does not exist",
+            "--model_name_or_path /nonexistent/model: no such checkpoint directory",
         ),
         (
             ["eval", "--model_name_or_path", "./no/such/checkpoint"],
-            "model path ./no/such/checkpoint does not exist",
+            "--model_name_or_path ./no/such/checkpoint: no such checkpoint directory",
         ),
         (
             ["train", "--config", "/nonexistent/recipe.yaml"],
@@ -315,10 +315,67 @@ def test_bad_jsonl_is_one_line_naming_the_row(tmp_path, monkeypatch, capsys):
     assert "Traceback" not in err and "psgrpo: error:" in err and "line 2" in err
 
 
-def test_debug_flag_shows_the_exception(monkeypatch):
+def test_traceback_flag_shows_the_exception(monkeypatch):
     monkeypatch.setenv("PSGRPO_DEBUG", "0")
     with pytest.raises(ValueError, match="vps_alpha=nan"):
-        main(["train", "--debug", "--vps_alpha", "nan"])
+        main(["train", "--traceback", "--vps_alpha", "nan"])
+
+
+def test_debug_is_left_to_training_arguments(monkeypatch):
+    # psgrpo's own switch is --traceback: TrainingArguments' --debug reaches the parser untouched
+    import psgrpo.commands.train as train_module
+
+    seen = []
+    monkeypatch.setattr(train_module, "train", seen.append)
+    assert main(["train", "--debug", "underflow_overflow", "--max_steps", "2"]) == 0
+    assert seen == [["--debug", "underflow_overflow", "--max_steps", "2"]]
+    _, args, _ = _parse(["--config", str(DEFAULT_RECIPE), "--debug", "underflow_overflow"])
+    assert [option.value for option in args.debug] == ["underflow_overflow"]
+
+
+def test_eval_help_lists_only_what_eval_reads(capsys):
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    help_text = capsys.readouterr().out
+    for training_only in (
+        "--heldout_eval_steps",
+        "--eval_before_after",
+        "--max_train_examples",
+        "--train_split",
+    ):
+        assert training_only not in help_text
+    assert "--eval_batch_size" in help_text and "--max_eval_examples" in help_text
+
+
+@pytest.mark.parametrize(
+    ("command", "default"), [(["eval"], 64), (["train"], 100)]
+)  # train: the demo recipe's
+def test_eval_batch_size_help_shows_the_real_default(command, default, capsys):
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    entry = help_text[help_text.index("--eval_batch_size EVAL_BATCH_SIZE,") :]
+    entry = entry[: entry.index("--eval_max_new_tokens")]
+    assert f"(default: {default})" in entry and "default 64" not in entry
+
+
+def test_warnings_a_user_cannot_act_on_are_silenced(tmp_path):
+    import warnings
+
+    from psgrpo.commands.cli import silence_unactionable_warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        silence_unactionable_warnings()
+        ProcessGRPOConfig(output_dir=str(tmp_path), use_cpu=True)  # TRL's gradient_checkpointing default
+    assert not [w for w in caught if "gradient_checkpointing" in str(w.message)]
+
+
+def test_near_miss_flag_gets_a_suggestion(monkeypatch, capsys):
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+    assert main(["train", "--dataset_name", "gsm8k"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown option(s) ['--dataset_name', 'gsm8k']" in err and "did you mean --dataset?" in err
 
 
 def test_a_non_finite_training_value_is_a_one_line_error(monkeypatch, capsys):

@@ -16,11 +16,14 @@ from psgrpo.commands.compare import (
     CompareConfig,
     compare,
     compare_arms,
+    finished_run,
     flag_values,
     parse_compare_args,
+    recipe_defaults,
     run_recipe,
     settings_diff,
     strip_compare_flags,
+    with_recipe_defaults,
 )
 from psgrpo.loading import DEFAULT_RECIPE, RECIPES_DIR
 
@@ -330,3 +333,54 @@ def test_every_run_busy_is_a_clear_error(tmp_path, hold_run_lock):
         hold_run_lock(out / "runs" / run)
     with pytest.raises(ValueError, match="other processes were training every run; run compare with"):
         compare([*TINY, "--output_dir", str(out)])
+
+
+def test_a_short_name_or_a_short_yaml_layers_over_the_demo_as_in_train(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no configs/ here
+    recipe, flags, args, _ = parse_compare_args(["--config", "arith-hard", "--seeds", "0"])
+    assert recipe == RECIPES_DIR / "arith_hard.yaml" and flags == ["--seeds", "0"]
+    assert (args.output_dir, args.step_scorer) == ("outputs/arith-hard", "arithmetic")
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("methods: [grpo, vps]\nmax_steps: 6\noutput_dir: cmp\n")
+    _, _, args, cfg = parse_compare_args(["--config", str(mine)])
+    assert (cfg.methods, args.max_steps, args.learning_rate, args.num_generations) == (
+        ["grpo", "vps"],
+        6,
+        3e-5,
+        8,
+    )
+    with pytest.raises(ValueError, match="psgrpo compare takes one --config"):
+        parse_compare_args(["--config", "demo", "--config", str(mine)])
+
+
+def test_ctrl_c_during_a_run_says_the_same_compare_continues(tmp_path, monkeypatch, capsys):
+    import psgrpo.commands.train as train_module
+
+    def interrupted(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+    monkeypatch.setattr(train_module, "train", interrupted)
+    out = tmp_path / "cmp"
+    assert main(["compare", *TINY, "--output_dir", str(out)]) == 130
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("psgrpo: interrupted")]
+    assert len(lines) == 1 and "interrupted during run 1/" in lines[0]
+    assert "finished runs are kept" in lines[0] and f"psgrpo compare {' '.join(TINY[:2])}" in lines[0]
+
+
+def test_a_recipe_that_spells_out_a_default_matches_a_finished_run_that_left_it_out(tmp_path):
+    """A recipe key set on one side only compares as its field default: ``step_scorer: arithmetic`` (the
+    default) reuses a run whose recipe never named a scorer; ``step_scorer: reference`` does not."""
+    assert recipe_defaults()["step_scorer"] == "arithmetic"
+    old = {"recipe": {"method": "grpo", "learning_rate": 3e-5}, "flags": {"seed": ["0"]}}
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "compare_run.json").write_text(json.dumps(old))
+    (run / "report.json").write_text("{}")
+    same = {"recipe": {**old["recipe"], "step_scorer": "arithmetic"}, "flags": old["flags"]}
+    assert finished_run(run, same)
+    filled = with_recipe_defaults(old, same, recipe_defaults())
+    assert filled["recipe"]["step_scorer"] == "arithmetic" and "step_scorer" not in old["recipe"]
+    other = {"recipe": {**old["recipe"], "step_scorer": "reference"}, "flags": old["flags"]}
+    with pytest.raises(ValueError, match="recipe.step_scorer: arithmetic → reference"):
+        finished_run(run, other)

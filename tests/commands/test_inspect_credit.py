@@ -82,6 +82,26 @@ def test_ps_page_shows_step_scores_and_their_credit(tmp_path):
     assert doc.count('<article class="card"') == 8 and "r̃ (normalised step score)" in doc
 
 
+def test_tree_page_shows_each_level_and_its_value_gain(tmp_path):
+    """Default tree for G = 4: [2, 2], 112 // 2 = 56-token segments; siblings share their root's segment."""
+    page, doc = _run(tmp_path, "tree")
+    _check_groups(page)
+    for prompt in page.prompts:
+        cards = prompt.completions
+        assert cards[0].segments[0].text == cards[1].segments[0].text  # one root, two leaves
+        assert cards[2].segments[0].text == cards[3].segments[0].text
+        for c in cards:
+            assert 1 <= len(c.segments) <= 2 and c.segments[0].tokens[1] <= 56
+            for seg in c.segments:  # w = 0, λ = 1: each token gets its segment's (V(node) − V(parent)) / σ
+                assert _token_advantages(c, seg) == pytest.approx(
+                    [seg.signal] * len(_token_advantages(c, seg))
+                )
+            root, leaf = c.segments[0].details, c.segments[-1].details
+            assert root["V(parent)"] == pytest.approx(sum(x.reward for x in cards) / 4, abs=1e-4)
+            assert leaf["V(node)"] == pytest.approx(c.reward, abs=1e-4)
+    assert doc.count('<article class="card"') == 8 and "ΔV_k / σ (tree value gain)" in doc
+
+
 def test_cli_inspect_grpo_writes_the_default_file(tmp_path):
     argv = ["inspect", *TINY, "--method", "grpo", "--first_prompt", "3", "--output_dir", str(tmp_path)]
     assert main(argv) == 0

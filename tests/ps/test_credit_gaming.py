@@ -14,7 +14,6 @@ from psgrpo.ps.credit_gaming import (
     completion,
     credit_table,
     gamed_variants,
-    markdown_tables,
     prm_all_ones,
     prm_gullible,
     token_credit,
@@ -90,7 +89,6 @@ def test_the_suite_catches_the_gaming_that_other_modes_pay_for(char_tokenizer):
     assert relative["prm_gullible", "reward_to_go", "pad: 6 unrelated true steps"] > 0.3
     assert relative["prm_gullible", "pure_min", "merge: all steps into one"] > 0.05
     assert relative["arithmetic", "reward_to_go", "pad: 2 unrelated true steps"] < 0  # necessity closes it
-    assert "| pad: 2 unrelated true steps |" in markdown_tables(rows)
 
 
 def test_token_credit_is_the_trainer_path(char_tokenizer):

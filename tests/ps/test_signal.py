@@ -72,7 +72,7 @@ def test_scorer_counts_come_from_the_verifier_only():
         (build_step_scorer("arithmetic"), "step"),
         (build_step_scorer(ArithmeticVerifier()), "step"),  # a verifier instance passed as a callable
         (build_step_scorer(lambda prompts, steps, **kw: []), "min"),
-        (STEP_SCORERS.get("reference"), "step"),  # a class, as benchmarks/ps_sweep.py passes it
+        (STEP_SCORERS.get("reference"), "step"),  # a class, as experiments/ps_sweep.py passes it
         (STEP_SCORERS.get("prm"), "min"),
     ],
 )

@@ -27,3 +27,12 @@ def test_unknown_embedded_name_lists_the_known_ones():
 def test_every_named_checkpoint_is_committed(name):
     folder = EMBEDDED_CHECKPOINTS[name]
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in folder.iterdir()}
+
+
+def test_load_model_and_tokenizer_takes_embedded_names(monkeypatch):
+    from psgrpo.loading import load_model_and_tokenizer
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    model, tokenizer = load_model_and_tokenizer("embedded:arith-hard")
+    assert model.name_or_path == str(EMBEDDED_CHECKPOINTS["arith-hard"])
+    assert tokenizer.decode(tokenizer("Step 1: 8 * 2 = 16")["input_ids"]) == "Step 1: 8 * 2 = 16"

@@ -12,7 +12,8 @@ parser, never ``eval``) and scores the step (DeepSeekMath-style process reward, 
 * **correct**: the fraction of the step's equations that hold; a step without equations gets the
   neutral score instead.
 * **necessary**: the step's result lies on the dependency path to the final answer, and the step
-  is not a no-op (``12 + 0 = 12``, ``12 * 1 = 12``): :mod:`psgrpo.ps.scorers.dependencies`. Without
+  is not a no-op (``12 + 0 = 12``, ``12 * 1 = 12`` padding a computed 12; ``3 customers × 1 DVD
+  each = 3 DVDs`` that the solution then uses is work): :mod:`psgrpo.ps.scorers.dependencies`. Without
   a final answer no step is necessary. On GSM8K's test gold solutions 94.5 % of the steps with
   equations are necessary (docs/robustness.md).
 
@@ -37,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from psgrpo.ps.scorers.dependencies import answer_value, dependency_path, noop_steps
+from psgrpo.ps.scorers.dependencies import answer_value, dependency_path, links, noop_steps
 from psgrpo.ps.scorers.equations import Equation, StepEquations, extract_equations, extract_step
 from psgrpo.ps.scorers.expressions import evaluate_text, written_numbers
 from psgrpo.rewards import extract_answer
@@ -62,6 +63,8 @@ class StepScore:
 
     ``noop``: the step states equations and every one is a no-op. ``unparsed``: runs of arithmetic
     in the step the verifier gave up on (beyond its budget), see the module docstring.
+    ``depends_on``: the earlier steps (indices) whose results this step uses
+    (:class:`~psgrpo.ps.scorers.dependencies.Links`).
     """
 
     correct: float | None
@@ -69,6 +72,7 @@ class StepScore:
     equations: list[Equation] = field(default_factory=list)
     noop: bool = False
     unparsed: int = 0
+    depends_on: tuple[int, ...] = ()
 
     def score(
         self, correct_weight: float = 0.6, necessary_weight: float = 0.4, neutral_score: float = 0.5
@@ -87,13 +91,16 @@ def score_steps(steps: Sequence[str], final_answer: str | None, rel_tol: float =
     """
     found = [extract_step(step, rel_tol) for step in steps]
     path = dependency_path(found, answer_value(final_answer))
+    found_links = links(found)
     scores: list[StepScore] = []
     for j, (step, noop) in enumerate(zip(found, noop_steps(found), strict=True)):
         if not step.equations:
             scores.append(StepScore(None, False, [], unparsed=step.unparsed))
             continue
         correct = sum(eq.holds for eq in step.equations) / len(step.equations)
-        scores.append(StepScore(correct, j in path and not noop, step.equations, noop, step.unparsed))
+        necessary = j in path and not noop
+        depends_on = tuple(sorted(found_links.depends_on[j]))
+        scores.append(StepScore(correct, necessary, step.equations, noop, step.unparsed, depends_on))
     return scores
 
 

@@ -5,9 +5,14 @@ result right after ``>>`` belongs to the annotation, so ``48/2 = <<48/2=24>>24``
 and from plain text: ``a op b = c`` and chains ``a = b = c``, in any expression
 :mod:`psgrpo.ps.scorers.expressions` parses (an equation with ``%`` holds if it holds with
 percentages as hundredths or as written). A right side that writes decimals may round:
-``10/3 = 3.33`` holds. Text next to a variable or an operator word (``2x + 3 = 9``,
-``X*25% = 19.50``, ``15 pages x 1/3 = 5``) is only part of an expression and is skipped, and so is
-anything else that does not parse: it is not an equation. Division by zero makes an equation fail.
+``10/3 = 3.33`` holds. Words between the numbers are read first (:mod:`psgrpo.ps.scorers.words`:
+units ``22 pens + 10 pens = 32 pens``, rates ``50 km/hr * 3``, ``20% of 80``, ``half of 30 is 15``,
+``7 times 2 equals 14``); prose without an operator and ``=`` is never an equation. Text next to a
+variable or an operator word (``2x + 3 = 9``, ``X*25% = 19.50``, ``two-thirds of 24 * 2``) is only
+part of an expression and is skipped, and so is anything else that does not parse: it is not an
+equation. Division by zero makes an equation fail. On GSM8K's gold lines with their annotations
+removed this reads 98.6 % of the annotated equations at 99.95 % precision (test split;
+``benchmarks/scorers/bench_equation_reading.py``, docs/scorers.md).
 
 :func:`extract_step` never raises: a run of arithmetic beyond the limits of
 :mod:`psgrpo.ps.scorers.expressions`, or past the step's work budget, yields no equation and is
@@ -38,6 +43,7 @@ from psgrpo.ps.scorers.expressions import (
     tokenize,
     written_numbers,
 )
+from psgrpo.ps.scorers.words import read_words
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,7 @@ class Equation:
     ``passes_through``: ``None``, unless the left side passes an operand equal to the right side
     through unchanged (``12 + 0``, ``12 * 1``, see :func:`pass_through`); then the left side's other
     numbers, which make it a no-op unless one of them was computed by an earlier step.
+    ``lhs_tree``: the parsed left side (for :func:`~psgrpo.ps.scorers.expressions.partial_values`).
     """
 
     lhs_text: str
@@ -55,6 +62,7 @@ class Equation:
     rhs_value: Fraction | None
     holds: bool
     passes_through: tuple[Fraction, ...] | None = None
+    lhs_tree: Expr | None = field(default=None, compare=False, repr=False)
 
 
 # --------------------------------------------------------------------------- equality
@@ -119,7 +127,7 @@ def _judge(
     rounding = Fraction(0) if has_operator(rhs.tree) else rounding_tolerance(rhs_text, percent)
     holds = values_match(lhs_value, rhs_value, rounding, rel_tol)
     return Equation(
-        lhs_text, rhs_text, lhs_value, rhs_value, holds, pass_through(lhs.tree, rhs_value, percent)
+        lhs_text, rhs_text, lhs_value, rhs_value, holds, pass_through(lhs.tree, rhs_value, percent), lhs.tree
     )
 
 
@@ -188,8 +196,21 @@ def _longest_prefix(tokens: Sequence[Token], budget: Budget) -> _Side | None:
     return None
 
 
-_WORDS_BEFORE_OPERAND = {"x", "X", "times", "of", "plus", "minus"}  # 15 pages x 1/3 = 5: not 1/3 = 5
+_WORDS_BEFORE_OPERAND = {"x", "X", "times", "plus", "minus"}  # 15 pages x 1/3 = 5: not 1/3 = 5
+_PART_WORD_RE = re.compile(
+    r"(?i)(half|halves|thirds?|quarters?|[a-z]+ths?|percent|dozens?|twice|double|triple)"
+)
 _WORDS_AFTER_OPERAND = {"x", "X", "plus", "minus"}  # not "times": "= 29 times."
+
+
+def _operator_word(tokens: Sequence[Token], i: int) -> bool:
+    """Whether the word ``tokens[i]`` makes the number after it an operand: ``x``, ``times`` ..., or
+    ``of`` after a number or a part (``two-thirds of 24``; ``a total of 9 + 6`` is prose)."""
+    if tokens[i].text in _WORDS_BEFORE_OPERAND:
+        return True
+    if tokens[i].text != "of" or i == 0:
+        return False
+    return tokens[i - 1].kind == "num" or bool(_PART_WORD_RE.fullmatch(tokens[i - 1].text))
 
 
 def _is_open(text: str, tokens: Sequence[Token], start: int, end: int) -> tuple[bool, bool]:
@@ -197,7 +218,8 @@ def _is_open(text: str, tokens: Sequence[Token], start: int, end: int) -> tuple[
     its first (last) group is only part of an expression: ``2x + 3 = 9``, ``15 pages x 1/3 = 5``, ``= 8x``.
 
     Left: the run starts with a binary operator (``+ * /``, or ``-`` followed by a space), follows
-    ``^`` or an operator word (``x``, ``times``, ``of`` ...). Right: it ends with an operator, a lone
+    ``^`` or an operator word (``x``, ``times``, ``of`` ...), or starts with a rate's 1 (``24 eggs
+    in 1 tray x 2 trays = 48``: not 1 × 2 = 48). Right: it ends with an operator, a lone
     letter or ``^`` is glued to its end, or an operator word follows.
     """
     first, last = tokens[start], tokens[end - 1]
@@ -206,8 +228,9 @@ def _is_open(text: str, tokens: Sequence[Token], start: int, end: int) -> tuple[
     starts_binary = first.kind == "op" and (
         OP_CANONICAL[first.text] in {"+", "*", "/"} or text[first.end : first.end + 1].isspace()
     )
-    word_before = before is not None and before.kind == "word" and before.text in _WORDS_BEFORE_OPERAND
-    left_open = starts_binary or word_before or text[max(0, first.start - 1) : first.start] == "^"
+    word_before = before is not None and before.kind == "word" and _operator_word(tokens, start - 1)
+    rate_one = first.text == "1" and before is not None and before.text in {"in", "per", "each", "every"}
+    left_open = starts_binary or word_before or rate_one or text[max(0, first.start - 1) : first.start] == "^"
     glued = text[last.end : last.end + 2]
     lone_letter = bool(re.match(r"[A-Za-z](?![A-Za-z])", glued))
     word_after = after is not None and after.kind == "word" and after.text in _WORDS_AFTER_OPERAND
@@ -300,7 +323,7 @@ def extract_step(text: str, rel_tol: float = 1e-6) -> StepEquations:
         results += [(match.end(), eq.rhs_value) for eq in found if eq.rhs_value is not None]
     prose = _ANNOTATION_RE.sub(lambda m: _PLACEHOLDER.ljust(len(m.group())), text)
     final_sides: set[int] = set()  # token starts of each chain's final result
-    tokens = tokenize(prose)
+    tokens = read_words(tokenize(prose), prose)
     for start, end in _math_runs(tokens):
         try:
             chains = _chains(prose, tokens, start, end, budget)
@@ -315,7 +338,9 @@ def extract_step(text: str, rel_tol: float = 1e-6) -> StepEquations:
         final_sides |= {token.start for chain in chains for token in chain[-1].tokens}
     for token in tokens:
         if token.kind == "num" and token.start not in final_sides:
-            uses += [(token.start, value) for value in written_numbers(token.text)]
+            values = written_numbers(token.text)
+            percent = values[-1:] if token.text.endswith("%") else []  # 5% uses 5 or 0.05
+            uses += [(token.start, value) for value in values + [v * HUNDREDTHS for v in percent]]
     uses.sort(key=lambda use: use[0])
     return StepEquations(equations, [value for _, value in uses], uses, results, unparsed)
 

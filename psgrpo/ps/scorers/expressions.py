@@ -102,6 +102,11 @@ def tokenize(text: str) -> list[Token]:
         for m in _TOKEN_RE.finditer(text)
         if m.lastgroup != "ws"
     ]
+    return times_signs(tokens)
+
+
+def times_signs(tokens: Sequence[Token]) -> list[Token]:
+    """``tokens`` with each letter ``x`` between two numbers made the operator (see :func:`tokenize`)."""
     return [_times_sign(tokens, i) for i in range(len(tokens))]
 
 
@@ -110,7 +115,7 @@ def _kind(kind: str, text: str) -> str:
     return "other" if kind == "num" and re.match(r"\$?0\d", text) else kind
 
 
-def _times_sign(tokens: list[Token], i: int) -> Token:
+def _times_sign(tokens: Sequence[Token], i: int) -> Token:
     """``tokens[i]`` as an operator when it is the letter ``x`` between two numbers (``3 x 4``, ``3x4``, ``3 x -4``)."""
     token = tokens[i]
     if token.kind != "word" or token.text not in {"x", "X"} or i == 0 or i + 1 == len(tokens):
@@ -373,3 +378,63 @@ def pass_through(
         if shifted == result + _NOOP_SHIFT:
             return tuple(leaves[:i] + leaves[i + 1 :])
     return None
+
+
+MAX_PARTIAL_TERMS = 8
+"""Longest chain of ``+``/``-`` terms or ``*``/``/`` factors whose every sub-combination
+:func:`partial_values` enumerates (2^8 subsets); a longer chain gives its pairs only."""
+
+
+def _chain(tree: Expr, ops: tuple[str, str], inverse: bool = False) -> list[tuple[bool, Expr]]:
+    """The terms of a ``+``/``-`` chain (or factors of a ``*``/``/`` chain), each with whether it is
+    subtracted (divided by)."""
+    if not isinstance(tree, Fraction) and len(tree) == 3 and tree[0] in ops:
+        op, left, right = tree
+        return _chain(left, ops, inverse) + _chain(right, ops, inverse != (op == ops[1]))
+    return [(inverse, tree)]
+
+
+def partial_values(tree: Expr, percent: Fraction = HUNDREDTHS) -> set[Fraction]:
+    """The values an expression computes *in part*: every sub-combination of two or more terms of
+    each of its ``+``/``-`` chains and factors of its ``*``/``/`` chains, and their magnitudes.
+
+    ``16 - 3 - 4`` → {13, 12, 7, -7, 9 ...}: ``3 + 4 = 7`` is a valid first half of it. A subtracted
+    group counts as its sum (7), a divided group as its product, so a solution may compute any
+    grouping of the gold's operands first. Chains longer than :data:`MAX_PARTIAL_TERMS` give
+    only their pairs. Raises nothing beyond :func:`evaluate`'s ``BudgetExceeded``.
+    """
+    found: set[Fraction] = set()
+    if isinstance(tree, Fraction) or len(tree) == 2:
+        return found if isinstance(tree, Fraction) else partial_values(tree[1], percent)
+    for ops in (("+", "-"), ("*", "/")):
+        if tree[0] not in ops:
+            continue
+        items = _chain(tree, ops)
+        values = [(inverse, evaluate(sub, percent)) for inverse, sub in items]
+        if all(value is not None for _, value in values):
+            found |= _combinations(values, ops[0] == "+")  # type: ignore[arg-type]
+        for _, sub in items:
+            found |= partial_values(sub, percent)
+    if tree[0] == "//":
+        found |= partial_values(tree[1], percent) | partial_values(tree[2], percent)
+    return found
+
+
+def _combinations(values: list[tuple[bool, Fraction]], additive: bool) -> set[Fraction]:
+    """Sums (products) of every subset of two or more ``values`` (pairs only for a long chain):
+    with signs (exponents) as written, and of the subtracted (divided) ones as a group."""
+    n = len(values)
+    if n > MAX_PARTIAL_TERMS:
+        subsets = [(1 << i) | (1 << k) for i in range(n) for k in range(i + 1, n)]
+    else:
+        subsets = [mask for mask in range(1 << n) if mask & (mask - 1)]
+    found: set[Fraction] = set()
+    for mask in subsets:
+        chosen = [values[i] for i in range(n) if mask >> i & 1]
+        if additive:
+            total = sum((-v if inverse else v for inverse, v in chosen), Fraction(0))
+            found |= {_bounded(total), abs(total)}
+        elif all(v != 0 for _, v in chosen):
+            product = math.prod((1 / v if inverse else v for inverse, v in chosen), start=Fraction(1))
+            found |= {_bounded(product), _bounded(1 / product)} if product else {product}
+    return found

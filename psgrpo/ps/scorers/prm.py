@@ -9,8 +9,7 @@ and the step's score is ``softmax(logits)[positive_label]`` at that separator::
     Janet has 3 apples ... How many?\\n\\nStep 1: 3 + 2 = 5<extra_0>Step 2: 5 * 2 = 10<extra_0>
                                                       ^ score 1          ^ score 2
 
-    PRMScorer("Qwen/Qwen2.5-Math-PRM-7B", style="token_classification", trust_remote_code=True,
-              template="<|im_start|>user\\n{question}<|im_end|>\\n<|im_start|>assistant\\n{steps}")
+    PRMScorer("Qwen/Qwen2.5-Math-PRM-7B", format="qwen2.5-math-prm", trust_remote_code=True)
 
 ``"causal_lm"`` (Math-Shepherd): a causal LM trained to predict a good or bad label token after a
 step tag; the score is ``P(good) / (P(good) + P(bad))`` from the next-token distribution at the tag::
@@ -18,13 +17,21 @@ step tag; the score is ``P(good) / (P(good) + P(bad))`` from the next-token dist
     Janet has 3 apples ... How many? Step 1: 3 + 2 = 5 ки\\nStep 2: 5 * 2 = 10 ки
                                                     ^ P("+") vs P("-")   ^ ...
 
-    PRMScorer("peiyi9979/math-shepherd-mistral-7b-prm", style="causal_lm", template="{question} {steps}")
+    PRMScorer("peiyi9979/math-shepherd-mistral-7b-prm", format="math-shepherd")
 
-Inputs are built at token level: the text before ``{steps}`` in ``template`` (with the question
+**Formats** (``format``): the settings of the PRMs people use (Qwen2.5-Math-PRM, Math-Shepherd,
+TRL's PRMTrainer), as their model cards and trainers feed them: :mod:`psgrpo.ps.scorers.prm_formats`.
+
+**Encodings** (``encoding``). ``"tokens"`` (the default, and ``trl``'s, as TRL builds its training
+rows): the text before ``{steps}`` in ``template`` (with the question
 filled in) is tokenised once, then each step (preceded by ``step_joiner`` from the second step on)
 is tokenised on its own and the separator id is appended, so the positions read are exact and
 never searched for in re-tokenised text. Special tokens (e.g. a BOS) are added to the question
-part only.
+part only. ``"text"`` (``qwen2.5-math-prm``, ``math-shepherd``, as their model cards do): the whole
+input string is built (question part, steps, separators, joiners) and tokenised once; the step's
+position is the token covering the last character of its separator (character offsets of a fast
+tokenizer), so a tag that is one token only in running text (SentencePiece's ``▁ки``) is read
+where the PRM saw it in training.
 
 Truncation: an input longer than ``max_length`` (default: the model's ``max_position_embeddings``)
 keeps the question and the leading steps that fit; a first step that does not fit is cut so its
@@ -46,8 +53,6 @@ from typing import Any, Literal
 
 import torch
 from transformers import (
-    AutoModelForCausalLM,
-    AutoModelForTokenClassification,
     AutoTokenizer,
     PreTrainedModel,
     PreTrainedTokenizerBase,
@@ -55,6 +60,7 @@ from transformers import (
 
 from psgrpo.distributed import replicated_loading
 from psgrpo.ps.scorers.base import Prompt, question_text, validate_step_scores
+from psgrpo.ps.scorers.prm_formats import BUILT_IN_DEFAULTS, PRM_FORMATS, Encoding, auto_class, char_owners
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +116,29 @@ class PRMScorer:
     ``model`` is a path / hub id (loaded with the Auto class matching ``style``; ``model_kwargs`` such
     as ``trust_remote_code=True`` go to ``from_pretrained``) or an already built model, which then
     needs ``tokenizer``. Calling it follows the scorer interface and returns python floats in [0, 1].
+
+    Args:
+        model: the PRM: a local path or hub id, or a built model (which then needs ``tokenizer``).
+        tokenizer: the PRM's tokenizer or its path. Default: loaded from ``model``'s path.
+        style: ``"token_classification"`` (score = softmax(logits)[positive_label] at each step's separator)
+            or ``"causal_lm"`` (score = P(good) / (P(good) + P(bad)) of the next token at each step tag).
+        step_separator: the single token after each step. Default: ``<extra_0>`` (token classification),
+            `` ки`` (causal LM).
+        good_token: causal LM only: the label token of a good step.
+        bad_token: causal LM only: the label token of a bad step.
+        positive_label: token classification only: the label index whose probability is the score.
+        batch_size: samples per PRM forward.
+        max_length: longest input in tokens. Default: the model's ``max_position_embeddings``; longer inputs
+            keep the question and the leading steps, and later steps get the last scored step's score.
+        device: where the PRM runs. Default: CUDA when available, else the CPU.
+        dtype: weights dtype, e.g. ``"bfloat16"``. Default: transformers' default.
+        template: the text the steps follow, with ``{question}``; it must end with ``{steps}``.
+        step_joiner: text between one step's separator and the next step. Default: none (token
+            classification), a newline (causal LM).
+        format: a PRM family's settings (:data:`PRM_FORMATS`: ``"qwen2.5-math-prm"``, ``"math-shepherd"``,
+            ``"trl"``); the arguments above override them. Default: none (the defaults above).
+        encoding: ``"tokens"`` (default) or ``"text"``: how the input is tokenised (module docstring).
+        **model_kwargs: passed to ``from_pretrained``, e.g. ``trust_remote_code=True``.
     """
 
     def __init__(
@@ -127,8 +156,31 @@ class PRMScorer:
         dtype: str | torch.dtype | None = None,
         template: str = "{question}\n\n{steps}",
         step_joiner: str | None = None,
+        format: str = "",
+        encoding: Encoding | Literal[""] = "",
         **model_kwargs: Any,
     ) -> None:
+        if format and format not in PRM_FORMATS:
+            raise ValueError(f"format must be one of {list(PRM_FORMATS)}, got {format!r}")
+        given = {
+            "style": style,
+            "step_separator": step_separator,
+            "step_joiner": step_joiner,
+            "template": template,
+            "good_token": good_token,
+            "bad_token": bad_token,
+            "positive_label": positive_label,
+            "encoding": encoding,
+        }
+        # An argument left at its default takes the format's value; any other value wins.
+        settings = {key: value for key, value in given.items() if value != BUILT_IN_DEFAULTS.get(key)}
+        settings = {**BUILT_IN_DEFAULTS, **PRM_FORMATS.get(format, {}), **settings}
+        style, template, encoding = settings["style"], settings["template"], settings["encoding"] or "tokens"
+        good_token, bad_token = settings["good_token"], settings["bad_token"]
+        positive_label = settings["positive_label"]
+        step_separator, step_joiner = settings.get("step_separator"), settings.get("step_joiner")
+        if encoding not in ("tokens", "text"):
+            raise ValueError(f"encoding must be 'tokens' or 'text', got {encoding!r}")
         if style not in DEFAULT_SEPARATOR:
             raise ValueError(f"style must be one of {list(DEFAULT_SEPARATOR)}, got {style!r}")
         if not template.endswith("{steps}") or "{question}" not in template:
@@ -147,7 +199,14 @@ class PRMScorer:
         self.tokenizer = _load_tokenizer(model, tokenizer, model_kwargs.get("trust_remote_code", False))
         self.step_separator = DEFAULT_SEPARATOR[style] if step_separator is None else step_separator
         self.step_joiner = DEFAULT_JOINER[style] if step_joiner is None else step_joiner
-        self.separator_id = single_token_id(self.tokenizer, self.step_separator, "step separator")
+        self.encoding = encoding
+        if encoding == "tokens":
+            self.separator_id = single_token_id(self.tokenizer, self.step_separator, "step separator")
+        elif not getattr(self.tokenizer, "is_fast", False):
+            raise ValueError(
+                f"encoding 'text' reads token offsets, which {type(self.tokenizer).__name__} (a slow tokenizer) "
+                "lacks; load the PRM's fast tokenizer or use encoding 'tokens'"
+            )
         if style == "causal_lm":
             self.label_ids = [
                 single_token_id(self.tokenizer, good_token, "good label token"),
@@ -159,7 +218,7 @@ class PRMScorer:
                 )
 
         if isinstance(model, str):
-            auto = AutoModelForCausalLM if style == "causal_lm" else AutoModelForTokenClassification
+            auto = auto_class(model, style, bool(model_kwargs.get("trust_remote_code", False)))
             dtype_kwargs = {} if dtype is None else {"dtype": dtype}
             with replicated_loading():  # a full copy per process, also under ZeRO-3 / FSDP
                 model = auto.from_pretrained(model, **dtype_kwargs, **model_kwargs)
@@ -198,7 +257,7 @@ class PRMScorer:
         if len(prompts) != len(steps):
             raise ValueError(f"{self.name}: {len(prompts)} prompts but {len(steps)} step lists")
         encoded = [
-            self._encode(i, p, s) if s else _Encoded()
+            (self._encode if self.encoding == "tokens" else self._encode_text)(i, p, s) if s else _Encoded()
             for i, (p, s) in enumerate(zip(prompts, steps, strict=True))
         ]
         self._note_truncation(encoded)
@@ -218,14 +277,9 @@ class PRMScorer:
 
     def _encode(self, index: int, prompt: Prompt, steps: Sequence[str]) -> _Encoded:
         """Token ids of question + steps with a separator after each step, truncated to ``max_length``."""
-        prefix = self.template[: -len("{steps}")].replace("{question}", question_text(prompt))
+        prefix = self._prefix(index, prompt)
         encoded = _Encoded(ids=self.tokenizer(prefix, add_special_tokens=True)["input_ids"])
         limit = self.max_length
-        if limit is not None and len(encoded.ids) >= limit:
-            raise ValueError(
-                f"{self.name}: sample {index}: the question part is {len(encoded.ids)} tokens but the PRM "
-                f"context is {limit}; no room left for steps (raise max_length or shorten the template)"
-            )
         for j, step in enumerate(steps):
             text = step if j == 0 else self.step_joiner + step
             piece = self.tokenizer.encode(text, add_special_tokens=False) + [self.separator_id]
@@ -238,6 +292,41 @@ class PRMScorer:
             encoded.ids += piece
             encoded.positions.append(len(encoded.ids) - 1)
         return encoded
+
+    def _prefix(self, index: int, prompt: Prompt) -> str:
+        """The template's text before the steps, with the question; refused when it leaves no room for steps."""
+        prefix = self.template[: -len("{steps}")].replace("{question}", question_text(prompt))
+        length = len(self.tokenizer(prefix, add_special_tokens=True)["input_ids"])
+        if self.max_length is not None and length >= self.max_length:
+            raise ValueError(
+                f"{self.name}: sample {index}: the question part is {length} tokens but the PRM "
+                f"context is {self.max_length}; no room left for steps (raise max_length or shorten the template)"
+            )
+        return prefix
+
+    def _encode_text(self, index: int, prompt: Prompt, steps: Sequence[str]) -> _Encoded:
+        """Encoding ``text``: the whole input string tokenised once; each step is read at the token covering
+        the last character of its separator. Truncation as in ``tokens``."""
+        text = self._prefix(index, prompt)
+        ends = []
+        for j, step in enumerate(steps):
+            text += (step if j == 0 else self.step_joiner + step) + self.step_separator
+            ends.append(len(text))
+        tokens = self.tokenizer(text, add_special_tokens=True, return_offsets_mapping=True)
+        ids, owners = tokens["input_ids"], char_owners(tokens["offset_mapping"], len(text))
+        positions = [owners[end - 1] for end in ends]
+        if any(b <= a for a, b in zip([-1, *positions], positions, strict=False)):
+            raise ValueError(
+                f"{self.name}: sample {index}: the step separator {self.step_separator!r} is not a token of its "
+                f"own in the tokenised text (token positions {positions}); check step_separator and format"
+            )
+        limit = self.max_length
+        if limit is None or len(ids) <= limit:
+            return _Encoded(ids=list(ids), positions=positions)
+        kept = [p for p in positions if p < limit]
+        if kept:
+            return _Encoded(ids=list(ids[: kept[-1] + 1]), positions=kept, num_cut=len(steps) - len(kept))
+        return _Encoded(ids=[*ids[: limit - 1], ids[positions[0]]], positions=[limit - 1], num_cut=len(steps))
 
     @torch.no_grad()
     def _score_batch(self, batch: list[_Encoded]) -> list[list[float]]:
@@ -281,4 +370,7 @@ class PRMScorer:
             )
 
     def __repr__(self) -> str:
-        return f"PRMScorer({self.model_id!r}, style={self.style!r}, step_separator={self.step_separator!r})"
+        return (
+            f"PRMScorer({self.model_id!r}, style={self.style!r}, step_separator={self.step_separator!r}, "
+            f"encoding={self.encoding!r})"
+        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from psgrpo.ps.scorers.arithmetic import score_steps
-from psgrpo.ps.scorers.dependencies import answer_value, dependency_path, noop_steps
+from psgrpo.ps.scorers.dependencies import answer_value, dependency_graph, dependency_path, noop_steps
 from psgrpo.ps.scorers.equations import extract_step
 
 # --------------------------------------------------------------------------- the dependency path
@@ -37,7 +37,10 @@ HONEST = ["Step 1: 7 + 5 = 12", "Step 2: 12 - 3 = 9"]
             ["Step 1: 7 + 5 = 12", "Step 2: 12 - 3 = 9", "Step 3: 9 * 1 = 9"],
             [True, True, False],
         ),  # no-op answer
-        (["Step 1: 7 + 0 = 7", "Step 2: 7 + 5 = 12", "Step 3: 12 - 3 = 9"], [False, True, True]),
+        # a question quantity + 0 (or × 1) that the solution then uses is real work (3 customers × 1 DVD
+        # each = 3 DVDs); unused, or passing a computed value through, it is a no-op
+        (["Step 1: 7 + 0 = 7", "Step 2: 7 + 5 = 12", "Step 3: 12 - 3 = 9"], [True, True, True]),
+        (["Step 1: 4 * 1 = 4", "Step 2: 7 + 5 = 12", "Step 3: 12 - 3 = 9"], [False, True, True]),
     ],
 )
 def test_necessary_means_on_the_dependency_path_and_not_a_noop(steps, expected):
@@ -95,3 +98,18 @@ def test_dependency_path_and_noop_steps_on_extracted_steps():
     assert noop_steps(found) == [False, False, True, False]
     assert dependency_path(found, None) == set()
     assert answer_value("about 9 pens") == 9 and answer_value("9 or 10") is None
+
+
+def test_the_dependency_graph_links_each_step_to_the_steps_it_uses():
+    steps = [
+        "Janet uses 3 + 4 = 7 eggs a day.",
+        "She eats 2 * 5 = 10 more in a week.",
+        "She sells 16 - 7 = 9 eggs.",
+        "She makes 9 * $2 = $18.",
+    ]
+    found = [extract_step(step) for step in steps]
+    assert dependency_graph(found) == [set(), set(), {0}, {2}]
+    # a quantity of the question times one, then used, is work; unused, it pads
+    used = [extract_step(s) for s in ["3 customers × 1 DVD each = 3 DVDs.", "He sells 3 + 4 = 7 DVDs."]]
+    assert noop_steps(used) == [False, False]
+    assert noop_steps(used[:1]) == [True]

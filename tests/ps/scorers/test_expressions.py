@@ -86,3 +86,34 @@ def test_budget_limits_are_finite_and_consistent():
 def test_any_text_evaluates_or_is_none(text):
     value = evaluate_text(text)
     assert value is None or isinstance(value, Fraction)
+
+
+# --------------------------------------------------------------------------- partial values
+
+
+@pytest.mark.parametrize(
+    ("text", "included", "excluded"),
+    [
+        ("16 - 3 - 4", {7, 12, 13}, {3, 16, 9 * 2}),  # 3 + 4 = 7 eggs used, then 16 - 7
+        ("2 * (16 - 3 - 4)", {7, 12, 13, 18}, {32}),
+        ("60 / 3 / 4", {12, 20, 15}, {60}),  # 3 * 4 = 12 first, then 60 / 12
+        ("5 + 6", {11}, {5, 6}),
+    ],
+)
+def test_partial_values_are_the_sub_combinations_of_a_chain(text, included, excluded):
+    from psgrpo.ps.scorers.expressions import parse_expression, partial_values, tokenize
+
+    values = partial_values(parse_expression(tokenize(text)))
+    assert {Fraction(v) for v in included} <= values
+    assert not {Fraction(v) for v in excluded} & values
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 50), min_size=2, max_size=12))
+def test_partial_values_of_a_sum_hold_every_pair_and_stay_bounded(terms):
+    from psgrpo.ps.scorers.expressions import MAX_PARTIAL_TERMS, parse_expression, partial_values, tokenize
+
+    values = partial_values(parse_expression(tokenize(" + ".join(map(str, terms)))))
+    assert all(Fraction(a + b) in values for i, a in enumerate(terms) for b in terms[i + 1 :])
+    assert (Fraction(sum(terms)) in values) == (len(terms) <= MAX_PARTIAL_TERMS)  # a long chain: pairs only
+    assert len(values) <= 2 * 2 ** min(len(terms), MAX_PARTIAL_TERMS) + 2 * len(terms) ** 2

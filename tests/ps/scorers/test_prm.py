@@ -9,6 +9,7 @@ import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen2ForTokenClassification
 
 from psgrpo.ps.scorers.prm import PRMScorer
+from psgrpo.ps.scorers.prm_formats import QWEN_PRM_TEMPLATE
 from psgrpo.tiny.model import tiny_qwen2_config
 from psgrpo.tiny.tokenizer import train_bpe_tokenizer
 
@@ -20,23 +21,36 @@ STEPS = [
     ["6 * 7 = 42"],
     ["10 + 5 = 15", "The answer is 15."],
 ]
+DUCKS = "Janet's ducks lay 16 eggs per day. She eats 3 and bakes with 4. She sells each egg for $2. How much?"
+DUCKS_STEPS = [
+    "ducks lay 16 eggs and she uses 3 + 4 = 7 of them.",  # ' d' is a token: the join with the question matters
+    "She sells 16 - 7 = 9 eggs.",
+    "She makes 9 * 2 = $18 every day.",
+]
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    corpus = [QUESTION, *PROMPTS, *(s for sample in STEPS for s in sample)] * 4
+    corpus = [
+        QUESTION,
+        *PROMPTS,
+        *(s for sample in STEPS for s in sample),
+        QWEN_PRM_TEMPLATE,
+        DUCKS,
+        *DUCKS_STEPS,
+    ] * 4
     tok = train_bpe_tokenizer(corpus, vocab_size=300)
     tok.add_tokens([SEP, TAG])
     return tok
 
 
 def tiny_config(tokenizer, vocab_size: int, **kwargs) -> Qwen2Config:
+    kwargs.setdefault("max_position_embeddings", 256)
     return tiny_qwen2_config(
         vocab_size,
         hidden_size=32,
         intermediate_size=64,
         num_layers=2,
-        max_position_embeddings=256,
         pad_token_id=tokenizer.pad_token_id,
         tie_word_embeddings=False,
         **kwargs,
@@ -201,3 +215,172 @@ def test_chat_prompts_match_plain_prompts(tc_scorer):
 
 def test_extra_columns_are_ignored(lm_scorer):
     assert lm_scorer(PROMPTS, STEPS, answer=["7", "42", "15"]) == lm_scorer(PROMPTS, STEPS)
+
+
+# --------------------------------------------------------------------------- the real PRMs' formats
+
+REMOTE_CODE = '''
+"""Stand-in for Qwen2.5-Math-PRM's remote code: Qwen2Model + a two-layer two-class score head."""
+import torch.nn as nn
+from transformers import Qwen2Model, Qwen2PreTrainedModel
+
+
+class TinyProcessRewardModel(Qwen2PreTrainedModel):
+    def __init__(self, config):
+        super().__init__(config)
+        self.model = Qwen2Model(config)
+        self.score = nn.Sequential(
+            nn.Linear(config.hidden_size, config.hidden_size), nn.ReLU(), nn.Linear(config.hidden_size, 2)
+        )
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, use_cache=None, **kwargs):
+        hidden = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=use_cache)[0]
+        return (self.score(hidden),)  # a tuple, read as outputs[0] like the model card does
+'''
+
+
+def save_remote_code_prm(tokenizer, directory):
+    """A tiny random PRM saved as Qwen2.5-Math-PRM is: remote code registered for AutoModel only."""
+    import importlib.util
+
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "modeling_tiny_prm.py").write_text(REMOTE_CODE)
+    spec = importlib.util.spec_from_file_location("modeling_tiny_prm", directory / "modeling_tiny_prm.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.manual_seed(0)
+    config = tiny_config(tokenizer, vocab_size=len(tokenizer), max_position_embeddings=1024)
+    config.auto_map = {"AutoModel": "modeling_tiny_prm.TinyProcessRewardModel"}
+    model = module.TinyProcessRewardModel(config)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return model
+
+
+def model_card_qwen_scores(model, tokenizer, question, steps):
+    """Qwen2.5-Math-PRM's model card: chat messages, '<extra_0>' after each step, P(class 1) at each."""
+    assistant = "<extra_0>".join(steps) + "<extra_0>"
+    conversation = (
+        QWEN_PRM_TEMPLATE.replace("{question}", question).replace("{steps}", assistant) + "<|im_end|>\n"
+    )
+    input_ids = torch.tensor([tokenizer.encode(conversation)])
+    with torch.no_grad():
+        logits = model(input_ids=input_ids)[0]
+    mask = input_ids[0] == tokenizer.encode("<extra_0>")[0]
+    return logits[0, mask].softmax(-1)[:, 1].tolist()
+
+
+def test_qwen_math_prm_format_matches_its_model_card(tokenizer, tmp_path):
+    saved = save_remote_code_prm(tokenizer, tmp_path / "qwen-prm")
+    with pytest.raises(ValueError, match="remote code .*trust_remote_code"):
+        PRMScorer(str(tmp_path / "qwen-prm"), format="qwen2.5-math-prm")
+    scorer = PRMScorer(
+        str(tmp_path / "qwen-prm"), format="qwen2.5-math-prm", trust_remote_code=True, device="cpu"
+    )
+    assert type(scorer.model).__name__ == "TinyProcessRewardModel"  # the remote class, with its head
+    assert torch.equal(scorer.model.score[2].weight, saved.score[2].weight)
+    prompts, steps = [DUCKS, QUESTION], [DUCKS_STEPS, STEPS[0]]
+    scores = scorer(prompts, steps)
+    for prompt, sample, got in zip(prompts, steps, scores, strict=True):
+        expected = model_card_qwen_scores(scorer.model, scorer.tokenizer, prompt, sample)
+        assert got == pytest.approx(expected, abs=1e-5)
+
+
+def test_math_shepherd_format_matches_its_model_card(lm_model, tokenizer):
+    scorer = PRMScorer(lm_model, tokenizer, format="math-shepherd")
+    assert (scorer.style, scorer.step_separator, scorer.encoding) == ("causal_lm", TAG, "text")
+    # The model card: f"{question} {output}", output = steps each ending in " ки", joined by newlines;
+    # softmax over the logits of '+' and '-' at every tag token, probability of '+'.
+    output = "\n".join(f"{step}{TAG}" for step in DUCKS_STEPS)
+    input_ids = torch.tensor([tokenizer.encode(f"{DUCKS} {output}")])
+    candidates = [tokenizer.encode(t, add_special_tokens=False)[0] for t in ("+", "-")]
+    with torch.no_grad():
+        scores = lm_model(input_ids).logits[:, :, candidates].softmax(-1)[:, :, 0]
+    expected = scores[input_ids == tokenizer.convert_tokens_to_ids(TAG)].tolist()
+    assert len(expected) == 3
+    assert scorer([DUCKS], [DUCKS_STEPS])[0] == pytest.approx(expected, abs=1e-5)
+
+
+def test_trl_format_matches_trls_prm_rows(tc_model, tokenizer):
+    scorer = PRMScorer(tc_model, tokenizer, format="trl")
+    # TRL's PRMTrainer.tokenize_row: prompt tokens (+ BOS if any), each step's tokens + the separator's tokens.
+    ids = ([tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []) + tokenizer(
+        DUCKS, add_special_tokens=False
+    )["input_ids"]
+    positions = []
+    for step in DUCKS_STEPS:
+        ids += tokenizer(step, add_special_tokens=False)["input_ids"] + tokenizer.encode(
+            "\n", add_special_tokens=False
+        )
+        positions.append(len(ids) - 1)
+    with torch.no_grad():
+        expected = tc_model(torch.tensor([ids])).logits[0, positions].softmax(-1)[:, 1].tolist()
+    assert scorer([DUCKS], [DUCKS_STEPS])[0] == pytest.approx(expected, abs=1e-5)
+
+
+def test_explicit_arguments_override_the_format_and_bad_ones_are_refused(lm_model, tc_model, tokenizer):
+    scorer = PRMScorer(lm_model, tokenizer, format="math-shepherd", encoding="tokens", step_joiner=" ")
+    assert (scorer.encoding, scorer.step_joiner, scorer.template) == ("tokens", " ", "{question} {steps}")
+    with pytest.raises(ValueError, match="format must be one of"):
+        PRMScorer(tc_model, tokenizer, format="qwen")
+    with pytest.raises(ValueError, match="encoding must be"):
+        PRMScorer(tc_model, tokenizer, encoding="chars")
+
+
+def test_text_encoding_truncates_like_tokens(tc_model, tokenizer):
+    full = PRMScorer(tc_model, tokenizer, encoding="text")([QUESTION], [STEPS[0]])[0]
+    assert full == pytest.approx(PRMScorer(tc_model, tokenizer)([QUESTION], [STEPS[0]])[0], abs=1e-5)
+    text = f"{QUESTION}\n\n{STEPS[0][0]}{SEP}{STEPS[0][1]}{SEP}"
+    short = PRMScorer(tc_model, tokenizer, encoding="text", max_length=len(tokenizer.encode(text)))
+    assert short([QUESTION], [STEPS[0]])[0] == pytest.approx([full[0], full[1], full[1]], abs=1e-5)
+    assert short.num_truncated_steps == 1
+
+
+@pytest.mark.parametrize("prm_format", ["qwen2.5-math-prm", "math-shepherd", "trl"])
+def test_score_steps_runs_each_format(prm_format, tokenizer, lm_model, tc_model, tmp_path, capsys):
+    import json
+
+    from psgrpo.commands.cli import main
+    from psgrpo.ps.scorers.flags import first_flag
+
+    model_dir = tmp_path / "prm"
+    kwargs = {"model": str(model_dir), "format": prm_format, "device": "cpu"}
+    if prm_format == "qwen2.5-math-prm":
+        save_remote_code_prm(tokenizer, model_dir)
+        kwargs["trust_remote_code"] = True
+    else:
+        (lm_model if prm_format == "math-shepherd" else tc_model).save_pretrained(model_dir)
+        tokenizer.save_pretrained(model_dir)
+    rows = [
+        {"id": "ducks", "problem": DUCKS, "steps": DUCKS_STEPS, "label": -1},
+        {
+            "id": "apples",
+            "problem": QUESTION,
+            "steps": ["Tom has 3 + 4 = 8 apples.", "The answer is 8."],
+            "label": 0,
+        },
+    ]
+    data = tmp_path / "solutions.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    argv = [
+        "score-steps",
+        "--data",
+        str(data),
+        "--step_scorer",
+        "prm",
+        "--step_scorer_kwargs",
+        json.dumps(kwargs),
+    ]
+    assert main([*argv, "--flag_below", "0.5", "--output_dir", str(out)]) == 0
+    predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    direct = PRMScorer(**{**kwargs, "model": str(model_dir)})(
+        [r["problem"] for r in rows], [r["steps"] for r in rows]
+    )
+    for record, expected in zip(predictions, direct, strict=True):
+        assert record["scores"] == pytest.approx(expected, abs=1e-5)
+        assert record["prediction"] == first_flag([s < 0.5 for s in record["scores"]])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["rows"] == 2 and summary["scorer"].startswith("PRMScorer(")
+    assert "| prm | 2 (1 / 1) |" in capsys.readouterr().out

@@ -116,15 +116,30 @@ GOLD3 = "Step 1: 7 + 5 = 12\nStep 2: 12 - 3 = 9\nStep 3: 9 * 2 = 18\n<answer>18<
 
 
 def test_a_solution_that_stops_short_is_off_reference_at_its_last_step():
-    short = ["Step 1: 7 + 5 = 12", "Step 2: 12 - 3 = 9", "<answer>9</answer>"]  # leaves out "doubles"
-    assert score(short, GOLD3, "18") == [1.0, 0.5, 0.5]
+    short = ["Step 1: 7 + 5 = 12", "Step 2: 12 - 3 = 9 <answer>9</answer>"]  # leaves out "doubles"
+    assert score(short, GOLD3, "18") == [1.0, 0.5]
+    assert score(short, GOLD3, "18", final_step_reaches_answer=False) == [1.0, 1.0]  # the old rule
+
+
+def test_a_wrong_conclusion_of_its_own_is_blamed_where_the_solution_fails():
+    """A last step without equations that states a wrong answer (``So the answer is 9.``) takes the
+    blame with score 0, and the last step with equations, right and on the gold path, keeps its credit."""
+    short = ["Step 1: 7 + 5 = 12", "Step 2: 12 - 3 = 9", "<answer>9</answer>"]
+    assert score(short, GOLD3, "18") == [1.0, 1.0, 0.0]
+    assert score(short[:2] + ["So the answer is 9."], GOLD3, "18") == [1.0, 1.0, 0.0]
     assert score(short, GOLD3, "18", final_step_reaches_answer=False) == [1.0, 1.0, 0.5]  # the old rule
+    # a conclusion that states the gold answer: the reasoning reached it in words the verifier does not read
+    worded = ["Step 1: 7 + 5 = 12", "Step 2: 12 - 3 = 9", "Twice that makes 18, so the answer is 18."]
+    assert score(worded, GOLD3, "18") == [1.0, 1.0, 0.5]
     right = ["Step 1: 7 + 5 = 12", "Step 2: 12 - 3 = 9", "Step 3: 9 * 2 = 18", "<answer>18</answer>"]
     assert score(right, GOLD3, "18") == [1.0, 1.0, 1.0, 0.5]  # the last step *with equations* is judged
     verifier = ReferenceVerifier()
     verifier(["q", "q"], [short, right], solution=[GOLD3, GOLD3], answer=["18", "18"])
     counts = verifier.pop_counts()
-    assert (counts["stop_short"], counts["off_reference"]) == (1, 1)
+    assert (counts["stop_short"], counts["off_reference"]) == (1, 0)  # the conclusion has no equation
+    # after a step that left the gold path, the blame is already there: the conclusion stays neutral
+    logic = ["Step 1: 7 + 5 = 12", "Step 2: 12 + 3 = 15", "So the answer is 15."]
+    assert score(logic, GOLD3, "18") == [1.0, 0.5, 0.5]
 
 
 def test_the_final_rule_needs_a_reference_and_a_gold_answer():
@@ -189,3 +204,72 @@ def test_check_scorer_columns_before_training():
 def test_never_raises_and_scores_stay_in_range(steps, solution):
     scores = ReferenceVerifier()(["q"], [steps], solution=[solution], answer=["9"])[0]
     assert len(scores) == len(steps) and all(0.0 <= s <= 1.0 for s in scores)
+
+
+# --------------------------------------------------------------------------- the completion's own route
+
+GSM_GOLD = (
+    "Janet sells 16 - 3 - 4 = <<16-3-4=9>>9 duck eggs a day.\n"
+    "She makes 9 * 2 = $<<9*2=18>>18 every day at the farmer's market.\n#### 18"
+)
+
+
+def test_a_valid_partial_result_the_gold_never_states_is_carried_by_its_own_dependencies():
+    """Issue 26's example: ``3 + 4 = 7 eggs used`` then ``16 - 7 = 9``: both steps are right."""
+    steps = [
+        "Janet uses 3 + 4 = 7 eggs a day.",
+        "She sells 16 - 7 = 9 eggs.",
+        "She makes 9 * $2 = $18 a day.",
+    ]
+    assert score(steps, GSM_GOLD, "18", correct_weight=0.0, reference_weight=1.0) == [1.0, 1.0, 1.0]
+
+
+def test_blame_falls_where_the_chain_leaves_the_gold_path():
+    # the partial result is right; the step that uses it wrongly is blamed, not the partial result
+    slip = ["Janet uses 3 + 4 = 7 eggs a day.", "She sells 16 - 7 = 8 eggs.", "She makes 8 * $2 = $16."]
+    assert score(slip, GSM_GOLD, "18", correct_weight=0.0, reference_weight=1.0) == [1.0, 0.0, 0.0]
+    # a partial result no later step on the gold path uses stays off it (an unused computation)
+    unused = [
+        "Janet eats 3 * 7 = 21 eggs a week.",
+        "She sells 16 - 3 - 4 = 9 eggs.",
+        "She makes 9 * $2 = $18.",
+    ]
+    assert score(unused, GSM_GOLD, "18", correct_weight=0.0, reference_weight=1.0) == [0.0, 1.0, 1.0]
+
+
+def test_a_wrong_chain_that_lands_on_a_gold_value_by_chance_carries_nothing_back():
+    gold = "Step 1: 11 * 2 = 22\nStep 2: 22 - 3 = 19\nStep 3: 19 - 8 = 11\nStep 4: 11 + 1 = 12\n<answer>12</answer>"
+    steps = ["Step 1: 11 * 2 = 23", "Step 2: 23 - 3 = 20", "Step 3: 20 - 8 = 12", "Step 4: 12 + 1 = 13"]
+    assert score(steps, gold, "12") == [0.0, 0.5, 1.0, 0.5]
+
+
+def test_the_route_to_the_right_answer_is_carried_whatever_its_intermediate_values():
+    gold = "The flock needs 10 x 3.5 = <<10*3.5=35>>35 pounds a week.\nThat is 35 / 7 = <<35/7=5>>5 a day.\n#### 5"
+    steps = ["Each duck needs 3.5/7 = 0.5 pounds a day.", "Ten ducks need 0.5*10 = 5 pounds a day."]
+    assert score(steps, gold, "5", correct_weight=0.0, reference_weight=1.0) == [1.0, 1.0]
+    # the same first step before a wrong answer is not carried: nothing on the path uses it
+    wrong = ["Each duck needs 3.5/7 = 0.5 pounds a day.", "Ten ducks need 0.5*12 = 6 pounds a day."]
+    assert score(wrong, gold, "5", correct_weight=0.0, reference_weight=1.0) == [0.0, 0.0]
+
+
+def test_a_question_quantity_times_one_that_the_solution_uses_is_not_blamed():
+    gold = "He sells 3 + 4 = <<3+4=7>>7 DVDs.\nHe makes 7 * 5 = $<<7*5=35>>35.\n#### 35"
+    steps = ["3 customers × 1 DVD each = 3 DVDs.", "He sells 3 + 4 = 7 DVDs.", "He makes 7 * $5 = $35."]
+    assert score(steps, gold, "35", correct_weight=0.0, reference_weight=1.0) == [1.0, 1.0, 1.0]
+    # padding with a value already computed is still a no-op, off the path
+    padded = ["He sells 3 + 4 = 7 DVDs.", "That is 7 * 1 = 7 DVDs.", "He makes 7 * $5 = $35."]
+    assert score(padded, gold, "35", correct_weight=0.0, reference_weight=1.0) == [1.0, 0.0, 1.0]
+
+
+def test_a_conversion_the_gold_solution_states_twice_is_on_its_path():
+    gold = "She makes 3 * 12 = <<3*12=36>>36 cups.\nShe sells them for 36 * $1 = $<<36*1=36>>36.\n#### 36"
+    steps = ["She makes 3 pitchers * 12 cups = 36 cups.", "She sells 36 cups * $1 = $36."]
+    assert score(steps, gold, "36", correct_weight=0.0, reference_weight=1.0) == [1.0, 1.0]
+
+
+def test_a_gold_solution_without_equations_judges_steps_on_their_arithmetic():
+    steps = ["He makes 100/1000 * 100 = 10 percent more.", "So 2 + 2 = 5."]
+    assert score(steps, "They make 10% more.\n#### 10", "10", correct_weight=0.0, reference_weight=1.0) == [
+        1.0,
+        0.0,
+    ]

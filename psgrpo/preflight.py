@@ -1,0 +1,125 @@
+"""What a command checks before anything heavy loads, and what it leaves when it stops early.
+
+* :func:`check_output_dir`: ``--output_dir`` must be a directory that exists or can be created and
+  written, checked before any model loads (transformers would fail with a bare ``[Errno 17]`` after it).
+* :func:`output_dir_removed_on_failure`: a run that fails or is interrupted before it wrote anything
+  leaves no output directory behind (only one it created itself, and only while it holds no file).
+* :func:`check_resume_target`: ``--resume_from_checkpoint`` resolved before loading; a checkpoint
+  that has already reached ``--max_steps`` has nothing left to train (transformers would train one
+  more step).
+* :class:`TrainingInterrupted`: Ctrl-C during ``psgrpo train``, with the one line the CLI prints:
+  the newest complete checkpoint and the command that resumes from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+RESUME_FLAG = "--resume_from_checkpoint"
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during training; ``str()`` is the line to print (where to resume from, and how)."""
+
+
+def check_output_dir(path: str | os.PathLike[str] | None, option: str = "--output_dir") -> None:
+    """Raise OSError naming ``option`` when ``path`` is a file, sits below a file, or cannot be written.
+
+    Nothing is created: a directory that does not exist yet must only be creatable (its nearest
+    existing parent a writable directory).
+    """
+    if path is None:
+        return
+    target = Path(path).expanduser()
+    if target.exists() and not target.is_dir():
+        raise NotADirectoryError(
+            f"{option} {path}: is a file, not a directory; give a directory to write into"
+        )
+    existing = target
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise NotADirectoryError(
+            f"{option} {path}: {existing} is a file, so the directory cannot be created there"
+        )
+    try:  # a probe that removes itself: os.access says yes to root on read-only or virtual file systems
+        with tempfile.TemporaryDirectory(dir=existing, prefix=".psgrpo-write-check-"):
+            pass
+    except OSError as err:
+        what = "is not writable" if existing == target else f"cannot be created: {existing} is not writable"
+        raise PermissionError(
+            f"{option} {path}: {what} ({err.strerror or err}); give a directory you can write to"
+        ) from None
+
+
+def holds_no_file(path: Path) -> bool:
+    """Whether the directory ``path`` holds no file at any depth (only empty folders, or nothing)."""
+    return not any(child.is_file() or child.is_symlink() for child in path.rglob("*"))
+
+
+@contextmanager
+def output_dir_removed_on_failure(path: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Run the body; if it raises (or is interrupted) and it created ``path``, which holds no file, remove ``path``.
+
+    A directory that existed before is never touched, and neither is one that holds any file
+    (a checkpoint, a log): those are the run's results.
+    """
+    target = Path(path).expanduser() if path is not None else None
+    existed = target is None or target.exists()
+    try:
+        yield
+    except BaseException:
+        if not existed and target is not None and target.is_dir() and holds_no_file(target):
+            shutil.rmtree(target, ignore_errors=True)
+        raise
+
+
+def check_resume_target(resume: str | bool | None, output_dir: str, max_steps: int) -> str | None:
+    """The checkpoint to resume from (:func:`~psgrpo.checkpoints.atomic.resolve_resume_checkpoint`), resolved
+    before loading; ValueError when it has already trained ``max_steps`` (> 0) steps."""
+    from psgrpo.checkpoints.atomic import resolve_resume_checkpoint
+
+    checkpoint = resolve_resume_checkpoint(resume, output_dir)
+    if checkpoint is None or max_steps <= 0:
+        return checkpoint
+    state_file = Path(checkpoint) / "trainer_state.json"
+    step = json.loads(state_file.read_text())["global_step"] if state_file.is_file() else 0
+    if step >= max_steps:
+        raise ValueError(
+            f"{RESUME_FLAG}: {checkpoint} is at step {step} and --max_steps is {max_steps}, so there is nothing "
+            f"left to train; raise --max_steps above {step} to train further"
+        )
+    return checkpoint
+
+
+def resume_command(argv: Sequence[str]) -> str:
+    """``psgrpo train ARGV --resume_from_checkpoint true``, with any earlier resume option taken out."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == RESUME_FLAG or arg == RESUME_FLAG.replace("_", "-"):
+            skip = True
+        elif not arg.startswith((RESUME_FLAG + "=", RESUME_FLAG.replace("_", "-") + "=")):
+            kept.append(arg)
+    return shlex.join(["psgrpo", "train", *kept, RESUME_FLAG, "true"])
+
+
+def interrupted_message(output_dir: str, argv: Sequence[str]) -> str:
+    """The line printed after Ctrl-C: the newest complete checkpoint in ``output_dir`` and how to resume."""
+    from psgrpo.checkpoints.atomic import last_complete_checkpoint
+
+    newest, _ = last_complete_checkpoint(output_dir) if Path(output_dir).is_dir() else (None, [])
+    if newest is None:
+        return (
+            f"interrupted; no complete checkpoint in {output_dir} yet, so a new run starts from the beginning"
+        )
+    return f"interrupted; the newest complete checkpoint is {newest}; resume with: {resume_command(argv)}"

@@ -1,0 +1,112 @@
+"""The input formats of the process reward models people use, for :class:`~psgrpo.ps.scorers.prm.PRMScorer`.
+
+``format`` (:data:`PRM_FORMATS`) sets ``style``, the separator, the joiner, the
+template and the encoding of the PRMs people use, as their model cards and trainers feed them
+(a format fills the arguments left at their defaults; any other value wins):
+
+- ``"qwen2.5-math-prm"`` (Qwen2.5-Math-PRM-7B/72B, Qwen2.5-Math-7B-PRM800K; model card): the chat
+  ``system`` "Please reason step by step, and put your final answer within \\boxed{}.", ``user`` the
+  question, ``assistant`` the steps joined and ended by ``<extra_0>``; the score of a step is the
+  softmax probability of class 1 of the two-class head at its ``<extra_0>``. The checkpoint is
+  remote code (``Qwen2ForProcessRewardModel``, an ``auto_map`` entry for ``AutoModel`` only): it
+  loads with ``AutoModel`` and ``trust_remote_code=True``, which must be given (read the code
+  first); without it transformers would load a plain token classifier with a random head, so that
+  is refused.
+- ``"math-shepherd"`` (peiyi9979/math-shepherd-mistral-7b-prm; model card): ``"{question} {steps}"``,
+  each step followed by `` ки`` and the next one by a newline; the score is the softmax over the
+  logits of the ``+`` and ``-`` tokens at the tag, probability of ``+``.
+- ``"trl"``: a token-classification PRM trained by TRL's ``PRMTrainer`` (``AutoModelForTokenClassification``,
+  label 1 = correct): question tokens, then each step's tokens followed by the separator's tokens
+  (``"\\n"``, TRL's default ``step_separator``), score = softmax probability of label 1 there.
+
+Every convention here is the one of the model's card or trainer code (the Qwen2.5-Math-PRM and
+Math-Shepherd model cards' scoring snippets; TRL's ``PRMTrainer.tokenize_row``); tests/ps/scorers/test_prm.py
+checks each against that computation on a tiny random model of the same shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from transformers import AutoModel, AutoModelForCausalLM, AutoModelForTokenClassification, PretrainedConfig
+
+Encoding = Literal["tokens", "text"]
+"""How the input is tokenised: step by step with the separator id appended, or as one string (module docstring)."""
+
+QWEN_PRM_TEMPLATE = (
+    "<|im_start|>system\nPlease reason step by step, and put your final answer within \\boxed{}.<|im_end|>\n"
+    "<|im_start|>user\n{question}<|im_end|>\n<|im_start|>assistant\n{steps}"
+)
+"""Qwen2.5-Math-PRM's input (its model card's chat messages through Qwen's chat template); the
+``<|im_end|>`` after the last step does not change a causal model's earlier outputs."""
+
+PRM_FORMATS: dict[str, dict[str, Any]] = {
+    "qwen2.5-math-prm": {
+        "style": "token_classification",
+        "step_separator": "<extra_0>",
+        "step_joiner": "",
+        "template": QWEN_PRM_TEMPLATE,
+        "positive_label": 1,
+        "encoding": "text",
+    },
+    "math-shepherd": {
+        "style": "causal_lm",
+        "step_separator": " ки",
+        "step_joiner": "\n",
+        "template": "{question} {steps}",
+        "good_token": "+",
+        "bad_token": "-",
+        "encoding": "text",
+    },
+    "trl": {
+        "style": "token_classification",
+        "step_separator": "\n",
+        "step_joiner": "",
+        "template": "{question}{steps}",
+        "positive_label": 1,
+        "encoding": "tokens",
+    },
+}
+"""``format`` name → the settings of that PRM family (module docstring); explicit arguments override them."""
+
+BUILT_IN_DEFAULTS: dict[str, Any] = {
+    "style": "token_classification",
+    "step_separator": None,
+    "step_joiner": None,
+    "good_token": "+",
+    "bad_token": "-",
+    "positive_label": 1,
+    "template": "{question}\n\n{steps}",
+    "encoding": "",
+}
+"""PRMScorer's defaults of the settings a format gives (separator and joiner ``None``: per style;
+encoding ``""``: ``"tokens"``). An argument left at its default takes the format's value; any other
+value wins over the format."""
+
+
+def auto_class(path: str, style: str, trust_remote_code: bool) -> Any:
+    """The Auto class that loads the PRM at ``path``: a causal LM, a token classifier, or a remote-code
+    model registered only for ``AutoModel`` (Qwen2.5-Math-PRM), which needs ``trust_remote_code``."""
+    if style == "causal_lm":
+        return AutoModelForCausalLM
+    config, _ = PretrainedConfig.get_config_dict(path)
+    auto_map = config.get("auto_map") or {}
+    if "AutoModelForTokenClassification" in auto_map or "AutoModel" not in auto_map:
+        return AutoModelForTokenClassification
+    if not trust_remote_code:
+        raise ValueError(
+            f"PRM {path} is remote code ({auto_map['AutoModel']}, loaded with AutoModel, as Qwen2.5-Math-PRM): "
+            "its score head exists only in that code, and without it transformers would load a token classifier "
+            'with a random head. Read the code, then pass "trust_remote_code": true in step_scorer_kwargs'
+        )
+    return AutoModel
+
+
+def char_owners(offsets: Sequence[Sequence[int]], length: int) -> list[int]:
+    """For each character of a text, the index of the last token whose offsets cover it (-1: none)."""
+    owners = [-1] * length
+    for index, (start, end) in enumerate(offsets):
+        for char in range(start, min(end, length)):
+            owners[char] = index
+    return owners

@@ -1,0 +1,282 @@
+"""Bad input, tried as a user would: one ``psgrpo: error:`` line naming the option typed, before any model
+loads, and no output directory left behind (issue 27's table, one test per row)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from psgrpo.checkpoints.atomic import write_marker
+from psgrpo.commands.cli import INTERRUPTED_STATUS, main
+
+GSM8K_ROWS = [
+    {
+        "question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+        "How many clips did Natalia sell altogether in April and May?",
+        "answer": "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = <<48+24=72>>72 clips.\n#### 72",
+    },
+    {
+        "question": "Weng earns $12 an hour for babysitting. Yesterday, she just did 50 minutes of babysitting. "
+        "How much did she earn?",
+        "answer": "Weng earns 12/60 = $<<12/60=0.2>>0.2 per minute.\nShe earned 0.2 x 50 = $<<0.2*50=10>>10.\n#### 10",
+    },
+]
+
+
+@pytest.fixture()
+def no_model_loads(monkeypatch):
+    """Fail the test if a command gets as far as loading a model."""
+    import psgrpo.loading
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was loaded before the bad input was reported")
+
+    monkeypatch.setattr(psgrpo.loading, "load_model_and_tokenizer", refuse)
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+
+
+def error_line(capsys) -> str:
+    """The one ``psgrpo: error:`` line of stderr (and no traceback)."""
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.startswith("psgrpo: error:")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def run_train(out: Path, *flags: str) -> int:
+    return main(["train", "--output_dir", str(out), "--report_to", "none", *flags])
+
+
+def test_max_steps_zero(tmp_path, capsys, no_model_loads):
+    out = tmp_path / "run"
+    assert run_train(out, "--max_steps", "0") == 2
+    line = error_line(capsys)
+    assert "max_steps=0 trains no step" in line and "-1" in line
+    assert not out.exists()
+
+
+def test_negative_learning_rate_before_the_model_loads(tmp_path, capsys, no_model_loads):
+    out = tmp_path / "run"
+    assert run_train(out, "--learning_rate", "-1") == 2
+    assert "learning_rate=-1.0 is outside its range [0.0, inf]" in error_line(capsys)
+    assert not out.exists()
+
+
+def test_malformed_yaml_names_the_file_and_line(tmp_path, capsys, no_model_loads):
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("method: ps\nlearning_rate: [1.0e-5\nmax_steps: 3\n")
+    out = tmp_path / "run"
+    assert run_train(out, "--config", str(recipe)) == 2
+    line = error_line(capsys)
+    assert f"{recipe}: line 3" in line and "not valid YAML" in line
+    assert not out.exists()
+
+
+def test_gsm8k_from_an_unreachable_hub(tmp_path, capsys, monkeypatch, no_model_loads):
+    import datasets
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("Couldn't reach 'openai/gsm8k' on the Hub (LocalEntryNotFoundError)")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    out = tmp_path / "run"
+    assert run_train(out, "--dataset", "gsm8k") == 2
+    line = error_line(capsys)
+    assert "--dataset gsm8k:" in line and "ConnectionError" in line
+    assert "export HF_HUB_OFFLINE=1" in line  # says how to fail fast next time
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("path", ["outputs/demo", "./demo", "checkpoints/run-1/", "ABSOLUTE"])
+def test_eval_of_a_checkpoint_never_written_is_not_a_hub_lookup(
+    path, tmp_path, capsys, monkeypatch, no_model_loads
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # online: a Hub lookup would retry for 50 s
+    path = str(tmp_path / "outputs" / "demo") if path == "ABSOLUTE" else path
+    start = time.perf_counter()
+    assert main(["eval", "--model_name_or_path", path, "--output_dir", "outputs/eval"]) == 2
+    line = error_line(capsys)
+    assert f"--model_name_or_path {path}: no such checkpoint directory" in line
+    assert time.perf_counter() - start < 20
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_hub_id_with_hf_hub_offline_fails_at_once(tmp_path, capsys, monkeypatch, no_model_loads):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "run"
+    start = time.perf_counter()
+    assert run_train(out, "--model_name_or_path", "psgrpo-tests/no-such-model") == 2
+    line = error_line(capsys)
+    assert "--model_name_or_path psgrpo-tests/no-such-model" in line and "HF_HUB_OFFLINE is set" in line
+    assert time.perf_counter() - start < 20  # not 50 s of retries
+    assert not out.exists()
+
+
+def test_prm_without_a_model_shows_no_kwargs_the_user_never_set(tmp_path, capsys, no_model_loads):
+    out = tmp_path / "run"
+    assert (
+        run_train(out, "--method", "ps", "--step_scorer", "prm") == 2
+    )  # over the demo recipe's reference scorer
+    line = error_line(capsys)
+    assert "step_scorer='prm' needs the process reward model" in line and "--step_scorer_kwargs" in line
+    assert "reference_weight" not in line and "correct_weight" not in line  # the recipe's, for its own scorer
+    assert not out.exists()
+
+
+def test_prm_path_that_does_not_exist(tmp_path, capsys, no_model_loads):
+    out = tmp_path / "run"
+    prm = tmp_path / "prm"
+    assert (
+        run_train(
+            out,
+            "--method",
+            "ps",
+            "--step_scorer",
+            "prm",
+            "--step_scorer_kwargs",
+            json.dumps({"model": str(prm)}),
+        )
+        == 2
+    )
+    assert f"step_scorer_kwargs['model'] {prm}: no such checkpoint directory" in error_line(capsys)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "below_a_file", "unwritable"])
+def test_output_dir_that_cannot_be_written(kind, tmp_path, capsys, no_model_loads):
+    afile = tmp_path / "notes.txt"
+    afile.write_text("Natalia sold 48 clips in April.\n")
+    out = {"file": afile, "below_a_file": afile / "run", "unwritable": Path("/proc/psgrpo-test/run")}[kind]
+    assert run_train(out) == 2
+    line = error_line(capsys)
+    assert f"--output_dir {out}:" in line
+    assert {"file": "is a file", "below_a_file": "is a file", "unwritable": "not writable"}[kind] in line
+    assert afile.read_text() == "Natalia sold 48 clips in April.\n" and not Path("/proc/psgrpo-test").exists()
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only directories")
+def test_output_dir_in_a_read_only_directory(tmp_path, capsys, no_model_loads):
+    parent = tmp_path / "locked"
+    parent.mkdir(mode=0o500)
+    try:
+        assert run_train(parent / "run") == 2
+        assert f"--output_dir {parent / 'run'}: cannot be created: {parent} is not writable" in error_line(
+            capsys
+        )
+    finally:
+        parent.chmod(0o700)
+    assert not (parent / "run").exists()
+
+
+def test_num_generations_names_the_flags_typed(tmp_path, capsys, no_model_loads):
+    out = tmp_path / "run"
+    assert run_train(out, "--num_generations", "3", "--per_device_train_batch_size", "4") == 2
+    line = error_line(capsys)
+    assert "num_generations=3" in line and "per_device_train_batch_size=4" in line
+    assert "generation_batch_size" not in line.replace("per_device_train_batch_size", "")
+    assert not out.exists()
+
+
+def fake_checkpoint(run_dir: Path, step: int) -> Path:
+    """A complete checkpoint-``step`` as far as resuming is concerned (trainer state and marker)."""
+    checkpoint = run_dir / f"checkpoint-{step}"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    write_marker(checkpoint, step)
+    return checkpoint
+
+
+def test_resume_when_max_steps_is_already_reached(tmp_path, capsys, no_model_loads):
+    out = tmp_path / "run"
+    checkpoint = fake_checkpoint(out, 2)
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    assert run_train(out, "--max_steps", "2", "--resume_from_checkpoint", "true") == 2
+    line = error_line(capsys)
+    assert f"{checkpoint} is at step 2 and --max_steps is 2" in line and "nothing left to train" in line
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before  # nothing trained, nothing written
+
+
+def test_one_jsonl_as_train_and_eval_warns(tmp_path, capsys, caplog, monkeypatch):
+    import psgrpo.loading
+
+    data = tmp_path / "gsm8k.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in GSM8K_ROWS))
+
+    def stop(*args, **kwargs):
+        raise ValueError("stopped where the model would load")
+
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+    monkeypatch.setattr(psgrpo.loading, "load_policy", stop)
+    out = tmp_path / "run"
+    with caplog.at_level(logging.WARNING, logger="psgrpo"):
+        assert run_train(out, "--dataset", str(data)) == 2
+    assert "stopped where the model would load" in error_line(capsys)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("2 of the 2 held-out rows" in w and "training data" in w for w in warnings), warnings
+    assert not out.exists()  # the run stopped before writing anything
+
+
+def wait_for(predicate, timeout: float, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if process.poll() is not None:
+            raise AssertionError(f"the run ended first: {process.communicate()}")
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"timed out: {process.communicate()}")
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_training_names_the_checkpoint_and_how_to_resume(tmp_path):
+    out = tmp_path / "run"
+    flags = [
+        "--method", "grpo", "--per_device_train_batch_size", "8", "--num_generations", "4",
+        "--max_completion_length", "16", "--max_train_examples", "64", "--eval_before_after", "false",
+        "--max_steps", "1000", "--save_steps", "1", "--logging_steps", "1", "--disable_tqdm", "true",
+        "--output_dir", str(out), "--report_to", "none",
+    ]  # fmt: skip
+    env = {**os.environ, "PSGRPO_DEBUG": "0", "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "psgrpo", "train", *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    wait_for(lambda: (out / "checkpoint-2").is_dir(), 300, process)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == INTERRUPTED_STATUS, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    lines = [line for line in err.splitlines() if line.startswith("psgrpo: interrupted")]
+    assert len(lines) == 1, err
+    newest = max(int(p.name.split("-")[1]) for p in out.glob("checkpoint-*"))
+    assert f"the newest complete checkpoint is {out / f'checkpoint-{newest}'}" in lines[0]
+    assert "resume with: psgrpo train --method grpo" in lines[0]
+    assert lines[0].endswith("--resume_from_checkpoint true")
+
+
+def test_ctrl_c_outside_training_is_one_line_too(monkeypatch, capsys):
+    import psgrpo.commands.evaluate as evaluate_module
+
+    def interrupted(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+    monkeypatch.setattr(evaluate_module, "run_eval", interrupted)
+    assert main(["eval", "--dataset", "arith"]) == INTERRUPTED_STATUS
+    err = capsys.readouterr().err
+    assert err.strip() == "psgrpo: interrupted" and "Traceback" not in err

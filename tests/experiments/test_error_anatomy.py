@@ -1,0 +1,64 @@
+"""experiments/error_anatomy.py: wrong answers against the gold solution (stops short, fewer steps)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from psgrpo.data.tasks import TaskConfig, load_task_split
+
+GOLD = (
+    "<reasoning>\nStep 1: 7 + 5 = 12\nStep 2: 4 + 4 = 8\nStep 3: 12 - 3 = 9\n</reasoning>\n<answer>9</answer>"
+)
+# step 2 is a distractor: off the dependency path, so the gold path has 2 steps
+
+
+def _completion(*steps: str, answer: str) -> str:
+    lines = "\n".join(f"Step {k}: {s}" for k, s in enumerate(steps, start=1))
+    return f"<reasoning>\n{lines}\n</reasoning>\n<answer>{answer}</answer>"
+
+
+@pytest.fixture(scope="module")
+def anatomy(import_experiment):
+    return import_experiment("error_anatomy")
+
+
+def test_each_kind_of_wrong_answer(anatomy):
+    right = anatomy.anatomy(_completion("7 + 5 = 12", "12 - 3 = 9", answer="9"), GOLD, "9", "correct")
+    assert (right.steps, right.gold_path, right.stops_short) == (2, 2, False)
+    short = anatomy.anatomy(_completion("7 + 5 = 12", answer="12"), GOLD, "9", "logic")
+    assert (short.steps, short.stops_short) == (1, True)  # a correct prefix of the gold path
+    misread = anatomy.anatomy(_completion("7 + 5 = 12", "12 - 4 = 8", answer="8"), GOLD, "9", "logic")
+    assert misread.stops_short is False  # 8 is the distractor's value, but not a gold-path one
+    slip = anatomy.anatomy(_completion("7 + 5 = 13", answer="13"), GOLD, "9", "calculation")
+    assert slip.stops_short is False  # a failed equation is no correct prefix
+    s = anatomy.summary([right, short, misread, slip])
+    assert s == {
+        "completions": 4.0,
+        "accuracy": 0.25,
+        "logic": 0.5,
+        "stops_short": 0.25,
+        "fewer_steps": 0.25,  # short: 1 step against 2
+        "delta_steps": -0.5,  # (1 − 2 + 2 − 2) / 2
+    }
+    assert "| x | 4 | 0.250 | 0.500 | 0.250 | 0.250 | -0.50 |" in anatomy.markdown({"x": s})
+
+
+def test_reads_psgrpo_eval_samples_and_refuses_another_dataset(anatomy, tmp_path, capsys):
+    rows = load_task_split(TaskConfig(dataset="arith-hard"), "test", 3)
+    records = [
+        {"prompt_index": i, "prompt": row["prompt"], "completion": row["solution"], "error_type": "correct"}
+        for i, row in enumerate(rows)
+    ]
+    path = tmp_path / "samples.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = anatomy.main(["--dataset", "arith-hard", f"gold={path}"])
+    assert result["gold"]["accuracy"] == 1.0 and result["gold"]["stops_short"] == 0.0
+    assert "| gold | 3 |" in capsys.readouterr().out
+    pooled = anatomy.main(["--dataset", "arith-hard", f"two={path},{path}"])  # several files under one label
+    assert pooled["two"]["completions"] == 6.0
+    with pytest.raises(ValueError, match=r"samples.jsonl line 1: prompt 0 is not row 0 of the dataset given"):
+        anatomy.main(["--dataset", "arith", f"gold={path}"])
+    with pytest.raises(SystemExit):
+        anatomy.main(["--dataset", "arith-hard", str(path)])  # no LABEL=

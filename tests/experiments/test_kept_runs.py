@@ -1,0 +1,96 @@
+"""The kept runs (experiments/runs/<NAME>/runs/) still redraw, with the commands of experiments/README.md.
+
+``psgrpo compare --report_only true`` trains nothing: it reads each finished run and refuses one
+made with other settings than the command's. A change to a recipe or to how compare resolves
+settings can therefore orphan every kept run; these tests redraw two of them (reading 35 runs'
+``metrics.jsonl``, no model) and check the figures of the published tables.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from psgrpo.commands.compare import compare
+
+RUNS = Path(__file__).resolve().parents[2] / "experiments" / "runs"
+BIN = (
+    "ps-ref-bin=--method ps --step_scorer reference "
+    """--step_scorer_kwargs '{"correct_weight": 0.0, "reference_weight": 1.0}'"""
+)
+
+
+def accuracies(path: Path) -> dict[tuple[str, int, int], float]:
+    """(method, seed, step) → held-out accuracy, from a compare ``curves.csv``."""
+    with path.open() as f:
+        return {
+            (r["method"], int(r["seed"]), int(r["step"])): float(r["accuracy"]) for r in csv.DictReader(f)
+        }
+
+
+def redraw(name: str, tmp_path: Path, flags: list[str]) -> Path:
+    """Copy ``RUNS/name/runs`` into a fresh output directory and draw its report; returns that directory."""
+    out = tmp_path / name
+    shutil.copytree(RUNS / name / "runs", out / "runs")
+    compare([*flags, "--output_dir", str(out), "--report_only", "true"])
+    return out
+
+
+def test_the_second_confirmation_redraws_and_its_preregistered_tests_hold(
+    tmp_path, import_experiment, capsys
+):
+    out = redraw(
+        "hard-ref-confirm2",
+        tmp_path,
+        ["--config", "configs/arith_hard.yaml", "--max_steps", "60", "--eval_every", "30",
+         "--max_eval_examples", "1000", "--eval_batch_size", "250", "--save_strategy", "no",
+         "--report_to", "none", "--diagnostics", "true", "--seeds", *map(str, range(10, 20)),
+         "--arms", "grpo=--method grpo", BIN],
+    )  # fmt: skip
+    assert accuracies(out / "curves.csv") == accuracies(RUNS / "hard-ref-confirm2" / "curves.csv")
+    capsys.readouterr()
+    import_experiment("preregistered").main(
+        [str(out / "curves.csv"), "--treatment", "ps-ref-bin", "--seeds", *map(str, range(10, 20)),
+         "--final_step", "60", "--early_step", "30", "--level", "0.975"]
+    )  # fmt: skip
+    assert (
+        capsys.readouterr().out.strip()
+        == (RUNS / "hard-ref-confirm2" / "preregistered.md").read_text().strip()
+    )
+
+
+def test_the_demo_default_redraws_with_the_recipe_its_runs_trained_with(tmp_path):
+    """The embedded recipe has changed since (its method was vps), so the runs' own recipe is passed.
+
+    A ``--config`` layers over today's embedded recipe, which sets the reference scorer; the runs'
+    recipe left the scorer at its default, so the redraw says ``step_scorer: arithmetic``.
+    """
+    spec = json.loads((RUNS / "demo-default" / "runs" / "grpo-seed0" / "compare_run.json").read_text())
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(yaml.safe_dump({**spec["recipe"], "step_scorer": "arithmetic"}))
+    out = redraw(
+        "demo-default",
+        tmp_path,
+        ["--config", str(recipe), "--max_steps", "100", "--max_eval_examples", "1000", "--eval_batch_size", "250",
+         "--save_strategy", "no", "--eval_every", "25", "--diagnostics", "true", "--seeds", "0", "1", "2", "3", "4",
+         "--arms", "grpo=--method grpo", "vps=--method vps", BIN],
+    )  # fmt: skip
+    assert accuracies(out / "curves.csv") == accuracies(RUNS / "demo-default" / "curves.csv")
+    table = (out / "compare.md").read_text()
+    assert "| ps-ref-bin | 5 | 0.460 | 0.641 ± 0.011 |" in table
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in RUNS.iterdir() if (p / "runs").is_dir()))
+def test_every_kept_run_holds_what_compare_reads(name):
+    """Each ``runs/<arm>-seed<N>/`` has its spec, metrics and report, and the spec names that seed."""
+    run_dirs = sorted((RUNS / name / "runs").iterdir())
+    assert run_dirs
+    for run in run_dirs:
+        assert {"compare_run.json", "metrics.jsonl", "report.json"} <= {p.name for p in run.iterdir()}, run
+        seed = run.name.rpartition("-seed")[2]
+        assert json.loads((run / "compare_run.json").read_text())["flags"]["seed"] == [seed], run

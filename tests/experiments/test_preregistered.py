@@ -1,0 +1,81 @@
+"""experiments/preregistered.py: paired pre-registered tests that refuse to run on incomplete seeds."""
+
+from __future__ import annotations
+
+import pytest
+
+from psgrpo.commands.compare_report import write_curves_csv
+from psgrpo.commands.intervals import mean_interval
+
+
+@pytest.fixture(scope="module")
+def prereg(import_experiment):
+    return import_experiment("preregistered")
+
+
+def _rows(method: str, by_seed: dict[int, tuple[float, float, float]]) -> list[dict]:
+    """Curve rows of ``method``: seed → accuracy at steps 0, 30, 60."""
+    return [
+        {"method": method, "seed": seed, "step": step, "accuracy": acc}
+        for seed, accs in by_seed.items()
+        for step, acc in zip((0, 30, 60), accs, strict=True)
+    ]
+
+
+CONTROL = {10: (0.2, 0.22, 0.25), 11: (0.2, 0.21, 0.24), 12: (0.2, 0.23, 0.26)}
+TREATMENT = {10: (0.2, 0.27, 0.30), 11: (0.2, 0.25, 0.28), 12: (0.2, 0.27, 0.31)}
+
+
+def test_both_tests_by_hand(prereg, tmp_path, capsys):
+    path = tmp_path / "curves.csv"
+    write_curves_csv(_rows("grpo", CONTROL) + _rows("ps-ref-bin", TREATMENT), path)
+    argv = [str(path), "--treatment", "ps-ref-bin", "--seeds", "10", "11", "12", "--final_step", "60",
+            "--early_step", "30", "--level", "0.975"]  # fmt: skip
+    assert prereg.main(argv) == 0
+    out = capsys.readouterr().out
+    final = [0.30 - 0.25, 0.28 - 0.24, 0.31 - 0.26]
+    early = [0.27 - 0.25, 0.25 - 0.24, 0.27 - 0.26]  # treatment at 30 against control at 60
+    for name, diffs in (("final", final), ("early", early)):
+        expected = mean_interval(diffs, level=0.975)
+        line = next(row for row in out.splitlines() if row.startswith(f"| {name} |"))
+        assert f"{expected.mean:+.3f} [{expected.low:+.3f}, {expected.high:+.3f}]" in line
+    assert "| final | 60 | 60 | 3 |" in out and "| early | 30 | 60 | 3 |" in out
+    assert "+5.0, +4.0, +5.0" in out  # per-seed differences in points, in seed order
+    results = prereg.run_tests(
+        prereg.read_curves_csv(path), "ps-ref-bin", "grpo", [10, 11, 12],
+        [prereg.PairedTest("final", 60, 60), prereg.PairedTest("early", 30, 60)], level=0.975,
+    )  # fmt: skip
+    assert results[0].confirmed  # 5, 4, 5 points: the 97.5 % interval is above 0
+    # 2, 1, 1 points with 2 degrees of freedom: t is 6.2, the interval spans 0
+    assert not results[1].confirmed
+
+
+def test_a_missing_seed_prints_no_figure(prereg, tmp_path, capsys):
+    path = tmp_path / "curves.csv"
+    partial = {seed: accs for seed, accs in TREATMENT.items() if seed != 12}
+    write_curves_csv(_rows("grpo", CONTROL) + _rows("ps-ref-bin", partial), path)
+    argv = [str(path), "--treatment", "ps-ref-bin", "--seeds", "10", "11", "12", "--final_step", "60",
+            "--early_step", "30"]  # fmt: skip
+    assert prereg.main(argv) == prereg.EXIT_INCOMPLETE
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "ps-ref-bin seed 12 step 30" in captured.err and "ps-ref-bin seed 12 step 60" in captured.err
+    assert "0." not in captured.err  # no accuracy leaks into the message
+
+
+def test_bad_input_is_a_usage_error(prereg, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        prereg.main(
+            [str(tmp_path / "none.csv"), "--treatment", "x", "--seeds", "1", "2", "--final_step", "60"]
+        )
+    assert exit_info.value.code == 2 and "no such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        prereg.main(
+            [str(tmp_path / "none.csv"), "--treatment", "x", "--seeds", "1", "1", "--final_step", "60"]
+        )
+    assert "names a seed twice" in capsys.readouterr().err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("method,seed,step,accuracy\ngrpo,ten,60,0.2\n")
+    with pytest.raises(SystemExit):
+        prereg.main([str(bad), "--treatment", "x", "--seeds", "1", "--final_step", "60"])
+    assert "line 2" in capsys.readouterr().err

@@ -1,0 +1,107 @@
+"""Every ```python block of README.md and docs/ runs as written: offline, in a fresh directory, in a subprocess.
+
+A block is a whole program (imports included); nothing is skipped. The fresh working directory
+holds only links to the repository's ``docs/`` and ``experiments/`` (:data:`CITED_DATA`), for the
+blocks that read the data a page cites (``experiments/runs/…/curves.csv``). The hub is switched off (``HF_HUB_OFFLINE=1``), so a block that
+needs a download fails here: such text belongs in a ``bash`` or ``text`` block. The README's
+blocks and the quickstart's run a second time as on a CPU with native bf16 and no GPU
+(``PSGRPO_NATIVE_BF16=1``, :mod:`psgrpo.precision`), where transformers used to refuse the config
+unless it set ``use_cpu``; none of them sets it. The runs take minutes (a few steps of training
+each), hence ``slow``; collecting and compiling every block is not.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PYTHON_BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+FRONT_PAGES = ("README.md", "docs/quickstart.md")
+"""The pages a new user copies from first: they also run as on a CPU with native bf16, and set no ``use_cpu``."""
+CITED_DATA = ("docs", "experiments")
+"""Repository folders linked into a block's working directory: the kept results the pages compute from."""
+OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+TIMEOUT_S = 600
+
+
+def pages() -> list[Path]:
+    """README.md and every page under docs/, except the run folders of docs/learning/ (kept outputs)."""
+    under_docs = [p for p in DOCS.rglob("*.md") if "learning" not in p.relative_to(DOCS).parts[:-1]]
+    return [ROOT / "README.md", *sorted(under_docs)]
+
+
+def python_blocks(markdown: str) -> list[tuple[int, str]]:
+    """``(line of the opening fence, code)`` of each ```python block of ``markdown``."""
+    return [(markdown.count("\n", 0, m.start()) + 1, m.group(1)) for m in PYTHON_BLOCK.finditer(markdown)]
+
+
+def snippets() -> list:
+    params = []
+    for page in pages():
+        name = str(page.relative_to(ROOT))
+        for line, code in python_blocks(page.read_text()):
+            params.append(pytest.param(name, code, id=f"{name}:{line}"))
+    return params
+
+
+SNIPPETS = snippets()
+FRONT = [p for p in SNIPPETS if p.values[0] in FRONT_PAGES]
+
+
+def run_snippet(code: str, workdir: Path, **env: str) -> subprocess.CompletedProcess:
+    """Run ``code`` as ``workdir/snippet.py`` with ``workdir`` as the working directory, offline."""
+    for folder in CITED_DATA:
+        if (ROOT / folder).is_dir():
+            (workdir / folder).symlink_to(ROOT / folder, target_is_directory=True)
+    script = workdir / "snippet.py"
+    script.write_text(code)
+    return subprocess.run(
+        [sys.executable, str(script)],
+        cwd=workdir,
+        env={**os.environ, **OFFLINE, **env},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+
+
+def test_blocks_are_found_and_extracted_whole():
+    page = (
+        "Natalia sold 48 clips.\n```python\nimport re\nprint(48 // 2)\n```\n\n```bash\npsgrpo train\n```\n"
+        "```python\nprint(48 + 24)\n```\n"
+    )
+    assert python_blocks(page) == [(2, "import re\nprint(48 // 2)\n"), (10, "print(48 + 24)\n")]
+    assert any(p.values[0] == "README.md" for p in SNIPPETS)
+    assert len(FRONT) >= 4  # the README's example and the quickstart's three
+    assert not [p for p in pages() if "docs/learning/" in str(p.relative_to(ROOT)) + "/"]
+
+
+@pytest.mark.parametrize(("page", "code"), SNIPPETS)
+def test_every_block_is_valid_python(page, code):
+    compile(code, page, "exec")
+
+
+@pytest.mark.parametrize(("page", "code"), FRONT)
+def test_the_front_page_examples_set_no_device(page, code):
+    assert "use_cpu" not in code and "no_cuda" not in code
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("page", "code"), SNIPPETS)
+def test_every_block_runs_as_written(tmp_path, page, code):
+    result = run_snippet(code, tmp_path)
+    assert result.returncode == 0, f"{page}: the block failed:\n{result.stderr[-4000:]}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("page", "code"), FRONT)
+def test_front_page_examples_run_on_a_cpu_with_native_bf16(tmp_path, page, code):
+    result = run_snippet(code, tmp_path, PSGRPO_NATIVE_BF16="1")
+    assert result.returncode == 0, f"{page}: the block failed with native bf16:\n{result.stderr[-4000:]}"

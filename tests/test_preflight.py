@@ -1,0 +1,104 @@
+"""Checks before anything loads, and what an early stop leaves (psgrpo/preflight.py)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from psgrpo.checkpoints.atomic import write_marker
+from psgrpo.preflight import (
+    check_output_dir,
+    check_resume_target,
+    interrupted_message,
+    output_dir_removed_on_failure,
+    resume_command,
+)
+
+
+def test_output_dir_checks_create_nothing(tmp_path):
+    check_output_dir(tmp_path / "new" / "run")  # creatable
+    check_output_dir(tmp_path)  # exists
+    check_output_dir(None)
+    assert list(tmp_path.iterdir()) == []
+    afile = tmp_path / "report.json"
+    afile.write_text("{}")
+    with pytest.raises(NotADirectoryError, match=f"--output_dir {afile}: is a file"):
+        check_output_dir(afile)
+    with pytest.raises(NotADirectoryError, match="is a file, so the directory cannot be created"):
+        check_output_dir(afile / "run", option="--output_dir")
+    with pytest.raises(PermissionError, match="--output_dir /proc/psgrpo/run: cannot be created"):
+        check_output_dir("/proc/psgrpo/run")
+
+
+def test_a_failed_run_leaves_no_directory_it_created(tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(ValueError), output_dir_removed_on_failure(out):
+        (out / "runs" / "tensorboard").mkdir(parents=True)  # folders only: nothing written
+        raise ValueError("learning_rate=-1.0 is outside its range")
+    assert not out.exists()
+    with pytest.raises(KeyboardInterrupt), output_dir_removed_on_failure(out):
+        out.mkdir()
+        (out / "metrics.jsonl").write_text('{"step": 1, "loss": 0.25}\n')  # a result: kept
+        raise KeyboardInterrupt
+    assert (out / "metrics.jsonl").is_file()
+
+
+def test_an_existing_directory_is_never_removed(tmp_path):
+    with pytest.raises(ValueError), output_dir_removed_on_failure(tmp_path):
+        raise ValueError("bad")
+    assert tmp_path.is_dir()
+
+
+def checkpoint(run_dir, step):
+    path = run_dir / f"checkpoint-{step}"
+    path.mkdir(parents=True)
+    (path / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    write_marker(path, step)
+    return path
+
+
+def test_resume_target_resolved_before_loading(tmp_path):
+    assert check_resume_target(None, str(tmp_path), 10) is None
+    with pytest.raises(ValueError, match="no complete checkpoint"):
+        check_resume_target("true", str(tmp_path), 10)
+    newest = checkpoint(tmp_path, 4)
+    assert check_resume_target("true", str(tmp_path), 10) == str(newest)
+    assert check_resume_target(True, str(tmp_path), -1) == str(newest)  # epochs decide: no step bound
+    with pytest.raises(
+        ValueError, match="is at step 4 and --max_steps is 4, so there is nothing left to train"
+    ):
+        check_resume_target("true", str(tmp_path), 4)
+
+
+FLAG = st.sampled_from(["--method", "--max_steps", "--output_dir", "--dataset", "--config"])
+VALUE = st.sampled_from(["grpo", "200", "outputs/demo run", "data/gsm8k", "demo"])
+
+
+@given(
+    pairs=st.lists(st.tuples(FLAG, VALUE), max_size=5),
+    resume=st.sampled_from([[], ["true"], ["x/checkpoint-5"]]),
+)
+def test_resume_command_keeps_the_flags_and_resumes_once(pairs, resume):
+    argv = [item for pair in pairs for item in pair]
+    if resume:
+        argv = [*argv[:2], "--resume_from_checkpoint", *resume, *argv[2:]]
+    words = shlex.split(resume_command(argv))
+    assert words[:2] == ["psgrpo", "train"] and words[-2:] == ["--resume_from_checkpoint", "true"]
+    assert words[2:-2] == [item for pair in pairs for item in pair]
+
+
+def test_interrupted_message(tmp_path):
+    run = tmp_path / "run"
+    assert "no complete checkpoint in" in interrupted_message(str(run), [])
+    checkpoint(run, 2)
+    newest = checkpoint(run, 3)
+    (run / "partial-checkpoint-4").mkdir()  # the save Ctrl-C stopped
+    message = interrupted_message(str(run), ["--method", "grpo", "--output_dir", str(run)])
+    assert message == (
+        f"interrupted; the newest complete checkpoint is {newest}; resume with: psgrpo train --method grpo "
+        f"--output_dir {run} --resume_from_checkpoint true"
+    )

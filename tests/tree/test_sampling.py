@@ -1,0 +1,130 @@
+"""Tree sampling (psgrpo/tree/sampling.py) against a scripted generator: topology, budgets, copies, token counts."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from psgrpo.tree.sampling import TreeSamplingMixin
+
+EOS = 99
+
+
+class ScriptedGeneration:
+    """Stands in for ``GRPOTrainer._generate_single_turn``: each row gets fresh, unique tokens up to the budget.
+
+    ``stop`` maps (call number, row) to a row that ends early: two tokens then EOS.
+    """
+
+    def __init__(self, stop: set[tuple[int, int]] = frozenset()) -> None:
+        self.stop, self.calls, self.next_token = stop, [], 100
+
+    def _generate_single_turn(
+        self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False
+    ):
+        budget = self.generation_config.max_new_tokens
+        call = len(self.calls)
+        self.calls.append(([list(p) for p in prompt_ids], budget))
+        completions = []
+        for row in range(len(prompt_ids)):
+            length = 2 if (call, row) in self.stop else budget
+            tokens = list(range(self.next_token, self.next_token + length))
+            self.next_token += length
+            completions.append([*tokens, EOS] if (call, row) in self.stop else tokens)
+        return completions, None
+
+
+class Sampler(TreeSamplingMixin, ScriptedGeneration):
+    def __init__(self, branching, segment, limit=10, training=True, method="tree", stop=frozenset()):
+        super().__init__(stop)
+        self.args = SimpleNamespace(method=method, tree_branching=branching, tree_segment_tokens=segment)
+        self.model = SimpleNamespace(training=training)
+        self.max_completion_length = limit
+        self.eos_token_ids = [EOS]
+        self.generation_config = SimpleNamespace(max_new_tokens=limit)
+        self.generation_kwargs = {"max_new_tokens": limit}
+        self.accelerator = SimpleNamespace(
+            num_processes=1, device=torch.device("cpu"), gather=lambda t: t, process_index=0
+        )
+        self._metrics = defaultdict(lambda: defaultdict(list))
+
+    def sample(self, prompts: list[list[int]], num_generations: int):
+        return self._generate_single_turn(prompts, None, {}, num_generations)
+
+
+PROMPT_A = [1, 2, 3]  # e.g. "Q: 7 + 5 = ?" tokenised
+PROMPT_B = [4, 5]
+
+
+def test_leaves_share_their_ancestors_tokens_and_each_level_is_one_call():
+    sampler = Sampler([2, 2], segment=3, limit=10)
+    leaves, logprobs = sampler.sample([PROMPT_A] * 4 + [PROMPT_B] * 4, 4)
+    assert logprobs is None and len(leaves) == 8
+    for group in (leaves[:4], leaves[4:]):
+        assert group[0][:3] == group[1][:3] and group[2][:3] == group[3][:3]  # siblings share their root
+        assert group[0][:3] != group[2][:3]  # two roots
+        assert len({tuple(leaf[3:]) for leaf in group}) == 4  # every leaf continues on its own
+        assert all(len(leaf) == 10 for leaf in group)  # 3 + the last level's 10 − 3
+    (roots, root_budget), (continued, last_budget) = sampler.calls
+    assert (root_budget, last_budget) == (3, 7)
+    assert roots == [PROMPT_A, PROMPT_A, PROMPT_B, PROMPT_B]
+    assert (
+        continued
+        == [PROMPT_A + leaves[0][:3]] * 2
+        + [PROMPT_A + leaves[2][:3]] * 2
+        + [PROMPT_B + leaves[4][:3]] * 2
+        + [PROMPT_B + leaves[6][:3]] * 2
+    )
+    # generated per group: 2 roots × 3 + 4 continuations × 7 = 34, against 4 leaves × 10 = 40
+    assert sampler._metrics["train"]["tree/tokens_generated"] == [34.0]
+    assert sampler._metrics["train"]["tree/token_ratio"] == [pytest.approx(34 / 40)]
+    # the generation limit is TRL's again afterwards
+    assert (
+        sampler.generation_config.max_new_tokens == 10 and sampler.generation_kwargs["max_new_tokens"] == 10
+    )
+
+
+def test_a_node_that_ended_is_copied_not_continued():
+    """Root 1 of the first call stops with EOS: its two leaves are that root, and only 2 rows continue."""
+    sampler = Sampler([2, 2], segment=3, limit=10, stop={(0, 1)})
+    leaves, _ = sampler.sample([PROMPT_A] * 4, 4)
+    assert leaves[2] == leaves[3] and leaves[2][-1] == EOS and len(leaves[2]) == 3
+    assert len(sampler.calls[1][0]) == 2  # only the open root's children are generated
+    assert sampler._metrics["train"]["tree/tokens_generated"] == [3 + 3 + 2 * 7]
+
+
+def test_three_levels_depth_first():
+    sampler = Sampler([2, 2, 2], segment=2, limit=7)
+    leaves, _ = sampler.sample([PROMPT_A] * 8, 8)
+    for j in range(8):
+        for k in range(8):
+            shared = 0 if j // 4 != k // 4 else 2 if j // 2 != k // 2 else 4 if j != k else 7
+            assert leaves[j][:shared] == leaves[k][:shared]
+            if shared < 7:
+                assert leaves[j][shared : shared + 1] != leaves[k][shared : shared + 1]
+    assert [budget for _, budget in sampler.calls] == [2, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "sampler",
+    [
+        Sampler([4], segment=None),  # one level: G independent samples
+        Sampler([2, 2], segment=3, training=False),  # evaluation
+        Sampler([2, 2], segment=3, method="grpo"),
+    ],
+    ids=["one-level", "eval", "grpo"],
+)
+def test_trls_own_sampling_where_there_is_no_tree(sampler):
+    leaves, _ = sampler.sample([PROMPT_A] * 4, 4)
+    assert sampler.calls == [([PROMPT_A] * 4, 10)] and all(len(leaf) == 10 for leaf in leaves)
+    assert "tree/token_ratio" not in sampler._metrics["train"]
+
+
+def test_a_group_must_be_whole_and_share_one_prompt():
+    with pytest.raises(ValueError, match="not whole groups of 4"):
+        Sampler([2, 2], segment=3).sample([PROMPT_A] * 6, 4)
+    with pytest.raises(ValueError, match="rows of a group to share a prompt"):
+        Sampler([2, 2], segment=3).sample([PROMPT_A] * 3 + [PROMPT_B], 4)

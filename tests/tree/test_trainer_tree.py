@@ -1,0 +1,242 @@
+"""``method='tree'`` in ProcessGRPOTrainer: a one-level tree is outcome GRPO exactly; a real tree trains with the
+credit of its values; the options are checked before anything loads; ``psgrpo train --method tree`` runs."""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+from trainer_helpers import assert_same_logs, length_reward, record_batches, save_tiny_model, tiny_run_args
+from transformers import AutoModelForCausalLM
+
+from psgrpo.commands.cli import main
+from psgrpo.config import ProcessGRPOConfig
+from psgrpo.data.arith import make_arith_dataset
+from psgrpo.rewards import correctness_reward, format_reward
+from psgrpo.trainer import ProcessGRPOTrainer
+from psgrpo.tree.options import check_tree_options
+from psgrpo.tree.values import tree_strides
+
+REWARDS = [correctness_reward, format_reward, length_reward]
+
+
+def _run(args, tokenizer, model_dir, dataset):
+    torch.manual_seed(0)
+    trainer = ProcessGRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(model_dir),
+        reward_funcs=REWARDS,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+    )
+    batches = record_batches(trainer)
+    trainer.train()
+    return batches, trainer
+
+
+def test_one_level_tree_is_grpo_exactly(tmp_path, char_tokenizer):
+    """branching [G] (one root per leaf), the default w = 0, λ = 1: completions, A_i, every logged metric and the
+    weights after two steps equal --method grpo's with the same seed."""
+    dataset = make_arith_dataset("train", n=16)
+    model_dir = save_tiny_model(tmp_path / "init", char_tokenizer)
+    common = dict(max_steps=2, max_completion_length=16, learning_rate=1e-2, beta=0.04, bf16=False)
+    runs = {
+        method: _run(
+            ProcessGRPOConfig(
+                **tiny_run_args(tmp_path, output_dir=str(tmp_path / method), **common), **extra
+            ),
+            char_tokenizer,
+            model_dir,
+            dataset,
+        )
+        for method, extra in (
+            ("grpo", {"method": "grpo"}),
+            ("tree", {"method": "tree", "tree_branching": [4]}),
+        )
+    }
+    (ref_batches, ref), (our_batches, ours) = runs["grpo"], runs["tree"]
+    assert not ours.token_credit, "a one-level tree gives one value per row: TRL gets its own 1-D A_i"
+    for theirs, our in zip(ref_batches, our_batches, strict=True):
+        assert torch.equal(our["completion_ids"], theirs["completion_ids"])
+        assert theirs["advantages"].abs().sum() > 0, "the comparison needs non-zero advantages"
+        assert torch.equal(our["advantages"], theirs["advantages"])
+    assert_same_logs(ours.state.log_history, ref.state.log_history, own=("psgrpo/", "tree/"))
+    theirs = dict(ref.model.named_parameters())
+    for name, value in ours.model.named_parameters():
+        assert torch.equal(value, theirs[name]), name
+
+
+def test_tree_training_step_gives_each_segment_its_value_gain(tmp_path, char_tokenizer):
+    """[2, 2], 4-token segments: leaves share their root's tokens, and the tokens of segment k get ΔV_k / σ."""
+    args = ProcessGRPOConfig(
+        **tiny_run_args(tmp_path, max_completion_length=16, learning_rate=1e-2, bf16=False),
+        method="tree",
+        tree_branching=[2, 2],
+        tree_segment_tokens=4,
+    )
+    model_dir = save_tiny_model(tmp_path / "init", char_tokenizer)
+    batches, trainer = _run(args, char_tokenizer, model_dir, make_arith_dataset("train", n=8))
+    assert trainer.token_credit
+    out, credit = batches[0], trainer.last_credit
+    ids, mask = out["completion_ids"], out["completion_mask"]
+    leaves = [row[: int(m.sum())].tolist() for row, m in zip(ids, mask, strict=True)]
+    for first in range(0, len(leaves), 4):
+        group = leaves[first : first + 4]
+        assert group[0][:4] == group[1][:4] and group[2][:4] == group[3][:4]
+    rewards = credit.process.path_values[:, -1]
+    for row in range(len(leaves)):
+        first = row - row % 4
+        values = credit.process.path_values[row]
+        for level, size in enumerate(tree_strides([2, 2])):
+            start = first + (row - first) // size * size
+            assert values[level + 1].item() == pytest.approx(rewards[start : start + size].mean().item())
+        std = rewards[first : first + 4].std().item()
+        for t in range(len(leaves[row])):
+            level = min(t // 4, 1)
+            gain = (values[level + 1] - values[level]).item() / (std + 1e-4)
+            assert out["advantages"][row, t].item() == pytest.approx(gain, abs=1e-5)
+        assert (out["advantages"][row, len(leaves[row]) :] == 0).all()
+    log = trainer.state.log_history[0]
+    assert 0 < log["tree/token_ratio"] < 1 and log["tree/tokens_generated"] > 0
+    assert math.isfinite(log["loss"]) and log["tree/depth"] == 2
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (
+            {"tree_branching": [2, 2, 2], "num_generations": 4},
+            r"--tree_branching 2 2 2 has 8 leaves but --num_generations is 4",
+        ),
+        (
+            {"tree_branching": [2, 2], "tree_segment_tokens": 24},
+            r"--tree_segment_tokens 24 × 1 inner levels = 24 tokens .* --max_completion_length 24",
+        ),
+        ({"tree_branching": [2, 0]}, r"tree_branching=\[2, 0\] must be one or more integers ≥ 1"),
+        ({"memory_bank": True}, "method='tree' cannot be combined with memory_bank"),
+        ({"reward_norm_momentum": 0.99}, "method='tree' cannot be combined with reward_norm_momentum"),
+        ({"tree_lambda": -1.0}, r"tree_lambda=-1.0 is outside its range"),
+    ],
+)
+def test_bad_tree_options_are_refused_when_the_config_is_built(tmp_path, fields, message):
+    base = tiny_run_args(tmp_path, per_device_train_batch_size=8)
+    with pytest.raises(ValueError, match=message):
+        ProcessGRPOConfig(**{**base, "method": "tree", **fields})
+
+
+def test_each_process_must_hold_whole_groups():
+    """2 processes × 6 rows hold 3 groups of 4, but a group would straddle them: refused (TRL accepts it)."""
+    config = SimpleNamespace(
+        method="tree",
+        tree_branching=[2, 2],
+        tree_segment_tokens=4,
+        tree_outcome_weight=0.0,
+        tree_lambda=1.0,
+        num_generations=4,
+        max_completion_length=24,
+        per_device_train_batch_size=6,
+        steps_per_generation=1,
+        memory_bank=False,
+        reward_norm_momentum=None,
+    )
+    with pytest.raises(
+        ValueError, match=r"\(--per_device_train_batch_size 6 × steps_per_generation 1 = 6\) must be"
+    ):
+        check_tree_options(config)
+    config.steps_per_generation = 2  # 12 rows per process: whole groups
+    check_tree_options(config)
+
+
+def test_defaults_and_what_tree_accepts(tmp_path):
+    config = ProcessGRPOConfig(
+        **tiny_run_args(tmp_path, num_generations=8, max_completion_length=128), method="tree"
+    )
+    assert config.tree_branching == [2, 2, 2] and config.tree_segment_tokens == 32
+    assert (config.tree_outcome_weight, config.tree_lambda) == (0.0, 1.0)
+    # ΔV is in reward units like A_i without a std: scale_rewards='none' is fine for tree (not for ps / vps)
+    ProcessGRPOConfig(**tiny_run_args(tmp_path), method="tree", scale_rewards="none")
+    # another method ignores a tree that does not fit its group size
+    ProcessGRPOConfig(**tiny_run_args(tmp_path), method="grpo", tree_branching=[3, 3])
+
+
+def test_vllm_is_refused_naming_both_options(tmp_path):
+    with pytest.raises(ValueError, match=r"use_vllm=True cannot be combined with method='tree' yet"):
+        ProcessGRPOConfig(**tiny_run_args(tmp_path), method="tree", use_vllm=True)
+
+
+def test_a_bad_branching_is_one_line_from_the_command(monkeypatch, capsys):
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+    assert main(["train", "--method", "tree", "--tree_branching", "2", "3"]) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("psgrpo: error:")]
+    assert len(lines) == 1 and "Traceback" not in err
+    assert "--tree_branching 2 3 has 6 leaves but --num_generations is 8" in lines[0]
+
+
+def test_psgrpo_train_method_tree_on_the_embedded_default(tmp_path):
+    """Two steps of `psgrpo train --method tree` on the embedded demo (G = 8: the default tree 2 2 2; ~12 s)."""
+    out = tmp_path / "tree"
+    main(
+        [
+            "train", "--method", "tree", "--output_dir", str(out), "--max_steps", "2",
+            "--per_device_train_batch_size", "16", "--eval_before_after", "false", "--report_to", "none",
+            "--save_strategy", "no", "--logging_steps", "1",
+        ]
+    )  # fmt: skip
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in records if "loss" in r]
+    assert [r["step"] for r in steps] == [1, 2]
+    assert all(0 < r["tree/token_ratio"] < 1 and r["tree/depth"] == 3 for r in steps)
+    assert json.loads((out / "report.json").read_text())["method"] == "tree"
+
+
+GSM8K_ROWS = [
+    {
+        "question": "Betty is saving money for a new wallet which costs $100. Betty has only half of the money she "
+        "needs. Her parents decided to give her $15 for that purpose, and her grandparents twice as much as her "
+        "parents. How much more money does Betty need to buy the wallet?",
+        "answer": "In the beginning, Betty has only 100 / 2 = $<<100/2=50>>50.\nBetty's grandparents gave her 15 * 2 = "
+        "$<<15*2=30>>30.\nThis means, Betty needs 100 - 50 - 30 - 15 = $<<100-50-30-15=5>>5 more.\n#### 5",
+    },
+    {
+        "question": "James writes a 3-page letter to 2 different friends twice a week. How many pages does he "
+        "write a year?",
+        "answer": "He writes each friend 3*2=<<3*2=6>>6 pages a week\nSo he writes 6*2=<<6*2=12>>12 pages every week\n"
+        "That means he writes 12*52=<<12*52=624>>624 pages a year\n#### 624",
+    },
+]
+
+
+@pytest.mark.slow
+def test_psgrpo_train_method_tree_on_the_gsm8k_recipe(tmp_path, qwen_tokenizer):
+    """The GSM8K recipe's code path (chat template, Qwen's tokenizer, β > 0, G = 4: tree 2 2) on a tiny Qwen2."""
+    from psgrpo.loading import RECIPES_DIR
+    from psgrpo.tiny.model import build_tiny_model
+    from psgrpo.tiny.qwen_tokenizer import QWEN2_5_VOCAB_SIZE
+
+    data_dir = tmp_path / "gsm8k"
+    data_dir.mkdir()
+    for split in ("train", "test"):
+        (data_dir / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in GSM8K_ROWS * 4))
+    model_dir = tmp_path / "tiny-qwen2"
+    build_tiny_model(
+        qwen_tokenizer, vocab_size=QWEN2_5_VOCAB_SIZE, hidden_size=32, num_layers=2, intermediate_size=64
+    ).save_pretrained(model_dir)
+    qwen_tokenizer.save_pretrained(model_dir)
+    out = tmp_path / "out"
+    main(
+        [
+            "train", "--config", str(RECIPES_DIR / "gsm8k_qwen2.5_0.5b.yaml"), "--method", "tree",
+            "--model_name_or_path", str(model_dir), "--dataset", str(data_dir), "--use_cpu", "true",
+            "--output_dir", str(out), "--max_steps", "2", "--per_device_train_batch_size", "8",
+            "--max_completion_length", "12", "--eval_before_after", "false", "--report_to", "none",
+            "--save_strategy", "no", "--logging_steps", "1",
+        ]
+    )  # fmt: skip
+    steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in steps if "loss" in r]
+    assert len(steps) == 2 and all(math.isfinite(r["loss"]) and r["tree/depth"] == 2 for r in steps)
+    assert all(0 < r["tree/token_ratio"] <= 1 for r in steps)
