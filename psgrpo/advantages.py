@@ -13,6 +13,11 @@ Keyword arguments every estimator receives:
 Process estimators (PS-GRPO, GRPO-VPS) receive their own signals as further keywords and
 ignore what they do not need (hence ``**_``).
 
+One name per method: the estimator of method ``ps`` is registered as ``"ps"``
+(:func:`ps_token_advantages`), and likewise ``grpo``, ``vps`` and ``tree``
+(:data:`psgrpo.options.AdvantageEstimator`; :func:`estimator_name` picks one for a config). The
+modes of the ``ps`` estimator are a registry of their own, :data:`PS_MODES`.
+
 Register a new one with::
 
     @ADVANTAGE_ESTIMATORS.register("my_estimator")
@@ -25,15 +30,26 @@ from collections.abc import Callable
 
 import torch
 
-from psgrpo.options import ProcessMode, TruncatedMode, ZeroVarianceMode, check_choice
+from psgrpo.options import AdvantageEstimator, ProcessMode, TruncatedMode, ZeroVarianceMode, check_choice
 from psgrpo.registry import Registry
 
-AdvantageEstimator = Callable[..., torch.Tensor]
+EstimatorFn = Callable[..., torch.Tensor]
+"""An advantage estimator: keyword arguments (see above) → (B, T) token advantages."""
 
-ADVANTAGE_ESTIMATORS: Registry[AdvantageEstimator] = Registry("advantage estimator")
+ADVANTAGE_ESTIMATORS: Registry[EstimatorFn] = Registry("advantage estimator")
+"""Every estimator, by name: the built-ins are named as their methods (:data:`AdvantageEstimator`)."""
 
-METHOD_ESTIMATORS: dict[str, str] = {"grpo": "outcome", "ps": "process", "vps": "hybrid", "tree": "tree"}
-"""The estimator each method uses unless ``advantage_estimator`` overrides it."""
+
+def estimator_name(method: str, advantage_estimator: str | None = None) -> str:
+    """The registered estimator a config selects: ``advantage_estimator`` if set, else the method's own.
+
+    The built-in estimators carry their method's name (:data:`psgrpo.options.AdvantageEstimator`), so
+    ``method="ps"`` uses the estimator ``"ps"``.
+    """
+    if advantage_estimator is not None:
+        return advantage_estimator
+    check_choice("method", method, AdvantageEstimator)
+    return method
 
 
 def group_has_variance(advantages: torch.Tensor, num_generations: int) -> torch.Tensor:
@@ -55,8 +71,8 @@ def group_has_variance(advantages: torch.Tensor, num_generations: int) -> torch.
     return (spread > 0).repeat_interleave(num_generations)
 
 
-@ADVANTAGE_ESTIMATORS.register("outcome")
-def outcome_token_advantages(
+@ADVANTAGE_ESTIMATORS.register("grpo")
+def grpo_token_advantages(
     *, outcome_advantages: torch.Tensor, completion_mask: torch.Tensor, **_: object
 ) -> torch.Tensor:
     """Outcome GRPO: every completion token of o_i gets A_i.
@@ -74,12 +90,52 @@ def outcome_token_advantages(
 # --------------------------------------------------------------------------------------------
 # Process supervision (PS-GRPO, DeepSeekMath §4.1.3)
 
+PsMode = Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
+"""A ``ps_advantage_mode``: (step scores r̃ (B, S), step mask (B, S), temperature) → per-step credit (B, S),
+0 on padding. The ``ps`` estimator spreads the credit of step j over the tokens of step j."""
+
+PS_MODES: Registry[PsMode] = Registry("ps advantage mode")
+"""The modes of the ``ps`` estimator by name (:data:`psgrpo.options.ProcessMode`); ``auto`` is resolved to
+one of them before the estimator runs (:func:`psgrpo.ps.signal.resolve_process_mode`)."""
+
 
 def _step_values_per_token(step_values: torch.Tensor, step_index: torch.Tensor) -> torch.Tensor:
     """Gather (B, S) per-step values onto (B, T) tokens through ``step_index`` (-1 → 0)."""
     safe = step_index.clamp(min=0)
     values = torch.gather(step_values, 1, safe)
     return torch.where(step_index >= 0, values, torch.zeros_like(values))
+
+
+@PS_MODES.register("step")
+def step_credit(step_advantages: torch.Tensor, step_mask: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Mode ``step`` ("backfill"): step k's credit is its own score r̃_k.
+
+    Args:
+        step_advantages: (B, S) r̃, any value where ``step_mask`` is 0.
+        step_mask: (B, S) 1 for real steps.
+        temperature: unused (the signature of every mode).
+
+    Returns:
+        (B, S) r̃ on real steps, 0 on padding.
+    """
+    return step_advantages * step_mask
+
+
+@PS_MODES.register("reward_to_go")
+def reward_to_go_credit(
+    step_advantages: torch.Tensor, step_mask: torch.Tensor, temperature: float
+) -> torch.Tensor:
+    """Mode ``reward_to_go`` (DeepSeekMath): step k's credit is Σ_{j≥k} r̃_j (:func:`reward_to_go`).
+
+    Args:
+        step_advantages: (B, S) r̃, any value where ``step_mask`` is 0.
+        step_mask: (B, S) 1 for real steps.
+        temperature: unused (the signature of every mode).
+
+    Returns:
+        (B, S), 0 on padding.
+    """
+    return reward_to_go(step_advantages, step_mask)
 
 
 def reward_to_go(step_advantages: torch.Tensor, step_mask: torch.Tensor) -> torch.Tensor:
@@ -96,6 +152,7 @@ def reward_to_go(step_advantages: torch.Tensor, step_mask: torch.Tensor) -> torc
     return masked.flip(1).cumsum(1).flip(1) * step_mask
 
 
+@PS_MODES.register("min")
 def soft_min_to_go(
     step_advantages: torch.Tensor, step_mask: torch.Tensor, temperature: float
 ) -> torch.Tensor:
@@ -127,6 +184,7 @@ def soft_min_to_go(
     return values * step_mask
 
 
+@PS_MODES.register("pure_min")
 def pure_min_form(step_rewards: torch.Tensor, step_mask: torch.Tensor, temperature: float) -> torch.Tensor:
     """PURE's min-form credit (Cheng et al., arXiv 2504.15275; mode ``pure_min``).
 
@@ -158,8 +216,8 @@ def pure_min_form(step_rewards: torch.Tensor, step_mask: torch.Tensor, temperatu
     return reward_to_go(weights * step_rewards.masked_fill(~valid, 0.0), step_mask)
 
 
-@ADVANTAGE_ESTIMATORS.register("process")
-def process_token_advantages(
+@ADVANTAGE_ESTIMATORS.register("ps")
+def ps_token_advantages(
     *,
     outcome_advantages: torch.Tensor,
     completion_mask: torch.Tensor,
@@ -181,11 +239,12 @@ def process_token_advantages(
         step_index: (B, T) step of each completion token, -1 on padding.
         process_valid: (B,) bool; False where the scorer failed and the user opted into the
             outcome fallback: those rows get exactly A_i.
-        advantage_mode: ``reward_to_go`` (A^proc_t = Σ_{steps j ending at or after t} r̃_j, DeepSeekMath),
-            ``step`` (every token of step j gets r̃_j, "backfill"), ``min`` (soft minimum of r̃ over
-            the current and later steps, :func:`soft_min_to_go`) or ``pure_min`` (PURE's min-form
-            return on r̃, :func:`pure_min_form`). ``ps_advantage_mode: auto`` is resolved to one of
-            these before the estimator is called (:func:`psgrpo.ps.signal.resolve_process_mode`).
+        advantage_mode: a mode registered in :data:`PS_MODES`: ``reward_to_go`` (A^proc_t =
+            Σ_{steps j ending at or after t} r̃_j, DeepSeekMath), ``step`` (every token of step j gets
+            r̃_j, "backfill"), ``min`` (soft minimum of r̃ over the current and later steps,
+            :func:`soft_min_to_go`) or ``pure_min`` (PURE's min-form return on r̃, :func:`pure_min_form`).
+            ``ps_advantage_mode: auto`` is resolved to one of these before the estimator is called
+            (:func:`psgrpo.ps.signal.resolve_process_mode`).
         outcome_weight: w_o, weight of the outcome advantage (default 1; 0 = pure process
             supervision as in DeepSeekMath).
         lambda_: λ (``ps_lambda``).
@@ -199,14 +258,7 @@ def process_token_advantages(
         step_advantages.dtype
     )
     check_choice("advantage_mode", advantage_mode, ProcessMode)
-    if advantage_mode == "reward_to_go":
-        per_step = reward_to_go(step_advantages, step_mask)
-    elif advantage_mode == "step":
-        per_step = step_advantages * step_mask
-    elif advantage_mode == "min":
-        per_step = soft_min_to_go(step_advantages, step_mask, min_temperature)
-    else:  # "pure_min"
-        per_step = pure_min_form(step_advantages, step_mask, min_temperature)
+    per_step = PS_MODES.get(advantage_mode)(step_advantages, step_mask, min_temperature)  # (B, S)
     mask = completion_mask.to(outcome_advantages.dtype)
     process = _step_values_per_token(per_step.to(outcome_advantages.dtype), step_index) * mask
     advantages = outcome_weight * outcome_advantages.unsqueeze(1) * mask + lambda_ * process
@@ -239,8 +291,8 @@ def confidence_progress(confidence: torch.Tensor, log_form: bool = False) -> tor
     return delta.clamp(-1.0, 1.0)
 
 
-@ADVANTAGE_ESTIMATORS.register("hybrid")
-def hybrid_token_advantages(
+@ADVANTAGE_ESTIMATORS.register("vps")
+def vps_token_advantages(
     *,
     outcome_advantages: torch.Tensor,
     completion_mask: torch.Tensor,

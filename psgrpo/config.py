@@ -67,7 +67,7 @@ class ProcessGRPOConfig(TreeOptions, GRPOConfig):
         default=None,
         metadata={
             "help": "Name of the token-advantage estimator in psgrpo.advantages.ADVANTAGE_ESTIMATORS. Default "
-            "None: the method's own ('grpo' → 'outcome'). Set it only to try a custom registered estimator."
+            "None: the method's own, of the same name ('grpo', 'ps', 'vps', 'tree'). Set it only to try a custom registered estimator."
         },
     )
     reward_funcs: list[str] = field(

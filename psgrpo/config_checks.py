@@ -16,6 +16,7 @@ from typing import Any
 from psgrpo.advantages import ADVANTAGE_ESTIMATORS
 from psgrpo.compatibility import check_trl_compatibility
 from psgrpo.options import (
+    RETIRED_ESTIMATORS,
     Curriculum,
     KLSchedule,
     Method,
@@ -126,6 +127,12 @@ def check_components(config: Any) -> None:
 
         # a missing local PRM fails here, before the policy loads (and is never sent to the Hub)
         checkpoint_path(config.step_scorer_kwargs["model"], option="step_scorer_kwargs['model']")
+    if config.advantage_estimator in RETIRED_ESTIMATORS:
+        new = RETIRED_ESTIMATORS[config.advantage_estimator]
+        raise ValueError(
+            f"advantage_estimator={config.advantage_estimator!r} was renamed: the estimators now carry their "
+            f"method's name; use advantage_estimator={new!r} (or leave it unset: method={new!r} uses it)"
+        )
     if config.advantage_estimator is not None:
         check_registered("advantage_estimator", config.advantage_estimator, ADVANTAGE_ESTIMATORS)
     for name in config.reward_funcs:

@@ -1,8 +1,8 @@
 """The interface between a method's process signal and the trainer, and the record of the credit given.
 
 Each method with a process signal owns one module that turns a scored rollout into the keyword
-arguments of its advantage estimator (``ps``: :class:`psgrpo.ps.signal.StepSignal`, ``vps``:
-:class:`psgrpo.vps.signal.ConfidenceSignal`). Both are called the same way::
+arguments of its advantage estimator (``ps``: :class:`psgrpo.ps.signal.PsSignal`, ``vps``:
+:class:`psgrpo.vps.signal.VpsSignal`). Both are called the same way::
 
     signal = method_signal(model, output, inputs, num_generations, step)   # -> SignalOutput
 

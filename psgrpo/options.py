@@ -29,8 +29,15 @@ Method = Literal["grpo", "ps", "vps", "tree"]
 """Credit assignment: outcome GRPO, PS-GRPO (step scores), GRPO-VPS (confidence probes) or tree sampling
 (segment values from the group's own tree, docs/tree.md)."""
 
+AdvantageEstimator = Literal["grpo", "ps", "vps", "tree"]
+"""The built-in token-advantage estimators (:data:`psgrpo.advantages.ADVANTAGE_ESTIMATORS`), one per
+:data:`Method` and named as it; ``advantage_estimator`` may name any other registered one."""
+
+RETIRED_ESTIMATORS: dict[str, AdvantageEstimator] = {"outcome": "grpo", "process": "ps", "hybrid": "vps"}
+"""Estimator names used before the methods and estimators shared one vocabulary → the current name."""
+
 ProcessMode = Literal["step", "min", "pure_min", "reward_to_go"]
-"""How the ``process`` estimator turns normalised step scores into token advantages (:mod:`psgrpo.advantages`)."""
+"""How the ``ps`` estimator turns normalised step scores into token advantages (:data:`psgrpo.advantages.PS_MODES`)."""
 
 PsAdvantageMode = Literal["auto", ProcessMode]
 """``ps_advantage_mode``: a :data:`ProcessMode`, or ``auto``, the one no gamed solution beats the honest

@@ -23,7 +23,7 @@ from typing import Any
 from trl import GRPOTrainer
 from trl.import_utils import is_vllm_available
 
-from psgrpo.advantages import ADVANTAGE_ESTIMATORS, METHOD_ESTIMATORS
+from psgrpo.advantages import ADVANTAGE_ESTIMATORS, estimator_name
 from psgrpo.checkpoints.trainer_mixin import CheckpointMixin
 from psgrpo.compatibility import has_token_credit
 from psgrpo.config import ProcessGRPOConfig
@@ -34,14 +34,14 @@ from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
 from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
 from psgrpo.ps.scorers import build_step_scorer, check_scorer_columns
 from psgrpo.ps.segmentation import get_segmenter
-from psgrpo.ps.signal import StepSignal
+from psgrpo.ps.signal import PsSignal
 from psgrpo.rewards import get_reward_funcs
 from psgrpo.step_diagnostics import StepDiagnostics
 from psgrpo.techniques.trainer_mixin import TechniquesMixin
 from psgrpo.tiny import resolve_checkpoint
 from psgrpo.tree.sampling import TreeSamplingMixin
 from psgrpo.tree.signal import TreeSignal
-from psgrpo.vps.signal import ConfidenceSignal
+from psgrpo.vps.signal import VpsSignal
 
 
 class ProcessGRPOTrainer(
@@ -94,7 +94,7 @@ class ProcessGRPOTrainer(
                 "or drop --use_vllm to generate with transformers"
             )
         self.advantage_estimator = ADVANTAGE_ESTIMATORS.get(
-            args.advantage_estimator or METHOD_ESTIMATORS[args.method]
+            estimator_name(args.method, args.advantage_estimator)
         )
         self.token_credit = has_token_credit(args)
         if reward_funcs is None:
@@ -128,7 +128,7 @@ class ProcessGRPOTrainer(
                 scorer_kwargs.setdefault("device", self.accelerator.device)
             scorer = build_step_scorer(step_scorer or args.step_scorer, **scorer_kwargs)
             check_scorer_columns(scorer, self.train_dataset)
-            return StepSignal(args, self._tokenizer, self.accelerator, segmenter, scorer)
+            return PsSignal(args, self._tokenizer, self.accelerator, segmenter, scorer)
         if args.method == "vps":
             columns = getattr(self.train_dataset, "column_names", None)
             if (
@@ -140,7 +140,7 @@ class ProcessGRPOTrainer(
                     f"vps_probe='gold_suffix' probes the gold worked solution, but the training dataset has no "
                     f"column {args.vps_solution_column!r} (it has: {', '.join(columns)}); set vps_solution_column"
                 )
-            return ConfidenceSignal(
+            return VpsSignal(
                 args, self._tokenizer, self.accelerator, self.eos_token_ids, self.temperature, segmenter
             )
         if args.method == "tree":

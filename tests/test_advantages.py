@@ -9,9 +9,13 @@ from hypothesis import strategies as st
 from psgrpo import advantages
 from psgrpo.advantages import (
     ADVANTAGE_ESTIMATORS,
-    METHOD_ESTIMATORS,
-    outcome_token_advantages,
+    estimator_name,
+    grpo_token_advantages,
+    ps_token_advantages,
+    tree_token_advantages,
+    vps_token_advantages,
 )
+from psgrpo.options import RETIRED_ESTIMATORS, AdvantageEstimator, Method, allowed
 from psgrpo.techniques.reward_norm import group_advantages
 
 EPS = 1e-4
@@ -21,35 +25,41 @@ EPS = 1e-4
 # registry
 
 
-def test_the_methods_estimators_are_registered():
-    assert ADVANTAGE_ESTIMATORS.get("outcome") is outcome_token_advantages
-    assert METHOD_ESTIMATORS == {"grpo": "outcome", "ps": "process", "vps": "hybrid", "tree": "tree"}
-    assert all(name in ADVANTAGE_ESTIMATORS for name in METHOD_ESTIMATORS.values())
+def test_each_method_has_a_registered_estimator_of_its_own_name():
+    assert allowed(AdvantageEstimator) == allowed(Method) == ("grpo", "ps", "vps", "tree")
+    functions = [grpo_token_advantages, ps_token_advantages, vps_token_advantages, tree_token_advantages]
+    for method, function in zip(allowed(Method), functions, strict=True):
+        assert estimator_name(method) == method
+        assert ADVANTAGE_ESTIMATORS.get(method) is function
+    assert not any(old in ADVANTAGE_ESTIMATORS for old in RETIRED_ESTIMATORS)
+
+
+def test_advantage_estimator_overrides_the_methods_own():
+    assert estimator_name("ps", "my_estimator") == "my_estimator"
+    assert estimator_name("vps", "grpo") == "grpo"
 
 
 # -----------------------------------------------------------------------------
 # outcome token advantages
 
 
-def test_outcome_token_advantages_hand_example():
+def test_grpo_token_advantages_hand_example():
     a = torch.tensor([1.5, -0.5, 0.0])
     mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]])
     expected = torch.tensor([[1.5, 1.5, 0.0, 0.0], [-0.5, -0.5, -0.5, -0.5], [0.0, 0.0, 0.0, 0.0]])
-    result = outcome_token_advantages(outcome_advantages=a, completion_mask=mask)
+    result = grpo_token_advantages(outcome_advantages=a, completion_mask=mask)
     assert result.dtype == torch.float32
     torch.testing.assert_close(result, expected, rtol=0, atol=0)
 
 
-def test_outcome_token_advantages_ignores_extra_keywords():
+def test_grpo_token_advantages_ignores_extra_keywords():
     a, mask = torch.tensor([2.0]), torch.ones(1, 3)
-    result = ADVANTAGE_ESTIMATORS.get("outcome")(
-        outcome_advantages=a, completion_mask=mask, step_rewards=None
-    )
+    result = ADVANTAGE_ESTIMATORS.get("grpo")(outcome_advantages=a, completion_mask=mask, step_rewards=None)
     torch.testing.assert_close(result, torch.full((1, 3), 2.0))
 
 
-def test_outcome_token_advantages_accepts_a_bool_mask():
-    result = outcome_token_advantages(
+def test_grpo_token_advantages_accepts_a_bool_mask():
+    result = grpo_token_advantages(
         outcome_advantages=torch.tensor([3.0]), completion_mask=torch.tensor([[True, False]])
     )
     torch.testing.assert_close(result, torch.tensor([[3.0, 0.0]]), rtol=0, atol=0)
@@ -57,12 +67,12 @@ def test_outcome_token_advantages_accepts_a_bool_mask():
 
 @given(data=st.data(), b=st.integers(1, 6), t=st.integers(1, 12))
 @settings(max_examples=100, deadline=None)
-def test_outcome_token_advantages_broadcast_on_mask(data, b, t):
+def test_grpo_token_advantages_broadcast_on_mask(data, b, t):
     a = torch.tensor(data.draw(st.lists(st.floats(-10, 10), min_size=b, max_size=b)), dtype=torch.float32)
     mask = torch.tensor(
         data.draw(st.lists(st.lists(st.integers(0, 1), min_size=t, max_size=t), min_size=b, max_size=b))
     )
-    result = outcome_token_advantages(outcome_advantages=a, completion_mask=mask)
+    result = grpo_token_advantages(outcome_advantages=a, completion_mask=mask)
     assert result.shape == (b, t)
     on = mask.bool()
     assert torch.equal(result[on], a.unsqueeze(1).expand(b, t)[on])

@@ -107,7 +107,7 @@ def test_token_credit_needs_a_process_term():
     assert not has_token_credit(_config(method="ps", ps_lambda=0.0))
     assert not has_token_credit(_config(method="vps", vps_alpha=0.0))
     assert has_token_credit(_config(method="ps", ps_lambda=0.0, advantage_estimator="my_estimator"))
-    assert not has_token_credit(_config(method="vps", advantage_estimator="outcome"))
+    assert not has_token_credit(_config(method="vps", advantage_estimator="grpo"))
 
 
 def test_process_scale_follows_the_outcome_scale():

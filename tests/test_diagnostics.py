@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from psgrpo.advantages import hybrid_token_advantages, process_token_advantages
+from psgrpo.advantages import ps_token_advantages, vps_token_advantages
 from psgrpo.diagnostics import (
     BOUNDARY_PLACES,
     boundary_place,
@@ -105,7 +105,7 @@ def test_process_share_of_real_estimators():
     mask = torch.ones(2, 4)
     segment_index = torch.tensor([[0, 0, 1, 1], [0, 0, 1, 1]])
     confidence = torch.tensor([[0.1, 0.6], [0.5, 0.25]])  # ΔC = +0.5, −0.25 on the first two tokens
-    vps = hybrid_token_advantages(
+    vps = vps_token_advantages(
         outcome_advantages=outcome,
         completion_mask=mask,
         confidence=confidence,
@@ -114,7 +114,7 @@ def test_process_share_of_real_estimators():
     )
     # process: 2·0.5·2 tokens + 2·0.25·2 tokens = 3; outcome: 8 tokens of |1| = 8
     assert process_share(vps, outcome, mask) == pytest.approx(3 / 11)
-    ps = process_token_advantages(
+    ps = ps_token_advantages(
         outcome_advantages=outcome,
         completion_mask=mask,
         step_advantages=torch.tensor([[1.0, -1.0], [0.5, 0.5]]),

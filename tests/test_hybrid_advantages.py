@@ -9,9 +9,8 @@ import torch
 
 from psgrpo.advantages import (
     ADVANTAGE_ESTIMATORS,
-    METHOD_ESTIMATORS,
     confidence_progress,
-    hybrid_token_advantages,
+    vps_token_advantages,
 )
 from psgrpo.vps.boundaries import segment_index_from_boundaries
 
@@ -30,7 +29,7 @@ def example():
 
 
 def test_hand_computed_example():
-    adv = hybrid_token_advantages(**example(), alpha=1.2)
+    adv = vps_token_advantages(**example(), alpha=1.2)
     # row 0: ΔC = (0.3, -0.1) → 1 + 0.36, 1 - 0.12, then A = 1 after the last boundary
     # row 1: ΔC_1 = -0.5 → -0.5 - 0.6, then -0.5
     expected = torch.tensor(
@@ -44,13 +43,13 @@ def test_hand_computed_example():
 
 def test_alpha_zero_is_exactly_the_outcome_advantage():
     ex = example()
-    adv = hybrid_token_advantages(**ex, alpha=0.0)
+    adv = vps_token_advantages(**ex, alpha=0.0)
     assert torch.equal(adv, ex["outcome_advantages"].unsqueeze(1) * ex["completion_mask"].float())
 
 
 def test_log_form():
     ex = example()
-    adv = hybrid_token_advantages(**ex, alpha=1.0, log_form=True)
+    adv = vps_token_advantages(**ex, alpha=1.0, log_form=True)
     d1, d2, e1 = math.log(0.5 / 0.2), math.log(0.4 / 0.5), max(math.log(0.1 / 0.6), -1.0)
     expected = torch.tensor(
         [
@@ -73,9 +72,9 @@ def test_zero_variance_keep_and_drop():
     ex = example()
     ex["outcome_advantages"] = torch.tensor([0.0, -0.5])
     has_var = torch.tensor([False, True])
-    keep = hybrid_token_advantages(**ex, alpha=1.0, zero_variance="keep", group_has_variance=has_var)
+    keep = vps_token_advantages(**ex, alpha=1.0, zero_variance="keep", group_has_variance=has_var)
     torch.testing.assert_close(keep[0], torch.tensor([0.3, 0.3, -0.1, -0.1, 0.0, 0.0, 0.0]))
-    drop = hybrid_token_advantages(**ex, alpha=1.0, zero_variance="drop", group_has_variance=has_var)
+    drop = vps_token_advantages(**ex, alpha=1.0, zero_variance="drop", group_has_variance=has_var)
     assert torch.equal(drop[0], torch.zeros(7))
     torch.testing.assert_close(drop[1], keep[1])
 
@@ -83,12 +82,12 @@ def test_zero_variance_keep_and_drop():
 def test_truncated_modes():
     ex = example()
     truncated = torch.tensor([True, False])
-    full = hybrid_token_advantages(**ex, alpha=1.0)
-    outcome = hybrid_token_advantages(**ex, alpha=1.0, is_truncated=truncated, truncated="outcome")
+    full = vps_token_advantages(**ex, alpha=1.0)
+    outcome = vps_token_advantages(**ex, alpha=1.0, is_truncated=truncated, truncated="outcome")
     torch.testing.assert_close(outcome[0], torch.tensor([1.0, 1, 1, 1, 1, 1, 0]))
-    keep = hybrid_token_advantages(**ex, alpha=1.0, is_truncated=truncated, truncated="keep")
+    keep = vps_token_advantages(**ex, alpha=1.0, is_truncated=truncated, truncated="keep")
     torch.testing.assert_close(keep, full)
-    zero = hybrid_token_advantages(**ex, alpha=1.0, is_truncated=truncated, truncated="zero")
+    zero = vps_token_advantages(**ex, alpha=1.0, is_truncated=truncated, truncated="zero")
     assert torch.equal(zero[0], torch.zeros(7))
     for adv in (outcome, zero):
         torch.testing.assert_close(adv[1], full[1])
@@ -97,18 +96,18 @@ def test_truncated_modes():
 def test_non_finite_confidence_never_reaches_the_output():
     ex = example()
     ex["confidence"] = torch.tensor([[NAN, 0.5, float("inf")], [0.6, NAN, NAN]])
-    adv = hybrid_token_advantages(**ex, alpha=1.2)
+    adv = vps_token_advantages(**ex, alpha=1.2)
     assert torch.isfinite(adv).all()
     # every ΔC here is non-finite → 0 → plain outcome advantage
-    torch.testing.assert_close(adv, hybrid_token_advantages(**ex, alpha=0.0))
+    torch.testing.assert_close(adv, vps_token_advantages(**ex, alpha=0.0))
     ex["confidence"] = torch.tensor([[0.2, 0.5, NAN], [0.6, 0.1, NAN]])
-    adv = hybrid_token_advantages(**ex, alpha=1.0, log_form=True)
+    adv = vps_token_advantages(**ex, alpha=1.0, log_form=True)
     assert torch.isfinite(adv).all() and adv[0, 2] == 1.0  # ΔC_2 = NaN → 0
 
 
 def test_rows_without_boundaries_and_empty_rows_get_the_outcome():
     seg = segment_index_from_boundaries([[], []], [3, 0], 4)
-    adv = hybrid_token_advantages(
+    adv = vps_token_advantages(
         outcome_advantages=torch.tensor([0.7, 0.3]),
         completion_mask=(seg >= 0).long(),
         confidence=torch.tensor([[0.4], [NAN]]),
@@ -120,16 +119,15 @@ def test_rows_without_boundaries_and_empty_rows_get_the_outcome():
 def test_bad_arguments_raise():
     ex = example()
     with pytest.raises(ValueError):
-        hybrid_token_advantages(**ex, zero_variance="maybe")
+        vps_token_advantages(**ex, zero_variance="maybe")
     with pytest.raises(ValueError):
-        hybrid_token_advantages(**ex, truncated="clip")
+        vps_token_advantages(**ex, truncated="clip")
     ex["confidence"] = ex["confidence"][:, :2]  # row 0 has 3 segments → needs C_0..C_2
     with pytest.raises(ValueError):
-        hybrid_token_advantages(**ex)
+        vps_token_advantages(**ex)
 
 
 def test_registry_lookup():
-    assert ADVANTAGE_ESTIMATORS.get("hybrid") is hybrid_token_advantages
-    assert METHOD_ESTIMATORS["vps"] == "hybrid"
-    adv = ADVANTAGE_ESTIMATORS.get("hybrid")(**example(), unused_signal=object())
+    assert ADVANTAGE_ESTIMATORS.get("vps") is vps_token_advantages
+    adv = ADVANTAGE_ESTIMATORS.get("vps")(**example(), unused_signal=object())
     assert adv.shape == (2, 7)

@@ -1,7 +1,16 @@
-"""The package's shape: no import cycle at module level, no module over 450 lines, the CLI imported only by commands.
+"""The package's shape: which package may import which (the layers), and no import cycle at module level.
 
-Module-level imports are read from the source with ``ast`` (imports inside functions, which
-run later, and under ``TYPE_CHECKING`` are not edges), so the check costs no import of torch.
+Imports are read from the source with ``ast``, so the checks cost no import of torch. The cycle
+check reads module-level imports only (imports inside functions, which run later, and under
+``TYPE_CHECKING`` are not edges); the layering rules read every import, at module level and inside
+functions, since a deferred import is a dependency all the same.
+
+The layers follow the data flow of one training step (docs/design.md)::
+
+    rollout ──► rewards ──► signal (ps / vps / tree) ──► advantages ──► loss (loss_hooks)
+        ↑ configuration (options, config, config_checks, parsing, compatibility)
+        ↑ foundations (registry, numbers, hub, guards, credit)
+    trainer: wires the stages to TRL;  commands: the CLI, on top of everything.
 """
 
 from __future__ import annotations
@@ -12,7 +21,6 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "psgrpo"
-MAX_LINES = 450
 
 
 def module_name(path: Path) -> str:
@@ -90,20 +98,200 @@ def test_no_import_cycle_between_psgrpo_modules():
     assert find_cycle(GRAPH) is None, f"import cycle: {' → '.join(find_cycle(GRAPH) or [])}"
 
 
-@pytest.mark.parametrize("name", sorted(MODULES))
-def test_module_is_at_most_450_lines(name):
-    lines = len(MODULES[name].read_text().splitlines())
-    assert lines <= MAX_LINES, f"{MODULES[name]} has {lines} lines (aim ≤ {MAX_LINES}): split it by stage"
+# --------------------------------------------------------------------------------------------
+# Layering: which package may import which
 
 
-def test_only_the_commands_import_the_cli():
-    importers = sorted(
-        name
-        for name, path in MODULES.items()
-        if not name.startswith("psgrpo.commands")
-        and name != "psgrpo.__main__"  # python -m psgrpo
-        and (
-            "psgrpo.commands.cli" in path.read_text() or "from psgrpo.commands import cli" in path.read_text()
-        )
+def all_imports(name: str) -> set[str]:
+    """Every module ``name`` imports anywhere in its file (module level, functions, ``TYPE_CHECKING``).
+
+    ``from a import b`` gives ``a`` and ``a.b``; psgrpo targets are kept when they are modules,
+    other targets (``trl.GRPOTrainer``, ``transformers.Trainer``) as written.
+    """
+    tree = ast.parse(MODULES[name].read_text())
+    package = name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets.add(base)
+            targets |= {f"{base}.{alias.name}" for alias in node.names}
+    return {t for t in targets if t != name and (t in MODULES or not t.startswith("psgrpo"))}
+
+
+ALL_IMPORTS = {name: all_imports(name) for name in MODULES}
+
+
+def within(module: str, prefix: str) -> bool:
+    """``module`` is ``prefix`` or inside it (``psgrpo.ps.signal`` is within ``psgrpo.ps``, not ``psgrpo.p``)."""
+    return module == prefix or module.startswith(prefix + ".")
+
+
+TRL_TRAINERS = (
+    "trl.GRPOTrainer",
+    "trl.SFTTrainer",
+    "trl.trainer.grpo_trainer",
+    "trl.trainer.sft_trainer",
+    "transformers.Trainer",
+    "transformers.trainer",
+)
+"""The TRL / transformers trainer classes and modules (``trl.trainer.utils`` helpers such as ``nanstd`` are not)."""
+
+PURE = (
+    "psgrpo.advantages",
+    "psgrpo.numbers",
+    "psgrpo.registry",
+    "psgrpo.options",
+    "psgrpo.rewards",
+    "psgrpo.credit",
+    "psgrpo.ps.scorers",
+    "psgrpo.ps.segmentation",
+    "psgrpo.tree.values",
+    "psgrpo.vps.boundaries",
+    "psgrpo.vps.probes",
+)
+"""Functions of tensors and text: usable, and testable, without a trainer, a command or a config."""
+
+SIGNALS = ("psgrpo.ps", "psgrpo.vps", "psgrpo.tree")
+CONFIG_OBJECT = ("psgrpo.config", "psgrpo.config_checks", "psgrpo.parsing")
+"""The config dataclass, its checks and the YAML / CLI parser: a stage receives the built config, never these."""
+CONFIGURATION = ("psgrpo.options", *CONFIG_OBJECT, "psgrpo.compatibility")
+DIAGNOSTICS = ("psgrpo.diagnostics", "psgrpo.step_diagnostics", "psgrpo.eval.probe_quality")
+
+RULES: list[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], str]] = [
+    # (importers, forbidden, exceptions among the forbidden, why)
+    (
+        ("psgrpo.options", "psgrpo.registry", "psgrpo.numbers", "psgrpo.hub"),
+        ("psgrpo",),
+        (),
+        "the foundations import no psgrpo module",
+    ),
+    (
+        PURE,
+        (
+            "psgrpo.trainer",
+            "psgrpo.commands",
+            "psgrpo.eval",
+            *CONFIG_OBJECT,
+            "psgrpo.compatibility",
+            *TRL_TRAINERS,
+        ),
+        (),
+        "the pure layers know no trainer, command, evaluation or config object",
+    ),
+    (
+        ("psgrpo.advantages",),
+        ("psgrpo",),
+        ("psgrpo.options", "psgrpo.registry"),
+        "the estimators take plain tensors: they import only the option types and the registry",
+    ),
+    (
+        ("psgrpo.rewards",),
+        ("psgrpo",),
+        ("psgrpo.numbers", "psgrpo.registry"),
+        "rewards come before every signal and estimator",
+    ),
+    (
+        SIGNALS,
+        ("psgrpo.trainer", "psgrpo.commands", "psgrpo.loss_hooks", "psgrpo.eval", *CONFIG_OBJECT),
+        (),
+        "a signal gets the config object and the rollout; it never reaches the trainer, the loss or the CLI",
+    ),
+    (("psgrpo.ps",), ("psgrpo.vps", "psgrpo.tree"), (), "the signals are independent of each other"),
+    (("psgrpo.tree",), ("psgrpo.ps", "psgrpo.vps"), (), "the signals are independent of each other"),
+    (
+        ("psgrpo.vps",),
+        ("psgrpo.ps", "psgrpo.tree"),
+        ("psgrpo.ps.segmentation",),
+        "vps uses only the PS segmenter (vps_boundaries='markers')",
+    ),
+    (
+        ("psgrpo.loss_hooks",),
+        ("psgrpo.advantages", "psgrpo.rewards", *SIGNALS, "psgrpo.trainer"),
+        (),
+        "the loss receives A_t (B, T); it does not compute it",
+    ),
+    (
+        CONFIGURATION,
+        (
+            "psgrpo.trainer",
+            "psgrpo.commands",
+            "psgrpo.eval",
+            "psgrpo.ps.signal",
+            "psgrpo.vps.signal",
+            "psgrpo.tree.signal",
+        ),
+        (),
+        "the configuration is checked before anything is built",
+    ),
+    (
+        (
+            "psgrpo.eval",
+            "psgrpo.data",
+            "psgrpo.tiny",
+            *DIAGNOSTICS,
+            "psgrpo.checkpoints",
+            "psgrpo.techniques",
+        ),
+        ("psgrpo.trainer", "psgrpo.commands"),
+        (),
+        "only the package entry and the commands build a trainer",
+    ),
+    (
+        ("psgrpo.data",),
+        ("psgrpo.eval", *SIGNALS, "psgrpo.advantages", *TRL_TRAINERS),
+        (),
+        "datasets come before the rollout",
+    ),
+]
+"""The layering: no module within ``importers`` imports a module within ``forbidden``, unless it is within
+``exceptions``. Nothing outside the commands imports the commands: :func:`test_only_the_commands_import_commands`."""
+
+
+def violations(
+    importers: tuple[str, ...], forbidden: tuple[str, ...], exceptions: tuple[str, ...]
+) -> list[str]:
+    """``importer → target`` for every import that breaks one rule."""
+    return sorted(
+        f"{name} → {target}"
+        for name in MODULES
+        if any(within(name, p) for p in importers)
+        for target in ALL_IMPORTS[name]
+        if any(within(target, p) for p in forbidden) and not any(within(target, p) for p in exceptions)
     )
-    assert importers == []
+
+
+def test_violations_reads_imports_inside_functions_too():
+    assert "psgrpo.loading" in ALL_IMPORTS["psgrpo.config_checks"]  # imported inside a function
+    assert "psgrpo.loading" not in GRAPH["psgrpo.config_checks"]
+    assert violations(("psgrpo.config_checks",), ("psgrpo.loading",), ()) == [
+        "psgrpo.config_checks → psgrpo.loading"
+    ]
+    assert violations(("psgrpo.config_checks",), ("psgrpo.load",), ()) == []  # prefixes stop at dots
+    assert "psgrpo.trainer → psgrpo.vps.signal" in violations(("psgrpo.trainer",), ("psgrpo.vps",), ())
+    assert "psgrpo.loss_hooks → trl.GRPOTrainer" in violations(("psgrpo.loss_hooks",), TRL_TRAINERS, ())
+
+
+@pytest.mark.parametrize(
+    ("importers", "forbidden", "exceptions", "why"), RULES, ids=[rule[3] for rule in RULES]
+)
+def test_layering(importers, forbidden, exceptions, why):
+    for prefix in importers:  # a rule about a package that no longer exists says nothing: fail instead
+        assert any(within(name, prefix) for name in MODULES), f"no module within {prefix}: update the rule"
+    assert violations(importers, forbidden, exceptions) == [], why
+
+
+def test_only_the_commands_import_commands():
+    importers = violations(("psgrpo",), ("psgrpo.commands",), ())
+    outside = [edge for edge in importers if not within(edge.split(" → ")[0], "psgrpo.commands")]
+    assert outside == ["psgrpo.__main__ → psgrpo.commands.cli"]  # python -m psgrpo
+
+
+def test_only_the_package_entry_and_the_commands_build_a_trainer():
+    importers = {edge.split(" → ")[0] for edge in violations(("psgrpo",), ("psgrpo.trainer",), ())}
+    assert {name for name in importers if not within(name, "psgrpo.commands")} == {"psgrpo"}

@@ -131,6 +131,9 @@ def test_check_number_accepts():
         ({"step_scorer": "verifier"}, "step_scorer='verifier' is not registered"),
         ({"reward_funcs": ["correctness", "formatting"]}, "reward_funcs='formatting' is not registered"),
         ({"advantage_estimator": "gae"}, "advantage_estimator='gae' is not registered"),
+        ({"advantage_estimator": "outcome"}, "'outcome' was renamed.*use advantage_estimator='grpo'"),
+        ({"advantage_estimator": "process"}, "'process' was renamed.*use advantage_estimator='ps'"),
+        ({"advantage_estimator": "hybrid"}, "'hybrid' was renamed.*use advantage_estimator='vps'"),
     ],
 )
 def test_bad_values_are_refused_before_anything_loads(tmp_path, fields, message):

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from psgrpo.advantages import (
     ADVANTAGE_ESTIMATORS,
-    process_token_advantages,
+    PS_MODES,
+    ps_token_advantages,
     pure_min_form,
     reward_to_go,
     soft_min_to_go,
@@ -81,7 +82,7 @@ def test_matches_brute_force_and_is_zero_on_padding(batch, mode, w, lam):
     steps, values, pad = batch
     tensors, mask = build(steps, values, pad)
     outcome = torch.linspace(-1, 1, len(steps))
-    adv = process_token_advantages(
+    adv = ps_token_advantages(
         outcome_advantages=outcome,
         completion_mask=mask,
         step_advantages=tensors.step_advantages,
@@ -104,13 +105,13 @@ def test_invariant_to_padding_length(batch, mode):
     long, long_mask = build(steps, values, 5)
     outcome = torch.ones(len(steps))
     kwargs = dict(outcome_advantages=outcome, advantage_mode=mode)
-    a = process_token_advantages(
+    a = ps_token_advantages(
         completion_mask=short_mask,
         step_advantages=short.step_advantages,
         step_index=short.step_index,
         **kwargs,
     )
-    b = process_token_advantages(
+    b = ps_token_advantages(
         completion_mask=long_mask, step_advantages=long.step_advantages, step_index=long.step_index, **kwargs
     )
     torch.testing.assert_close(b[:, : a.shape[1]], a)
@@ -136,7 +137,7 @@ def test_failed_completion_is_left_out_and_falls_back_to_outcome():
     out = normalize_step_scores([[1.0, 0.0], None], num_generations=2)
     assert out[1] is None and out[0] == pytest.approx([0.7070, -0.7070], abs=1e-3)
     tensors, mask = build([[2, 1], [3]], [out[0], None], 0)
-    adv = process_token_advantages(
+    adv = ps_token_advantages(
         outcome_advantages=torch.tensor([0.5, -2.0]),
         completion_mask=mask,
         step_advantages=tensors.step_advantages,
@@ -153,14 +154,14 @@ def test_errors():
         normalize_step_scores([[1.0]] * 4, num_generations=3)
     tensors, mask = build([[1]], [[1.0]], 0)
     with pytest.raises(ValueError, match="mode"):
-        process_token_advantages(
+        ps_token_advantages(
             outcome_advantages=torch.zeros(1),
             completion_mask=mask,
             step_advantages=tensors.step_advantages,
             step_index=tensors.step_index,
             advantage_mode="avg",
         )
-    assert ADVANTAGE_ESTIMATORS.get("process") is process_token_advantages
+    assert ADVANTAGE_ESTIMATORS.get("ps") is ps_token_advantages
 
 
 def test_equal_step_scores_normalise_to_exact_zeros():
@@ -249,7 +250,7 @@ def test_splitting_a_step_into_equal_steps_changes_no_token_advantage(batch, whi
     for lengths, vals in ((before, values), (after, after_values)):
         tensors, mask = build(lengths, vals, 0)
         advantages.append(
-            process_token_advantages(
+            ps_token_advantages(
                 outcome_advantages=outcome,
                 completion_mask=mask,
                 step_advantages=tensors.step_advantages,
@@ -258,3 +259,17 @@ def test_splitting_a_step_into_equal_steps_changes_no_token_advantage(batch, whi
             )
         )
     torch.testing.assert_close(advantages[0], advantages[1], atol=1e-5, rtol=1e-5)
+
+
+def test_every_ps_mode_is_registered_and_keeps_padding_at_zero():
+    assert sorted(PS_MODES.names()) == sorted(allowed(ProcessMode))
+    scores = torch.tensor([[0.5, -1.0, 2.0], [1.5, 0.7, -3.0]])  # row 1 has two real steps
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
+    for name in PS_MODES:
+        credit = PS_MODES.get(name)(scores, mask, 0.1)
+        assert credit.shape == (2, 3)
+        assert credit[1, 2] == 0.0
+    torch.testing.assert_close(PS_MODES.get("step")(scores, mask, 0.1), scores * mask)
+    torch.testing.assert_close(
+        PS_MODES.get("reward_to_go")(scores, mask, 0.1)[0], torch.tensor([1.5, 1.0, 2.0])
+    )

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from psgrpo.advantages import METHOD_ESTIMATORS
+from psgrpo.advantages import estimator_name
 from psgrpo.tree.options import prime_factors
 
 ProcessScale = Literal["group", "batch"]
@@ -42,20 +42,18 @@ ProcessScale = Literal["group", "batch"]
 def has_token_credit(config: Any) -> bool:
     """Whether TRL's loss gets advantages that vary along a completion (B, T), or one per completion (B,).
 
-    False for ``method="grpo"`` (estimator ``outcome``), for a process term weighted 0
+    False for ``method="grpo"`` (estimator ``grpo``), for a process term weighted 0
     (``ps_lambda=0``, ``vps_alpha=0``, ``tree_lambda=0``) and for a one-level tree (``tree_branching``
     [G]: every token of a row gets the same value); a custom ``advantage_estimator`` counts as token credit.
     """
-    estimator = config.advantage_estimator or METHOD_ESTIMATORS[config.method]
-    if estimator == "outcome":
+    estimator = estimator_name(config.method, config.advantage_estimator)
+    if estimator == "grpo":
         return False
-    if config.method == "ps" and estimator == METHOD_ESTIMATORS["ps"]:
+    if config.method == "ps" and estimator == "ps":
         return config.ps_lambda != 0
-    if config.method == "vps" and estimator == METHOD_ESTIMATORS["vps"]:
+    if config.method == "vps" and estimator == "vps":
         return config.vps_alpha != 0
-    if (
-        config.method == "tree" and estimator == METHOD_ESTIMATORS["tree"]
-    ):  # one level: A_t is one value per row
+    if config.method == "tree" and estimator == "tree":  # one level: A_t is one value per row
         branching = config.tree_branching or prime_factors(config.num_generations)  # None: the default tree
         return config.tree_lambda != 0 and len(branching) > 1
     return True

@@ -8,7 +8,7 @@ honest arith solutions and runs each group through the trainer's own functions::
     completion text ──tokenizer──► ids + EOS ──segment_completions──► steps and token spans
                     ──step scorer──► raw step scores ──normalize_step_scores──► r̃ (per group)
                     ──correctness + format rewards──► group-normalised (as TRL) ──► A_i
-                    ──process_token_advantages(advantage_mode)──► token advantages (B, T)
+                    ──ps_token_advantages(advantage_mode)──► token advantages (B, T)
 
 Each variant is put in a group of three with the honest solution and one solution with a wrong
 step, and its **relative credit** is its mean token advantage minus the honest solution's (same
@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from psgrpo.advantages import process_token_advantages
+from psgrpo.advantages import ps_token_advantages
 from psgrpo.options import ProcessMode, allowed
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, extract_equations
 from psgrpo.ps.scorers.reference import ReferenceVerifier
@@ -241,7 +241,7 @@ def token_credit(
     width = max(len(row) for row in ids)
     tensors = step_tensors(normalized, segmentation.token_spans, width, torch.device("cpu"))
     mask = (tensors.step_index >= 0).long()
-    advantages = process_token_advantages(
+    advantages = ps_token_advantages(
         outcome_advantages=outcome.to(torch.float32),
         completion_mask=mask,
         step_advantages=tensors.step_advantages,

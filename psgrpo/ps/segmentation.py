@@ -18,7 +18,7 @@ Two stages, each a small pure function (docs/design.md, "PS-GRPO" step 1):
    first character. Token spans ``(start, end)`` index completion tokens ``[0, n_tokens)``.
 
 :func:`segment_completions` runs both on a batch; :func:`spans_to_step_index` lays the spans
-out as the (B, T) token → step tensor the ``process`` estimator reads.
+out as the (B, T) token → step tensor the ``ps`` estimator reads.
 
 Register a new segmenter (a factory whose keyword arguments come from ``segmenter_kwargs``)::
 

@@ -1,6 +1,6 @@
 """PS-GRPO's process signal: score each step, gather, normalise over the group, lay out as tensors.
 
-One training step, inside :class:`StepSignal` (DeepSeekMath, arXiv 2402.03300 §4.1.3; formulas
+One training step, inside :class:`PsSignal` (DeepSeekMath, arXiv 2402.03300 §4.1.3; formulas
 in docs/design.md)::
 
     completion ids ──segment_completions──► steps (text + token spans)          (local batch)
@@ -10,8 +10,8 @@ in docs/design.md)::
                                   (R = the group's or the batch's step scores, as TRL scales A_i)
                    ──local rows──► (B, S) step advantages + (B, T) token → step index
 
-The result is the keyword arguments of the ``process`` advantage estimator
-(:func:`psgrpo.advantages.process_token_advantages`, with ``ps_advantage_mode: auto`` resolved
+The result is the keyword arguments of the ``ps`` advantage estimator
+(:func:`psgrpo.advantages.ps_token_advantages`, with ``ps_advantage_mode: auto`` resolved
 for the scorer by :func:`resolve_process_mode`), the ``ps/*`` metrics (:func:`step_metrics`:
 step shape and, for the arithmetic verifier, no-op / unnecessary shares and the equations it
 gave up on, the signs of a policy gaming its steps, docs/robustness.md) and the
@@ -160,7 +160,7 @@ def _std(values: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class StepTensors:
-    """Local step signals as tensors for the ``process`` estimator."""
+    """Local step signals as tensors for the ``ps`` estimator."""
 
     step_advantages: torch.Tensor  # (B, S) normalised step scores r̃, 0 on padding
     step_index: torch.Tensor  # (B, T) step of each completion token, -1 on padding
@@ -191,7 +191,7 @@ def step_tensors(
 
 
 def resolve_process_mode(mode: str, scorer: Any) -> str:
-    """The ``process`` estimator's mode for ``ps_advantage_mode``: ``mode`` itself, or for ``auto``
+    """The ``ps`` estimator's mode for ``ps_advantage_mode``: ``mode`` itself, or for ``auto``
     the safest mode for ``scorer`` (docs/robustness.md: no gamed variant of an honest solution gets
     more credit in it): ``step`` for the arithmetic verifier, whose scores are exact and local;
     ``min`` for a PRM or any other callable, whose scores can overrate a step (a later weak step
@@ -249,7 +249,7 @@ def step_metrics(
     return metrics
 
 
-class StepSignal:
+class PsSignal:
     """PS-GRPO's signal stage (see the module docstring); one instance per trainer.
 
     Args:

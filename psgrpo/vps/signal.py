@@ -1,12 +1,12 @@
 """GRPO-VPS's process signal: boundaries, confidences C_0..C_K of the gold answer, and the hybrid's inputs.
 
-One training step, inside :class:`ConfidenceSignal` (GRPO-VPS, arXiv 2604.20659; formulas in
+One training step, inside :class:`VpsSignal` (GRPO-VPS, arXiv 2604.20659; formulas in
 docs/design.md)::
 
     rollout ──entropy boundaries──► cuts b_1 < … < b_K per completion    (or the PS segmenter's step ends)
             ──probes──► C_k = p(gold answer + closing tag | prompt, completion[: b_k + 1], opening)
                         (or, with vps_probe='gold_suffix', of the rest of the gold solution: gold_suffix.py)
-            ──► ΔC_k, truncated rows, groups without reward variance → the ``hybrid`` estimator
+            ──► ΔC_k, truncated rows, groups without reward variance → the ``vps`` estimator
 
 With entropy boundaries one no-grad trajectory forward gives the entropies and a KV cache the
 probes reuse (:mod:`psgrpo.vps.cached`); with marker boundaries each row is packed once with its
@@ -18,6 +18,7 @@ its own autocast, so a float32 probe forward would make the on-policy ratio diff
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,7 @@ from psgrpo.vps.boundaries import (
 from psgrpo.vps.cached import cached_confidence
 from psgrpo.vps.gold_suffix import distinct_probes, gold_suffix_texts, suffix_confidence
 from psgrpo.vps.packed import packed_confidence
-from psgrpo.vps.probes import ProbeBatch, build_probe_ids, num_chunks
+from psgrpo.vps.probes import ProbeBatch, ProbeResult, build_probe_ids, num_chunks
 
 
 @dataclass
@@ -56,8 +57,35 @@ class VpsCredit:
     truncated: torch.Tensor
 
 
-class ConfidenceSignal:
+@dataclass
+class Probed:
+    """What a probe strategy returns for the local batch of B completions.
+
+    Attributes:
+        boundaries: per row, its K_i cuts b_1 < … < b_K (token positions; the probe follows token b_k).
+        probes: ``confidence`` and ``log_confidence``, (B, K + 1) each, C_0..C_K (NaN beyond a row's K_i).
+        distinct_frac: the share of ``gold_suffix`` probes scored (the others repeat one); None otherwise.
+    """
+
+    boundaries: list[list[int]]
+    probes: ProbeResult
+    distinct_frac: float | None = None
+
+
+ProbeStrategy = Callable[[Any, dict[str, Any], list[dict[str, Any]], list[list[int]], int], Probed]
+"""``(model, output, inputs, ids, step) -> Probed``: cuts and probes the B local completions (``ids``:
+each row's completion tokens without padding). Called under ``torch.no_grad``, checkpointing off."""
+
+
+class VpsSignal:
     """GRPO-VPS's signal stage (see the module docstring); one instance per trainer.
+
+    The probe strategy is chosen once, here, from ``vps_boundaries`` × ``vps_probe``:
+
+    - ``entropy`` × ``answer``: :meth:`probe_answer_cached`, one trajectory forward whose KV cache the
+      answer probes reuse (the paper's setting);
+    - ``markers`` × ``answer``: :meth:`probe_answer_packed`, each row packed with its probe copies;
+    - ``markers`` × ``gold_suffix``: :meth:`probe_gold_suffix`, the rest of the gold solution.
 
     Args:
         config: the :class:`~psgrpo.config.ProcessGRPOConfig` (``vps_*`` options).
@@ -81,6 +109,18 @@ class ConfidenceSignal:
         self.eos_token_ids, self.temperature, self.segmenter = eos_token_ids, temperature, segmenter
         self.answer_open = tokenizer(config.vps_answer_marker, add_special_tokens=False)["input_ids"]
         self.whitespace = whitespace_token_ids(tokenizer) if config.vps_snap_to_whitespace else None
+        strategies: dict[tuple[str, str], ProbeStrategy] = {
+            ("entropy", "answer"): self.probe_answer_cached,
+            ("markers", "answer"): self.probe_answer_packed,
+            ("markers", "gold_suffix"): self.probe_gold_suffix,
+        }
+        choice = (config.vps_boundaries, config.vps_probe)
+        if choice not in strategies:
+            raise ValueError(
+                f"vps_boundaries={choice[0]!r} cannot be combined with vps_probe={choice[1]!r}; "
+                f"supported: {', '.join(f'{b}/{p}' for b, p in strategies)}"
+            )
+        self.probe: ProbeStrategy = strategies[choice]
 
     def __call__(
         self,
@@ -90,77 +130,50 @@ class ConfidenceSignal:
         num_generations: int,
         step: int,
     ) -> SignalOutput:
+        """Probe the B local completions and return the ``vps`` estimator's keyword arguments.
+
+        Args:
+            model: the policy; probes run under ``torch.no_grad`` with gradient checkpointing off.
+            output: TRL's generation output: ``prompt_ids`` / ``prompt_mask`` (B, P), ``completion_ids`` /
+                ``completion_mask`` (B, T), ``advantages`` (B,) A_i.
+            inputs: the B dataset rows (gold answer or gold solution columns).
+            num_generations: G, completions per prompt (a group may span processes).
+            step: the optimizer step (seeds the boundary jitter; named by the non-finite check).
+
+        Returns:
+            A :class:`SignalOutput` whose estimator keywords hold ``confidence`` (B, K + 1),
+            ``segment_index`` (B, T), ``group_has_variance`` (B,), ``is_truncated`` (B,) and the
+            ``vps_*`` options; its credit is a :class:`VpsCredit`.
+        """
         config = self.config
         completion_ids, completion_mask = output["completion_ids"], output["completion_mask"]
         lengths = completion_mask.sum(1).tolist()
         ids = [row[:n].tolist() for row, n in zip(completion_ids, lengths, strict=True)]
-        if config.vps_probe == "answer":  # gold_suffix scores the gold solution, not the answer
-            probe_ids, score_from = build_probe_ids(
-                self.tokenizer,
-                [x.get(config.vps_answer_column) for x in inputs],
-                config.vps_probe_open,
-                config.vps_probe_close,
-            )
-            batch = ProbeBatch(
-                output["prompt_ids"],
-                output["prompt_mask"],
-                completion_ids,
-                completion_mask,
-                probe_ids,
-                score_from,
-            )
-        # Same number of probe forwards on every process: with ZeRO-3 / FSDP each one is a collective.
-        chunks = max_over_processes(num_chunks(len(ids), config.vps_probe_chunk_size), self.accelerator)
-        rows = local_rows(self.accelerator, len(ids))
         start = time.perf_counter()
-        distinct_frac = None  # the share of gold_suffix probes scored (the others repeat one)
         with torch.no_grad(), disable_gradient_checkpointing(model, config.gradient_checkpointing_kwargs):
-            if config.vps_boundaries == "markers":
-                spans = segment_completions(self.tokenizer, ids, self.segmenter).token_spans
-                boundaries = [boundaries_from_spans(s)[: config.vps_max_segments - 1] for s in spans]
-                if config.vps_probe == "gold_suffix":
-                    probes, distinct_frac = self.gold_suffix_probes(model, output, inputs, ids, boundaries)
-                else:
-                    probes = packed_confidence(
-                        model,
-                        batch,
-                        boundaries,
-                        self.temperature,
-                        config.vps_probe_chunk_size,
-                        min_chunks=chunks,
-                    )
-            else:  # "entropy": one trajectory forward per chunk gives the entropies and, over its cache, the probes
-
-                def choose(entropies: torch.Tensor, row: int) -> list[int]:
-                    return self.entropy_boundaries(entropies, ids[row], step, rows.start + row)
-
-                result = cached_confidence(
-                    model, batch, choose, self.temperature, config.vps_probe_chunk_size, min_chunks=chunks
-                )
-                boundaries, probes = result.boundaries, result.probes
+            probed = self.probe(model, output, inputs, ids, step)
         probe_seconds = time.perf_counter() - start
+        boundaries, probes = probed.boundaries, probed.probes
         real = (
             torch.arange(probes.log_confidence.shape[1], device=completion_ids.device)[None, :]
             <= torch.tensor([len(b) for b in boundaries], device=completion_ids.device)[:, None]
         )  # C_0..C_{K_i}; NaN beyond is padding
         check_finite("the VPS confidences log C_k", probes.log_confidence, step, valid=real)
 
-        eos = torch.tensor(self.eos_token_ids, device=completion_ids.device)
-        last = completion_ids.gather(1, (completion_mask.sum(1, keepdim=True) - 1).clamp(min=0)).squeeze(1)
-        truncated = ~torch.isin(last, eos) | (completion_mask.sum(1) == 0)
+        truncated = truncated_rows(completion_ids, completion_mask, self.eos_token_ids)
         has_variance = group_has_variance(self.accelerator.gather(output["advantages"]), num_generations)
         confidence = probes.log_confidence.exp() if config.vps_log_form else probes.confidence
         metrics = confidence_metrics(probes.confidence, boundaries, self.accelerator)
         metrics["vps/probe_seconds"] = probe_seconds
-        if distinct_frac is not None:
-            metrics["vps/distinct_probe_frac"] = distinct_frac
+        if probed.distinct_frac is not None:
+            metrics["vps/distinct_probe_frac"] = probed.distinct_frac
         return SignalOutput(
             estimator_kwargs={
                 "confidence": confidence,
                 "segment_index": segment_index_from_boundaries(
                     boundaries, lengths, completion_ids.shape[1]
                 ).to(completion_ids.device),
-                "group_has_variance": has_variance[rows],  # groups may span processes
+                "group_has_variance": has_variance[local_rows(self.accelerator, len(ids))],
                 "is_truncated": truncated,
                 # the vps_* options, named as the config names them minus the prefix
                 "alpha": config.vps_alpha,
@@ -173,17 +186,67 @@ class ConfidenceSignal:
             outcome_weight=1.0,
         )
 
-    def gold_suffix_probes(
+    # ---- probe strategies (:data:`ProbeStrategy`), one chosen in __init__ ----------------------
+
+    def probe_answer_cached(
         self,
         model: Any,
         output: dict[str, Any],
         inputs: list[dict[str, Any]],
         ids: list[list[int]],
-        boundaries: list[list[int]],
-    ) -> tuple[Any, float]:
-        """C_0..C_K of ``vps_probe='gold_suffix'`` (:mod:`psgrpo.vps.gold_suffix`): the rest of each
-        row's gold solution, split into steps by the same segmenter, after each of its boundaries;
-        and the share of these probes that are distinct (each is scored once)."""
+        step: int,
+    ) -> Probed:
+        """Entropy cuts and answer probes from one trajectory forward per chunk (:mod:`psgrpo.vps.cached`).
+
+        The forward gives the entropies (B, T), :meth:`entropy_boundaries` cuts each row, and the
+        answer probes run over the forward's KV cache: C_k = p(gold answer | prompt, o[: b_k + 1]).
+        """
+        rows = local_rows(self.accelerator, len(ids))
+
+        def choose(entropies: torch.Tensor, row: int) -> list[int]:
+            return self.entropy_boundaries(entropies, ids[row], step, rows.start + row)
+
+        result = cached_confidence(
+            model,
+            self.answer_batch(output, inputs),
+            choose,
+            self.temperature,
+            self.config.vps_probe_chunk_size,
+            min_chunks=self.probe_chunks(len(ids)),
+        )
+        return Probed(result.boundaries, result.probes)
+
+    def probe_answer_packed(
+        self,
+        model: Any,
+        output: dict[str, Any],
+        inputs: list[dict[str, Any]],
+        ids: list[list[int]],
+        step: int,
+    ) -> Probed:
+        """Cuts at the segmenter's step ends; each row packed once with its answer probes (:mod:`psgrpo.vps.packed`)."""
+        boundaries = self.marker_boundaries(ids)
+        probes = packed_confidence(
+            model,
+            self.answer_batch(output, inputs),
+            boundaries,
+            self.temperature,
+            self.config.vps_probe_chunk_size,
+            min_chunks=self.probe_chunks(len(ids)),
+        )
+        return Probed(boundaries, probes)
+
+    def probe_gold_suffix(
+        self,
+        model: Any,
+        output: dict[str, Any],
+        inputs: list[dict[str, Any]],
+        ids: list[list[int]],
+        step: int,
+    ) -> Probed:
+        """Cuts at the segmenter's step ends; probes of the rest of each row's gold solution after each cut
+        (``vps_probe='gold_suffix'``, :mod:`psgrpo.vps.gold_suffix`), each distinct probe scored once."""
+        boundaries = self.marker_boundaries(ids)
         column = self.config.vps_solution_column
         contexts, suffixes = [], []
         for row, (x, completion, cuts) in enumerate(zip(inputs, ids, boundaries, strict=True)):
@@ -211,7 +274,36 @@ class ConfidenceSignal:
         probes = suffix_confidence(
             model, contexts, suffixes, pad, self.temperature, chunk_size, min_chunks=chunks, owners=owners
         )
-        return probes, len(owners) / max(sum(map(len, contexts)), 1)
+        return Probed(boundaries, probes, len(owners) / max(sum(map(len, contexts)), 1))
+
+    # ---- helpers of the strategies ---------------------------------------------------------------
+
+    def answer_batch(self, output: dict[str, Any], inputs: list[dict[str, Any]]) -> ProbeBatch:
+        """The B rows with their answer probe ids: ``vps_probe_open`` + gold answer + ``vps_probe_close``."""
+        config = self.config
+        probe_ids, score_from = build_probe_ids(
+            self.tokenizer,
+            [x.get(config.vps_answer_column) for x in inputs],
+            config.vps_probe_open,
+            config.vps_probe_close,
+        )
+        return ProbeBatch(
+            output["prompt_ids"],
+            output["prompt_mask"],
+            output["completion_ids"],
+            output["completion_mask"],
+            probe_ids,
+            score_from,
+        )
+
+    def probe_chunks(self, n_rows: int) -> int:
+        """Probe forwards for ``n_rows`` rows, the maximum over processes (with ZeRO-3 / FSDP each is a collective)."""
+        return max_over_processes(num_chunks(n_rows, self.config.vps_probe_chunk_size), self.accelerator)
+
+    def marker_boundaries(self, ids: list[list[int]]) -> list[list[int]]:
+        """Per row, the segmenter's step ends as cuts, at most ``vps_max_segments − 1`` of them."""
+        spans = segment_completions(self.tokenizer, ids, self.segmenter).token_spans
+        return [boundaries_from_spans(s)[: self.config.vps_max_segments - 1] for s in spans]
 
     def entropy_boundaries(
         self, entropies: torch.Tensor, completion: list[int], step: int, global_row: int
@@ -239,6 +331,21 @@ class ConfidenceSignal:
             generator=generator,
             tolerance=config.vps_entropy_tolerance,
         )
+
+
+def truncated_rows(
+    completion_ids: torch.Tensor, completion_mask: torch.Tensor, eos_token_ids: list[int]
+) -> torch.Tensor:
+    """(B,) bool: completions whose last real token is no EOS (cut at the length limit), and empty ones.
+
+    Args:
+        completion_ids: (B, T) token ids, right-padded.
+        completion_mask: (B, T) 1 on completion tokens.
+        eos_token_ids: the ids that end a completion.
+    """
+    eos = torch.tensor(eos_token_ids, device=completion_ids.device)
+    last = completion_ids.gather(1, (completion_mask.sum(1, keepdim=True) - 1).clamp(min=0)).squeeze(1)
+    return ~torch.isin(last, eos) | (completion_mask.sum(1) == 0)
 
 
 def whitespace_token_ids(tokenizer: Any) -> set[int]:

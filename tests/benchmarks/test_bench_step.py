@@ -67,7 +67,13 @@ def test_smallest_sweep_writes_the_report(bench, tmp_path):
     report = json.loads(output.read_text())
     assert report == json.loads(json.dumps(returned))
     assert report["mode"] == "lockstep" and report["aims"] == {"grpo": 1.02, "ps": 1.10, "vps": 1.15}
-    assert [r["trainer"] for r in report["results"]] == ["trl", "grpo", "ps", "vps", "tree"]  # tree: no aim yet
+    assert [r["trainer"] for r in report["results"]] == [
+        "trl",
+        "grpo",
+        "ps",
+        "vps",
+        "tree",
+    ]  # tree: no aim yet
     keys = {
         "model",
         "params",

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from psgrpo.advantages import ADVANTAGE_ESTIMATORS, METHOD_ESTIMATORS, tree_token_advantages
+from psgrpo.advantages import ADVANTAGE_ESTIMATORS, tree_token_advantages
 from psgrpo.techniques.reward_norm import group_advantages
 from psgrpo.tree.options import prime_factors
 from psgrpo.tree.values import (
@@ -119,7 +119,7 @@ def test_prime_factors_are_the_default_tree():
 
 
 def test_tree_is_registered_for_the_method():
-    assert METHOD_ESTIMATORS["tree"] == "tree" and ADVANTAGE_ESTIMATORS.get("tree") is tree_token_advantages
+    assert ADVANTAGE_ESTIMATORS.get("tree") is tree_token_advantages
 
 
 @settings(max_examples=100, deadline=None)
