@@ -258,7 +258,7 @@ def test_ctrl_c_during_training_names_the_checkpoint_and_how_to_resume(tmp_path)
     )
     wait_for(lambda: (out / "checkpoint-2").is_dir(), 300, process)
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=120)
+    _, err = process.communicate(timeout=300)  # minutes only on a machine loaded far past its cores
     assert process.returncode == INTERRUPTED_STATUS, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     lines = [line for line in err.splitlines() if line.startswith("psgrpo: interrupted")]
