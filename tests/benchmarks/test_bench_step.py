@@ -100,6 +100,7 @@ def test_smallest_sweep_writes_the_report(bench, tmp_path):
     assert report["results"][1]["aim"] == 1.02
 
 
+@pytest.mark.slow
 def test_qwen_vocab_size_has_qwens_tokenizer_and_embedding_rows(bench, qwen_tokenizer):
     bench_step, _ = bench
     model, tokenizer = bench_step.load_model("qwen-vocab")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.slow  # trains grpo and tree for several steps: `make test-fast` skips it
+
 
 def test_tree_run_counts_the_tokens_it_generated(import_benchmark, tmp_path):
     """Two steps (one measured) of each method, in this process (~10 s); G = 8, a [2, 2, 2] tree of 16-token segments."""

@@ -6,11 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from psgrpo.ps.credit_gaming import HOSTILE_STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_bench_verifier_scaling_tiny():
     command = [
         sys.executable,

@@ -81,6 +81,7 @@ def test_an_import_failure_names_the_error(gpu_check):
     )
 
 
+@pytest.mark.slow
 def test_cpu_smoke_in_process_runs_vps_and_reports_the_optional_backends(
     gpu_check, tmp_path, qwen_tokenizer, monkeypatch, request
 ):

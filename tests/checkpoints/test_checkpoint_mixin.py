@@ -16,6 +16,8 @@ from psgrpo.data.arith import make_arith_dataset
 from psgrpo.techniques.state import STATE_FILE
 from psgrpo.trainer import ProcessGRPOTrainer
 
+pytestmark = pytest.mark.slow  # each test trains and saves checkpoints: `make test-fast` skips it
+
 
 def _trainer(tmp_path, model, tokenizer, **overrides):
     args = tiny_run_args(tmp_path, max_steps=2, max_completion_length=8, save_strategy="steps", save_steps=1)

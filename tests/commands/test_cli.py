@@ -174,6 +174,7 @@ def test_embedded_checkpoint_is_committed_and_loads():
 # --------------------------------------------------------------------------- psgrpo eval
 
 
+@pytest.mark.slow
 def test_eval_writes_summary_markdown_and_samples(tmp_path, capsys):
     """`psgrpo eval` end to end on the embedded checkpoint: 3 arith prompts x 2 samples."""
     out = tmp_path / "eval"

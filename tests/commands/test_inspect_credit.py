@@ -12,6 +12,8 @@ from psgrpo.commands.cli import main
 from psgrpo.commands.inspect_credit import inspect
 from psgrpo.data.arith import make_arith_dataset
 
+pytestmark = pytest.mark.slow  # each test samples groups with the trainer: `make test-fast` skips it
+
 TINY = [
     "--num_prompts", "2",
     "--num_generations", "4",

@@ -204,6 +204,7 @@ def test_bad_input_is_one_line_and_writes_nothing(files, tmp_path, monkeypatch, 
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_real_correct_solutions_all_find_their_gold(gsm8k_dir, tmp_path):
     labels = gsm8k_dir.parent / "gsm8k_step_labels" / "correct_dev.jsonl"  # beside GSM8K in ../shared
     if not labels.is_file() or not (gsm8k_dir / "test.jsonl").is_file():

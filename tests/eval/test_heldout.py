@@ -22,6 +22,8 @@ from psgrpo.rewards import correctness_reward, format_reward
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.trainer import ProcessGRPOTrainer
 
+pytestmark = pytest.mark.slow  # each test trains and evaluates: `make test-fast` skips it
+
 EVAL_KEYS = {
     "accuracy",
     "format_rate",

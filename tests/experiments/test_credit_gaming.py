@@ -21,6 +21,7 @@ def cells(line: str) -> list[tuple[float, bool]]:
     return [(float(bold or plain), bool(bold)) for bold, plain in CELL.findall(line)]
 
 
+@pytest.mark.slow
 def test_tables_hold_each_rows_relative_credit_bold_exactly_when_gaming_pays(report, char_tokenizer):
     scorers = {name: SCORERS[name] for name in ("arithmetic", "prm_gullible")}
     rows = credit_table(char_tokenizer, problems=PROBLEMS, scorers=scorers, modes=["step", "reward_to_go"])

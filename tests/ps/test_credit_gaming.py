@@ -80,6 +80,7 @@ def test_under_the_default_mode_no_gaming_variant_gets_more_credit_than_the_hone
     assert worst.relative <= 1e-5, worst
 
 
+@pytest.mark.slow
 def test_the_suite_catches_the_gaming_that_other_modes_pay_for(char_tokenizer):
     """reward_to_go pays for splitting (verifier) and padding (gullible PRM); PURE's own formula pays
     for fewer, longer steps: the table is sensitive enough to show it."""

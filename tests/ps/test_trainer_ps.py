@@ -14,6 +14,8 @@ from psgrpo.ps.scorers.base import StepScoreError
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.trainer import ProcessGRPOTrainer
 
+pytestmark = pytest.mark.slow  # each test runs training steps: `make test-fast` skips it
+
 
 def _trainer(tmp_path, tokenizer, scorer=None, **overrides):
     # random tiny models rarely write "Step N:"; newlines give several steps

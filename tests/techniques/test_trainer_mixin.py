@@ -19,6 +19,8 @@ from psgrpo.techniques.reward_norm import EPS, group_advantages, weighted_reward
 from psgrpo.techniques.state import STATE_FILE
 from psgrpo.trainer import ProcessGRPOTrainer
 
+pytestmark = pytest.mark.slow  # trains the tiny model for a few steps per test: `make test-fast` skips it
+
 REWARDS = [correctness_reward, format_reward, length_reward]
 
 

@@ -20,6 +20,8 @@ from psgrpo.trainer import ProcessGRPOTrainer
 from psgrpo.tree.options import check_tree_options
 from psgrpo.tree.values import tree_strides
 
+pytestmark = pytest.mark.slow  # each test runs tree training steps: `make test-fast` skips it
+
 REWARDS = [correctness_reward, format_reward, length_reward]
 
 

@@ -201,6 +201,7 @@ def test_check_scorer_columns_before_training():
     st.lists(st.one_of(st.text(max_size=80), st.sampled_from(list(HOSTILE_STEPS.values()))), max_size=6),
     st.text(max_size=120),
 )
+@pytest.mark.slow
 def test_never_raises_and_scores_stay_in_range(steps, solution):
     scores = ReferenceVerifier()(["q"], [steps], solution=[solution], answer=["9"])[0]
     assert len(scores) == len(steps) and all(0.0 <= s <= 1.0 for s in scores)
