@@ -38,6 +38,18 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
+def import_targets(node: ast.Import | ast.ImportFrom, package: str) -> set[str]:
+    """What one import statement in ``package`` names: ``import a`` gives ``a``; ``from a import b`` gives
+    ``a`` and ``a.b``, relative imports resolved against ``package``."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join([*anchor, base] if base else anchor)
+    return {base} | {f"{base}.{alias.name}" for alias in node.names}
+
+
 def module_level_imports(name: str) -> set[str]:
     """The psgrpo modules ``name`` imports when it is itself imported (``from a import b``: ``a``, and ``a.b`` if a module)."""
     tree = ast.parse(MODULES[name].read_text())
@@ -50,15 +62,8 @@ def module_level_imports(name: str) -> set[str]:
             pending += node.body + node.orelse
         elif isinstance(node, ast.Try):
             pending += node.body + node.orelse + node.finalbody
-        elif isinstance(node, ast.Import):
-            targets |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            targets.add(base)
-            targets |= {f"{base}.{alias.name}" for alias in node.names}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            targets |= import_targets(node, package)
     return {t for t in targets if t in MODULES and t != name}
 
 
@@ -112,15 +117,8 @@ def all_imports(name: str) -> set[str]:
     package = name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
     targets: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            targets |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            targets.add(base)
-            targets |= {f"{base}.{alias.name}" for alias in node.names}
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            targets |= import_targets(node, package)
     return {t for t in targets if t != name and (t in MODULES or not t.startswith("psgrpo"))}
 
 
