@@ -21,8 +21,10 @@ arith and GSM8K calculator annotations) and the method has a process signal:
   for ranking wrong segments below correct ones; ``diag/signal_wrong_mean`` /
   ``diag/signal_correct_mean``; ``diag/labelled_segments``. The signal is, for ``vps``, ΔC_k of the
   segment ending at boundary b_k in the form the estimator uses (``vps_log_form``); for ``ps``, the
-  group-normalised step score r̃. With ``step_scorer=arithmetic`` the ps signal *is* the label
-  (AUC 1 by construction); the metric is meant for learned scorers (``prm``).
+  group-normalised step score r̃; for ``tree``, the segment's ΔV_k / σ (a segment is the S tokens of
+  one tree level, so leaves under one node share the labels of their common start). With
+  ``step_scorer=arithmetic`` the ps signal *is* the label (AUC 1 by construction); the metric is
+  meant for learned scorers (``prm``).
 * ``vps`` only: ``diag/boundary_<place>_frac`` for the places of
   :data:`psgrpo.diagnostics.BOUNDARY_PLACES`: where the cuts fall (inside a number, at a step
   end, at another line end, elsewhere).
@@ -54,6 +56,7 @@ from psgrpo.diagnostics import (
     unnecessary_step_counts,
 )
 from psgrpo.ps.segmentation import token_offsets
+from psgrpo.tree.values import segment_ends
 
 PREFIX = "diag/"
 CORRECTNESS = "correctness_reward"
@@ -105,6 +108,21 @@ def vps_segments(
     labels = segment_labels(cuts, steps)
     pairs = [(float(d), w) for d, w in zip(delta, labels, strict=False) if w is not None]
     return pairs, boundary_places(text, offsets, boundaries, steps.ends)
+
+
+def tree_segments(
+    text: str, offsets: Sequence[tuple[int, int]], gains: Sequence[float], segment_tokens: int
+) -> list[tuple[float, bool]]:
+    """One leaf's labelled ``(ΔV_k / σ, wrong)`` pairs, one per non-empty tree segment.
+
+    Args:
+        text, offsets: the completion and each token's character span.
+        gains: its D segment advantages ΔV_k / σ (``TreeCredit.segment_advantages`` row).
+        segment_tokens: S.
+    """
+    segments = segment_ends(len(offsets), len(gains), segment_tokens)
+    pairs, _ = vps_segments(text, offsets, [end - 1 for _, end in segments], [gains[k] for k, _ in segments])
+    return pairs
 
 
 def ps_segments(steps: Sequence[str], scores: Sequence[float] | None) -> list[tuple[float, bool]]:
@@ -161,7 +179,7 @@ class StepDiagnostics:
 
         Args:
             output: TRL's scored batch (local rows): ``completion_ids`` / ``completion_mask`` (B, T).
-            credit: the method's record (``PsCredit``, ``VpsCredit`` or ``None``), local rows.
+            credit: the method's record (``PsCredit``, ``VpsCredit``, ``TreeCredit`` or ``None``), local rows.
             rewards_per_func: (N, F) all processes' rewards.
             num_generations: G.
         """
@@ -190,6 +208,10 @@ class StepDiagnostics:
         elif config.method == "ps" and credit is not None:
             for steps, scores in zip(credit.steps, credit.step_scores, strict=True):
                 pairs += ps_segments(steps, scores)
+        elif config.method == "tree" and credit is not None:
+            segment_tokens = config.tree_segment_tokens or 1
+            for (text, offsets), gains in zip(decoded, credit.segment_advantages.tolist(), strict=True):
+                pairs += tree_segments(text, offsets, gains, segment_tokens)
         counts = unnecessary_step_counts([text for text, _ in decoded])
         gathered = gather_object([(pairs, places, counts)])  # one record per process
         all_pairs = [p for record in gathered for p in record[0]]
@@ -198,7 +220,7 @@ class StepDiagnostics:
         unnecessary = sum(record[2][1] for record in gathered)
         if judged:
             metrics["unnecessary_step_frac"] = unnecessary / judged
-        if config.method in ("ps", "vps"):
+        if config.method in ("ps", "vps", "tree"):
             metrics |= signal_metrics(all_pairs)
         if config.method == "vps" and all_places:
             shares = place_shares(all_places)

@@ -12,8 +12,15 @@ from psgrpo.loading import load_model_and_tokenizer
 from psgrpo.metrics_log import read_metrics
 from psgrpo.ps.segmentation import token_offsets
 from psgrpo.ps.signal import PsCredit
-from psgrpo.step_diagnostics import StepDiagnostics, correctness_metrics, ps_segments, vps_segments
+from psgrpo.step_diagnostics import (
+    StepDiagnostics,
+    correctness_metrics,
+    ps_segments,
+    tree_segments,
+    vps_segments,
+)
 from psgrpo.trainer import ProcessGRPOTrainer
+from psgrpo.tree.signal import TreeCredit
 from psgrpo.vps.signal import VpsCredit
 
 WRONG = "<reasoning>\nStep 1: 7 + 5 = 12\nStep 2: 12 - 3 = 8\n</reasoning>\n<answer>8</answer>"
@@ -116,6 +123,33 @@ def test_ps_batch_metrics_and_grpo_has_no_signal(char_tokenizer):
     )
     assert "diag/process_auc" not in metrics and "diag/labelled_segments" not in metrics
     assert "diag/reward_share/correctness_reward" not in metrics  # every A_i is 0: NaN is left out
+
+
+def test_tree_segments_label_the_s_token_runs(char_tokenizer):
+    ids = char_tokenizer(WRONG, add_special_tokens=False)["input_ids"]
+    text, offsets = token_offsets(char_tokenizer, ids)
+    first_end, second_end = _step_end_tokens(char_tokenizer, WRONG)
+    # S = the first step line's end + 1: segment 0 holds step 1 (right), segment 1 step 2 (wrong)
+    pairs = tree_segments(text, offsets, [0.5, -0.7], first_end + 1)
+    assert pairs == [(0.5, False), (-0.7, True)]
+    # three levels: the middle one is the S tokens after step 1 (it holds step 2 only if S is long enough)
+    assert tree_segments(text, offsets, [0.5, -0.7, 0.2], first_end + 1)[:1] == [(0.5, False)]
+    assert tree_segments(text, offsets, [0.3], 4) == [(0.3, True)]  # one level: the whole completion
+
+
+def test_tree_batch_metrics(char_tokenizer):
+    config = ProcessGRPOConfig(output_dir="unused", use_cpu=True, method="tree", report_to=[])
+    config.tree_segment_tokens = _step_end_tokens(char_tokenizer, WRONG)[0] + 1
+    gains = torch.tensor([[0.2, -0.9], [0.2, 0.9]])  # two leaves of one root: WRONG, then RIGHT
+    credit = TreeCredit([2], torch.zeros(2, 3), gains)
+    rewards = torch.tensor([[0.0, 0.8], [2.0, 0.8]])
+    metrics = StepDiagnostics(config, char_tokenizer, NAMES, [1.0, 1.0])(
+        _output(char_tokenizer, [WRONG, RIGHT]), credit, rewards, 2
+    )
+    assert metrics["diag/labelled_segments"] == 4.0
+    assert metrics["diag/process_auc"] == 1.0  # −0.9 below 0.2, 0.2 and 0.9
+    assert metrics["diag/signal_wrong_mean"] == pytest.approx(-0.9)
+    assert not any(k.startswith("diag/boundary_") for k in metrics)
 
 
 def test_a_training_step_logs_the_diagnostics(tmp_path):

@@ -149,3 +149,15 @@ def segment_index(lengths: list[int], width: int, depth: int, segment_tokens: in
     levels = (positions // segment_tokens).clamp(max=depth - 1).expand(len(lengths), width).clone()
     levels[positions.unsqueeze(0) >= torch.tensor(lengths).unsqueeze(1)] = -1
     return levels
+
+
+def segment_ends(length: int, depth: int, segment_tokens: int) -> list[tuple[int, int]]:
+    """One completion's non-empty segments as ``(level, end)`` pairs, ``end`` exclusive, in tokens.
+
+    Segment k covers tokens [k·S, (k+1)·S) for k < D − 1 and [(D − 1)·S, length) for the last level,
+    cut short at ``length`` (the same levels as :func:`segment_index`); a completion that ended
+    before k·S has no segment k.
+    """
+    ends = [min((k + 1) * segment_tokens, length) for k in range(depth - 1)] + [length]
+    starts = [0, *ends[:-1]]
+    return [(k, end) for k, (start, end) in enumerate(zip(starts, ends, strict=True)) if end > start]

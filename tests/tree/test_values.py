@@ -16,6 +16,7 @@ from psgrpo.tree.values import (
     outcome_rewards,
     reward_scale,
     scaled_gains,
+    segment_ends,
     segment_index,
     segment_value_gains,
     tree_path_values,
@@ -108,6 +109,14 @@ def test_segment_index_cuts_every_s_tokens_and_the_last_level_runs_on():
         [0, 0, 1, -1, -1, -1, -1, -1],
         [-1] * 8,
     ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(length=st.integers(0, 40), depth=st.integers(1, 4), segment_tokens=st.integers(1, 12))
+def test_segment_ends_are_the_runs_of_segment_index(length, depth, segment_tokens):
+    levels = segment_index([length], 48, depth, segment_tokens)[0].tolist()
+    runs = [(k, max(t for t, v in enumerate(levels) if v == k) + 1) for k in sorted(set(levels) - {-1})]
+    assert segment_ends(length, depth, segment_tokens) == runs
 
 
 def test_prime_factors_are_the_default_tree():
