@@ -22,11 +22,11 @@ from typing import Any, TypeVar
 import yaml
 from trl import GRPOConfig, TrlParser
 
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.options import METHODS
+from psgrpo.config.precision import resolve_bf16, resolve_use_cpu
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.tasks import TaskConfig
 from psgrpo.loading import DEFAULT_RECIPE
-from psgrpo.options import METHODS
-from psgrpo.precision import resolve_bf16, resolve_use_cpu
 
 TRAINERS = ("trl", *METHODS)
 """``trl`` is stock ``trl.GRPOTrainer``; the others are ``ProcessGRPOTrainer`` with that method."""
@@ -55,7 +55,7 @@ def recipe_configs(
     are dropped) or a psgrpo method (a ``ProcessGRPOConfig`` with ``method=trainer``). Values
     go through TRL's parser as YAML values do, so the config equals what ``psgrpo train
     --config recipe`` would build. Stock TRL gets psgrpo's precision rule (bf16 only where the
-    hardware computes it natively, :mod:`psgrpo.precision`), so both run at the same precision.
+    hardware computes it natively, :mod:`psgrpo.config.precision`), so both run at the same precision.
 
     Raises:
         ValueError: for an unknown trainer or a field neither config nor ``TaskConfig`` has.

@@ -79,7 +79,7 @@ from trl import GRPOTrainer
 
 from psgrpo.data.tasks import load_task_split
 from psgrpo.loading import load_model_and_tokenizer
-from psgrpo.rewards import get_reward_funcs
+from psgrpo.rewards.functions import get_reward_funcs
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.tiny.qwen_tokenizer import QWEN2_5_VOCAB_SIZE, build_qwen_tokenizer
 from psgrpo.trainer import ProcessGRPOTrainer

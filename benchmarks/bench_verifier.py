@@ -54,12 +54,12 @@ from fractions import Fraction
 from pathlib import Path
 
 from psgrpo.data.gsm8k import solution_steps
-from psgrpo.numbers import format_number, parse_number
 from psgrpo.ps.credit_gaming import HOSTILE_STEPS
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, evaluate_text, extract_equations, score_steps
 from psgrpo.ps.scorers.reference import ReferenceVerifier, on_reference, reference_values
 from psgrpo.ps.segmentation import get_segmenter
-from psgrpo.rewards import extract_answer
+from psgrpo.rewards.functions import extract_answer
+from psgrpo.rewards.numbers import format_number, parse_number
 
 REPO = Path(__file__).resolve().parent.parent
 ANNOTATION_RE = re.compile(r"<<(?P<expr>[^<>=]*)=(?P<result>[^<>=]*)>>(?P<shown>-?\$?-?[\d,]*\.?\d+)?")

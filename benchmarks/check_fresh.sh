@@ -65,8 +65,8 @@ for i in $(seq 1 "$distributed_runs"); do
 done
 
 .venv/bin/python - <<'PY'
-from psgrpo.precision import cpu_has_native_bf16
-print(f"== psgrpo.precision: native bf16 on this CPU = {cpu_has_native_bf16()}")
+from psgrpo.config.precision import cpu_has_native_bf16
+print(f"== psgrpo.config.precision: native bf16 on this CPU = {cpu_has_native_bf16()}")
 PY
 
 step_time() {  # median step time (s) of steps 2..3 of a 3-step default train run, extra flags in "$@"

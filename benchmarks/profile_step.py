@@ -17,9 +17,9 @@ import tempfile
 import torch
 from _common import recipe_configs
 
+from psgrpo.config.options import METHODS
 from psgrpo.data.tasks import load_task_split
 from psgrpo.loading import load_model_and_tokenizer
-from psgrpo.options import METHODS
 from psgrpo.trainer import ProcessGRPOTrainer
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from psgrpo.commands.cli import configure_logging
-from psgrpo.commands.compare import RESULT_NEUTRAL, RUN_SPEC, compare
-from psgrpo.commands.compare_report import (
+from psgrpo.commands.compare import compare
+from psgrpo.compare.report import (
     REFERENCE_METHOD,
     Interval,
     final_values,
@@ -28,7 +28,8 @@ from psgrpo.commands.compare_report import (
     paired_differences,
     read_curves_csv,
 )
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.compare.settings import RESULT_NEUTRAL, RUN_SPEC
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 
 PER_RUN = ("seed", "output_dir")
 """Flags that differ between the runs of one arm."""

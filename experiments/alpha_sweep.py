@@ -37,8 +37,9 @@ from _sweeps import (
     write_report,
 )
 
-from psgrpo.commands.compare_plot import load_pyplot, save_figure
-from psgrpo.commands.compare_report import REFERENCE_METHOD, Interval
+from psgrpo.compare.intervals import Interval
+from psgrpo.compare.plot import load_pyplot, save_figure
+from psgrpo.compare.report import REFERENCE_METHOD
 
 ALPHAS = (0.0, 0.4, 0.8, 1.0, 1.2, 1.4, 1.6, 2.0)
 PAPER_MATH = {0.0: 68.8, 0.8: 71.7, 1.0: 72.0, 1.2: 72.2, 1.4: 71.9, 1.6: 69.7}

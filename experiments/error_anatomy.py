@@ -36,7 +36,7 @@ from psgrpo.ps.scorers.arithmetic import score_steps
 from psgrpo.ps.scorers.dependencies import answer_value
 from psgrpo.ps.scorers.reference import on_reference, reference_values, stops_short
 from psgrpo.ps.segmentation import get_segmenter
-from psgrpo.rewards import extract_answer
+from psgrpo.rewards.functions import extract_answer
 
 
 @dataclass(frozen=True)

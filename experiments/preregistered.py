@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from psgrpo.commands.compare_report import read_curves_csv
-from psgrpo.commands.intervals import Interval, mean_interval
+from psgrpo.compare.intervals import Interval, mean_interval
+from psgrpo.compare.report import read_curves_csv
 
 EXIT_INCOMPLETE = 3
 

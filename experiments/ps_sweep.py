@@ -39,9 +39,10 @@ from _sweeps import (
     write_report,
 )
 
-from psgrpo.commands.compare_plot import load_pyplot, save_figure
-from psgrpo.commands.compare_report import REFERENCE_METHOD, Interval
-from psgrpo.options import ProcessMode
+from psgrpo.compare.intervals import Interval
+from psgrpo.compare.plot import load_pyplot, save_figure
+from psgrpo.compare.report import REFERENCE_METHOD
+from psgrpo.config.options import ProcessMode
 from psgrpo.ps.scorers import STEP_SCORERS
 from psgrpo.ps.signal import resolve_process_mode
 

@@ -5,7 +5,7 @@
     python experiments/testbed_sanity.py --report RUN_DIR [--window 4]   # an existing run, e.g. a compare run
 
 It is ``psgrpo train --diagnostics true --logging_steps 1`` (held-out accuracy before and after
-included; :mod:`psgrpo.step_diagnostics` defines the metrics), then a table of the means, over
+included; :mod:`psgrpo.diagnostics.step_logger` defines the metrics), then a table of the means, over
 consecutive windows of ``--window`` logged steps, of what ``metrics.jsonl`` recorded:
 
 * ``all_wrong`` / ``all_right`` / ``all_equal``: the share of groups whose correctness is the same

@@ -19,7 +19,7 @@ __all__ = ["ProcessGRPOConfig", "ProcessGRPOTrainer", "__version__", "load_task"
 
 def __getattr__(name: str):  # lazy: importing psgrpo must not import torch/TRL
     if name == "ProcessGRPOConfig":
-        from psgrpo.config import ProcessGRPOConfig
+        from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 
         return ProcessGRPOConfig
     if name == "ProcessGRPOTrainer":

@@ -15,7 +15,7 @@ ignore what they do not need (hence ``**_``).
 
 One name per method: the estimator of method ``ps`` is registered as ``"ps"``
 (:func:`ps_token_advantages`), and likewise ``grpo``, ``vps`` and ``tree``
-(:data:`psgrpo.options.AdvantageEstimator`; :func:`estimator_name` picks one for a config). The
+(:data:`psgrpo.config.options.AdvantageEstimator`; :func:`estimator_name` picks one for a config). The
 modes of the ``ps`` estimator are a registry of their own, :data:`PS_MODES`.
 
 Register a new one with::
@@ -30,7 +30,13 @@ from collections.abc import Callable
 
 import torch
 
-from psgrpo.options import AdvantageEstimator, ProcessMode, TruncatedMode, ZeroVarianceMode, check_choice
+from psgrpo.config.options import (
+    AdvantageEstimator,
+    ProcessMode,
+    TruncatedMode,
+    ZeroVarianceMode,
+    check_choice,
+)
 from psgrpo.registry import Registry
 
 EstimatorFn = Callable[..., torch.Tensor]
@@ -43,7 +49,7 @@ ADVANTAGE_ESTIMATORS: Registry[EstimatorFn] = Registry("advantage estimator")
 def estimator_name(method: str, advantage_estimator: str | None = None) -> str:
     """The registered estimator a config selects: ``advantage_estimator`` if set, else the method's own.
 
-    The built-in estimators carry their method's name (:data:`psgrpo.options.AdvantageEstimator`), so
+    The built-in estimators carry their method's name (:data:`psgrpo.config.options.AdvantageEstimator`), so
     ``method="ps"`` uses the estimator ``"ps"``.
     """
     if advantage_estimator is not None:
@@ -95,7 +101,7 @@ PsMode = Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
 0 on padding. The ``ps`` estimator spreads the credit of step j over the tokens of step j."""
 
 PS_MODES: Registry[PsMode] = Registry("ps advantage mode")
-"""The modes of the ``ps`` estimator by name (:data:`psgrpo.options.ProcessMode`); ``auto`` is resolved to
+"""The modes of the ``ps`` estimator by name (:data:`psgrpo.config.options.ProcessMode`); ``auto`` is resolved to
 one of them before the estimator runs (:func:`psgrpo.ps.signal.resolve_process_mode`)."""
 
 

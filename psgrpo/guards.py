@@ -1,6 +1,6 @@
 """Nothing non-finite reaches the weights: checks that stop a step before the optimizer moves.
 
-Options are checked for NaN and infinity at config time (:mod:`psgrpo.options`). During training
+Options are checked for NaN and infinity at config time (:mod:`psgrpo.config.options`). During training
 a non-finite value can still appear: a reward function returning ``inf``, a diverged model
 producing NaN logits, a loss or gradient overflowing. TRL would quietly turn some of them into
 zero advantages (``nan_to_num``) and let others reach the optimizer. The trainer calls these

@@ -21,7 +21,7 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 
 def with_default_recipe(argv: Sequence[str]) -> list[str]:
     """``argv`` with ``--config <demo recipe>`` in front: a user's ``--config`` files layer over the demo's
-    values as flags layer over them (:class:`psgrpo.parsing.ConfigParser` reads every ``--config`` in order)."""
+    values as flags layer over them (:class:`psgrpo.config.parsing.ConfigParser` reads every ``--config`` in order)."""
     return ["--config", str(DEFAULT_RECIPE), *argv]
 
 

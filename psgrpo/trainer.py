@@ -26,8 +26,9 @@ from trl.import_utils import is_vllm_available
 from psgrpo.advantages import ADVANTAGE_ESTIMATORS, estimator_name
 from psgrpo.checkpoints.trainer_mixin import CheckpointMixin
 from psgrpo.compatibility import has_token_credit
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.credit import CreditRecord, ProcessSignal, SignalOutput, process_term_metrics
+from psgrpo.diagnostics.step_logger import StepDiagnostics
 from psgrpo.eval.vllm_backend import VLLM_INSTALL
 from psgrpo.guards import check_finite, check_loss_and_gradients, check_rewards
 from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
@@ -35,8 +36,7 @@ from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
 from psgrpo.ps.scorers import build_step_scorer, check_scorer_columns
 from psgrpo.ps.segmentation import get_segmenter
 from psgrpo.ps.signal import PsSignal
-from psgrpo.rewards import get_reward_funcs
-from psgrpo.step_diagnostics import StepDiagnostics
+from psgrpo.rewards.functions import get_reward_funcs
 from psgrpo.techniques.trainer_mixin import TechniquesMixin
 from psgrpo.tiny import resolve_checkpoint
 from psgrpo.tree.sampling import TreeSamplingMixin
@@ -108,7 +108,7 @@ class ProcessGRPOTrainer(
             model = resolve_checkpoint(model)
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
         self.signal = self._build_signal(step_scorer)
-        self.diagnostics = (  # --diagnostics: diag/* metrics (psgrpo/step_diagnostics.py)
+        self.diagnostics = (  # --diagnostics: diag/* metrics (psgrpo/diagnostics/step_logger.py)
             StepDiagnostics(args, self._tokenizer, self.reward_func_names, self.reward_weights.tolist())
             if args.diagnostics
             else None

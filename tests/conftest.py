@@ -73,7 +73,7 @@ def hold_run_lock():
     import subprocess
     import sys
 
-    from psgrpo.commands.compare_claim import claim_path
+    from psgrpo.compare.claim import claim_path
 
     holders: list[subprocess.Popen[str]] = []
 

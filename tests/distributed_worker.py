@@ -21,10 +21,10 @@ import torch
 from trainer_helpers import FIXED_COMPLETIONS, FixedRollouts, length_reward, record_batches, tiny_run_args
 from transformers import AutoModelForCausalLM
 
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.distributed import close_process_group
-from psgrpo.rewards import correctness_reward, format_reward
+from psgrpo.rewards.functions import correctness_reward, format_reward
 from psgrpo.tiny.tokenizer import build_char_tokenizer
 from psgrpo.trainer import ProcessGRPOTrainer
 

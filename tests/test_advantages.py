@@ -15,7 +15,7 @@ from psgrpo.advantages import (
     tree_token_advantages,
     vps_token_advantages,
 )
-from psgrpo.options import RETIRED_ESTIMATORS, AdvantageEstimator, Method, allowed
+from psgrpo.config.options import RETIRED_ESTIMATORS, AdvantageEstimator, Method, allowed
 from psgrpo.techniques.reward_norm import group_advantages
 
 EPS = 1e-4

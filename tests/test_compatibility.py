@@ -39,9 +39,9 @@ from trl import GRPOConfig, GRPOTrainer
 
 from psgrpo.compatibility import REFUSALS, check_trl_compatibility, has_token_credit, process_scale
 from psgrpo.compatibility.matrix import METHODS, TRL_OPTIONS, TrlOption, cell, embed_table, refusal_for
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
-from psgrpo.rewards import correctness_reward, format_reward
+from psgrpo.rewards.functions import correctness_reward, format_reward
 from psgrpo.trainer import ProcessGRPOTrainer
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "compatibility.md"

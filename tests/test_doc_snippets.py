@@ -5,7 +5,7 @@ holds only links to the repository's ``docs/`` and ``experiments/`` (:data:`CITE
 blocks that read the data a page cites (``experiments/runs/…/curves.csv``). The hub is switched off (``HF_HUB_OFFLINE=1``), so a block that
 needs a download fails here: such text belongs in a ``bash`` or ``text`` block. The README's
 blocks and the quickstart's run a second time as on a CPU with native bf16 and no GPU
-(``PSGRPO_NATIVE_BF16=1``, :mod:`psgrpo.precision`), where transformers used to refuse the config
+(``PSGRPO_NATIVE_BF16=1``, :mod:`psgrpo.config.precision`), where transformers used to refuse the config
 unless it set ``use_cpu``; none of them sets it. The runs take minutes (a few steps of training
 each), hence ``slow``; collecting and compiling every block is not.
 """

@@ -9,7 +9,7 @@ import torch
 from trainer_helpers import length_reward, tiny_run_args
 from transformers import AutoModelForCausalLM, TrainerCallback
 
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.guards import NonFiniteError, bad_rows, check_finite, check_rewards
 from psgrpo.tiny.model import build_tiny_model

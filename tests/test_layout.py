@@ -8,9 +8,10 @@ functions, since a deferred import is a dependency all the same.
 The layers follow the data flow of one training step (docs/design.md)::
 
     rollout ──► rewards ──► signal (ps / vps / tree) ──► advantages ──► loss (loss_hooks)
-        ↑ configuration (options, config, config_checks, parsing, compatibility)
-        ↑ foundations (registry, numbers, hub, guards, credit)
-    trainer: wires the stages to TRL;  commands: the CLI, on top of everything.
+        ↑ configuration (config: options, the config class, checks, precision, parsing; compatibility)
+        ↑ foundations (registry, config.options, rewards.numbers, hub, guards, credit)
+    trainer: wires the stages to TRL;  diagnostics: measures of the signal;  compare: reading runs;
+    commands: the CLI, on top of everything.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def test_find_cycle_finds_one_and_only_one():
 
 
 def test_no_import_cycle_between_psgrpo_modules():
-    assert "psgrpo.config" in GRAPH["psgrpo.trainer"]  # the reader sees real edges
+    assert "psgrpo.config.process_grpo_config" in GRAPH["psgrpo.trainer"]  # the reader sees real edges
     assert find_cycle(GRAPH) is None, f"import cycle: {' → '.join(find_cycle(GRAPH) or [])}"
 
 
@@ -142,9 +143,9 @@ TRL_TRAINERS = (
 
 PURE = (
     "psgrpo.advantages",
-    "psgrpo.numbers",
+    "psgrpo.rewards.numbers",
     "psgrpo.registry",
-    "psgrpo.options",
+    "psgrpo.config.options",
     "psgrpo.rewards",
     "psgrpo.credit",
     "psgrpo.ps.scorers",
@@ -156,15 +157,15 @@ PURE = (
 """Functions of tensors and text: usable, and testable, without a trainer, a command or a config."""
 
 SIGNALS = ("psgrpo.ps", "psgrpo.vps", "psgrpo.tree")
-CONFIG_OBJECT = ("psgrpo.config", "psgrpo.config_checks", "psgrpo.parsing")
+CONFIG_OBJECT = ("psgrpo.config.process_grpo_config", "psgrpo.config.checks", "psgrpo.config.parsing")
 """The config dataclass, its checks and the YAML / CLI parser: a stage receives the built config, never these."""
-CONFIGURATION = ("psgrpo.options", *CONFIG_OBJECT, "psgrpo.compatibility")
-DIAGNOSTICS = ("psgrpo.diagnostics", "psgrpo.step_diagnostics", "psgrpo.eval.probe_quality")
+CONFIGURATION = ("psgrpo.config", "psgrpo.compatibility")
+DIAGNOSTICS = ("psgrpo.diagnostics",)
 
 RULES: list[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], str]] = [
     # (importers, forbidden, exceptions among the forbidden, why)
     (
-        ("psgrpo.options", "psgrpo.registry", "psgrpo.numbers", "psgrpo.hub"),
+        ("psgrpo.config.options", "psgrpo.registry", "psgrpo.rewards.numbers", "psgrpo.hub"),
         ("psgrpo",),
         (),
         "the foundations import no psgrpo module",
@@ -185,13 +186,13 @@ RULES: list[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], str]] = [
     (
         ("psgrpo.advantages",),
         ("psgrpo",),
-        ("psgrpo.options", "psgrpo.registry"),
+        ("psgrpo.config.options", "psgrpo.registry"),
         "the estimators take plain tensors: they import only the option types and the registry",
     ),
     (
         ("psgrpo.rewards",),
         ("psgrpo",),
-        ("psgrpo.numbers", "psgrpo.registry"),
+        ("psgrpo.rewards", "psgrpo.registry"),
         "rewards come before every signal and estimator",
     ),
     (
@@ -246,6 +247,12 @@ RULES: list[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], str]] = [
         (),
         "datasets come before the rollout",
     ),
+    (
+        ("psgrpo.compare",),
+        ("psgrpo.trainer", "psgrpo.advantages", "psgrpo.loss_hooks", *SIGNALS, *TRL_TRAINERS),
+        (),
+        "the compare machinery reads finished runs; training them is the compare command's job",
+    ),
 ]
 """The layering: no module within ``importers`` imports a module within ``forbidden``, unless it is within
 ``exceptions``. Nothing outside the commands imports the commands: :func:`test_only_the_commands_import_commands`."""
@@ -265,12 +272,12 @@ def violations(
 
 
 def test_violations_reads_imports_inside_functions_too():
-    assert "psgrpo.loading" in ALL_IMPORTS["psgrpo.config_checks"]  # imported inside a function
-    assert "psgrpo.loading" not in GRAPH["psgrpo.config_checks"]
-    assert violations(("psgrpo.config_checks",), ("psgrpo.loading",), ()) == [
-        "psgrpo.config_checks → psgrpo.loading"
+    assert "psgrpo.loading" in ALL_IMPORTS["psgrpo.config.checks"]  # imported inside a function
+    assert "psgrpo.loading" not in GRAPH["psgrpo.config.checks"]
+    assert violations(("psgrpo.config.checks",), ("psgrpo.loading",), ()) == [
+        "psgrpo.config.checks → psgrpo.loading"
     ]
-    assert violations(("psgrpo.config_checks",), ("psgrpo.load",), ()) == []  # prefixes stop at dots
+    assert violations(("psgrpo.config.checks",), ("psgrpo.load",), ()) == []  # prefixes stop at dots
     assert "psgrpo.trainer → psgrpo.vps.signal" in violations(("psgrpo.trainer",), ("psgrpo.vps",), ())
     assert "psgrpo.loss_hooks → trl.GRPOTrainer" in violations(("psgrpo.loss_hooks",), TRL_TRAINERS, ())
 
@@ -288,6 +295,14 @@ def test_only_the_commands_import_commands():
     importers = violations(("psgrpo",), ("psgrpo.commands",), ())
     outside = [edge for edge in importers if not within(edge.split(" → ")[0], "psgrpo.commands")]
     assert outside == ["psgrpo.__main__ → psgrpo.commands.cli"]  # python -m psgrpo
+
+
+def test_the_package_imports_the_config_class_from_its_module():
+    """``psgrpo.config`` resolves ``ProcessGRPOConfig`` lazily (so that ``psgrpo.config.options`` stays light);
+    inside the package the import names the module, so that the import graph above sees the edge."""
+    assert [
+        edge for edge in violations(("psgrpo",), ("psgrpo.config",), ()) if edge.endswith("→ psgrpo.config")
+    ] == []
 
 
 def test_only_the_package_entry_and_the_commands_build_a_trainer():

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from trainer_helpers import FIXED_COMPLETIONS, tiny_run_args
 from trl import GRPOConfig, GRPOTrainer
 
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.loss_hooks import gspo_token_old_logps, row_advantages, sequence_advantages
 from psgrpo.tiny.model import build_tiny_model

@@ -8,7 +8,7 @@ from psgrpo.advantages import ADVANTAGE_ESTIMATORS
 from psgrpo.ps.scorers import STEP_SCORERS
 from psgrpo.ps.segmentation import SEGMENTERS
 from psgrpo.registry import Registry
-from psgrpo.rewards import REWARD_FUNCS
+from psgrpo.rewards.functions import REWARD_FUNCS
 
 
 def test_register_get_and_list():

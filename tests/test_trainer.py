@@ -13,10 +13,10 @@ from trainer_helpers import assert_same_logs, length_reward, record_batches, sav
 from transformers import AutoModelForCausalLM
 from trl import GRPOConfig, GRPOTrainer
 
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.precision import resolve_bf16
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
-from psgrpo.precision import resolve_bf16
-from psgrpo.rewards import correctness_reward, format_reward
+from psgrpo.rewards.functions import correctness_reward, format_reward
 from psgrpo.trainer import ProcessGRPOTrainer
 
 REWARDS = [correctness_reward, format_reward, length_reward]
@@ -52,7 +52,7 @@ def test_grpo_method_matches_trl(tmp_path, char_tokenizer):
     ref_batches, ref_logs, ref_params, _ = _run(
         GRPOTrainer,
         # stock TRL turns an unset bf16 into True even on a CPU without native bf16, where psgrpo
-        # trains in fp32: the comparison is at equal precision, psgrpo's rule (psgrpo.precision)
+        # trains in fp32: the comparison is at equal precision, psgrpo's rule (psgrpo.config.precision)
         GRPOConfig(**_common_args(tmp_path, "trl", beta=0.04), bf16=resolve_bf16(None, False, True)),
         char_tokenizer,
         dataset,

@@ -8,7 +8,7 @@ import pytest
 from trl import ModelConfig, TrlParser
 from trl.import_utils import is_vllm_available
 
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.tasks import TaskConfig
 from psgrpo.trainer import ProcessGRPOTrainer
 

@@ -4,7 +4,7 @@
     python tools/options_page.py                           # print it
 
 The page is a pure function of the code: the fields' ``help`` metadata, their defaults and
-``Literal`` types (:mod:`psgrpo.options`), and the ``__init__`` signatures and ``Args:`` docstring
+``Literal`` types (:mod:`psgrpo.config.options`), and the ``__init__`` signatures and ``Args:`` docstring
 sections of the registered step scorers and segmenters. ``tests/tools/test_options_page.py``
 fails when the committed page differs from what this script writes. It lives outside the
 package because nothing that trains or runs a command imports it.
@@ -185,7 +185,7 @@ def render() -> str:
     from psgrpo.commands.evaluate import EvalConfig
     from psgrpo.commands.inspect_credit import InspectConfig
     from psgrpo.commands.score_steps import ScoreStepsConfig
-    from psgrpo.config import CONFIG_SECTIONS, ProcessGRPOConfig
+    from psgrpo.config.process_grpo_config import CONFIG_SECTIONS, ProcessGRPOConfig
     from psgrpo.data.tasks import TaskConfig
     from psgrpo.ps.scorers import STEP_SCORERS
     from psgrpo.ps.segmentation import SEGMENTERS

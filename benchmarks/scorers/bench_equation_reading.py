@@ -49,8 +49,8 @@ from fractions import Fraction
 from pathlib import Path
 
 from psgrpo.data.gsm8k import solution_steps
-from psgrpo.numbers import parse_number
 from psgrpo.ps.scorers.equations import Equation, extract_step
+from psgrpo.rewards.numbers import parse_number
 
 REPO = Path(__file__).resolve().parents[2]
 ANNOTATION_RE = re.compile(r"<<(?P<expr>[^<>]*)=(?P<result>[^<>=]*)>>")

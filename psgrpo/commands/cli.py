@@ -1,6 +1,6 @@
 """The ``psgrpo`` command line: one subcommand per module of :mod:`psgrpo.commands`; this file only dispatches.
 
-Every subcommand parses its dataclasses with :class:`psgrpo.parsing.ConfigParser` (TRL's parser:
+Every subcommand parses its dataclasses with :class:`psgrpo.config.parsing.ConfigParser` (TRL's parser:
 ``--config FILE.yaml`` sets values, flags override them). A user error (a bad option value, a
 missing file, a malformed dataset row, a missing package) ends with one ``psgrpo: error: …``
 line and exit status 2; ``--traceback`` (or ``PSGRPO_DEBUG=1``) shows the Python traceback instead

@@ -8,11 +8,11 @@ with the held-out evaluation callback every ``--eval_every`` steps, in
 ``report.json`` exists is finished and skipped, so an interrupted comparison continues where it
 stopped (an unfinished run restarts from scratch). Several compare processes may share one
 ``OUTPUT_DIR``: each run is claimed by a lock while it trains and other processes skip it
-(:mod:`psgrpo.commands.compare_claim`). Every run starts from the same checkpoint, so
+(:mod:`psgrpo.compare.claim`). Every run starts from the same checkpoint, so
 its step-0 evaluation is computed once and reused from ``OUTPUT_DIR/heldout_cache/``
 (:mod:`psgrpo.eval.heldout_cache`, keyed by weights, rows and settings). Then, in ``OUTPUT_DIR``:
 
-- ``curves.csv``: one row per (method, seed, evaluation step), see :mod:`psgrpo.commands.compare_report`;
+- ``curves.csv``: one row per (method, seed, evaluation step), see :mod:`psgrpo.compare.report`;
 - ``compare.png``: held-out accuracy and mean completion length vs step;
 - ``compare.md``: the table per method, where the errors are, length and unneeded steps, and the command line;
 - ``recipe.yaml``: the recipe every run read (the ``--config`` file layered over the demo recipe, without
@@ -33,9 +33,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from psgrpo.commands.compare_claim import claim_holder, claim_run
-from psgrpo.commands.compare_plot import load_pyplot, plot_curves
-from psgrpo.commands.compare_report import (
+from psgrpo.compare.claim import claim_holder, claim_run
+from psgrpo.compare.plot import load_pyplot, plot_curves
+from psgrpo.compare.report import (
     curve_rows,
     familywise_table,
     heldout_points,
@@ -44,16 +44,12 @@ from psgrpo.commands.compare_report import (
     summarize,
     write_curves_csv,
 )
-from psgrpo.commands.compare_settings import (  # noqa: F401  (re-exported: tests and experiments use them)
-    RESULT_NEUTRAL,
+from psgrpo.compare.settings import (
     RUN_SPEC,
     finished_run,
     flag_values,
-    recipe_defaults,
-    settings_diff,
-    with_recipe_defaults,
 )
-from psgrpo.commands.compare_tables import error_table, length_table, signal_table, step_table
+from psgrpo.compare.tables import error_table, length_table, signal_table, step_table
 from psgrpo.metrics_log import METRICS_FILE, read_metrics
 
 logger = logging.getLogger(__name__)
@@ -126,10 +122,10 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
     """
     from trl import ModelConfig
 
-    from psgrpo.config import ProcessGRPOConfig
+    from psgrpo.config.parsing import ConfigParser, split_config_args
+    from psgrpo.config.process_grpo_config import ProcessGRPOConfig
     from psgrpo.data.tasks import TaskConfig
     from psgrpo.loading import DEFAULT_RECIPE, with_default_recipe
-    from psgrpo.parsing import ConfigParser, split_config_args
 
     paths, flags = split_config_args(list(argv))  # short names resolved
     if len(paths) > 1:
@@ -212,7 +208,7 @@ def run_recipe(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _validate(cfg: CompareConfig) -> None:
-    from psgrpo.options import METHODS
+    from psgrpo.config.options import METHODS
 
     unknown = [m for m in cfg.methods if m not in METHODS]
     if unknown or not cfg.methods:
@@ -252,8 +248,8 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
     import yaml
 
     from psgrpo.commands.train import train
+    from psgrpo.config.parsing import layer_config_files
     from psgrpo.loading import DEFAULT_RECIPE
-    from psgrpo.parsing import layer_config_files
     from psgrpo.preflight import TrainingInterrupted
 
     argv = list(argv)

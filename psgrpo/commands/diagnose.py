@@ -9,7 +9,7 @@ builds, for held-out problems of an arith variant, the gold solution and copies 
 wrong step, probes C_k at step ends and at entropy cuts with the trainer's probe code, and prints
 one markdown row per boundary kind × ΔC form: AUC of ΔC for ranking wrong segments below correct
 ones, mean ΔC at each, median C, |α·ΔC| against |A_i|, the process share of |A_t| and where the
-cuts fall (:mod:`psgrpo.eval.probe_quality` defines every figure; docs/learning.md has results).
+cuts fall (:mod:`psgrpo.diagnostics.probe_quality` defines every figure; docs/learning.md has results).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from psgrpo.options import ArithVariant, ProbeBoundaries, allowed, check_choice, check_number
+from psgrpo.config.options import ArithVariant, ProbeBoundaries, allowed, check_choice, check_number
 
 
 @dataclass
@@ -70,7 +70,7 @@ def run_diagnose(cfg: DiagnoseConfig) -> dict[str, Any]:
     import torch
 
     from psgrpo.data.arith import split_problems
-    from psgrpo.eval.probe_quality import build_cases, measure
+    from psgrpo.diagnostics.probe_quality import build_cases, measure
     from psgrpo.loading import load_model_and_tokenizer
 
     torch.manual_seed(cfg.seed)
@@ -91,8 +91,8 @@ def run_diagnose(cfg: DiagnoseConfig) -> dict[str, Any]:
 
 def diagnose(argv: Sequence[str]) -> dict[str, Any]:
     """Parse :class:`DiagnoseConfig`, measure, print the markdown table and return the report."""
-    from psgrpo.eval.probe_quality import markdown
-    from psgrpo.parsing import ConfigParser
+    from psgrpo.config.parsing import ConfigParser
+    from psgrpo.diagnostics.probe_quality import markdown
 
     (cfg,) = ConfigParser((DiagnoseConfig,), prog="psgrpo diagnose").parse_args_and_config(list(argv))
     report = run_diagnose(cfg)

@@ -148,8 +148,8 @@ class EvalConfig:
     )
 
     def __post_init__(self) -> None:
+        from psgrpo.config.options import json_object_option
         from psgrpo.eval.generation import check_sampling
-        from psgrpo.options import json_object_option
         from psgrpo.ps.segmentation import get_segmenter
 
         for name in ("vllm_kwargs", "segmenter_kwargs"):
@@ -224,7 +224,7 @@ def training_options() -> set[str]:
 
     from trl import ModelConfig
 
-    from psgrpo.config import ProcessGRPOConfig
+    from psgrpo.config.process_grpo_config import ProcessGRPOConfig
     from psgrpo.data.tasks import TaskConfig
 
     task = {f.name for f in fields(TaskConfig)} - TRAIN_ONLY_TASK_FIELDS | {"model_name_or_path"}
@@ -234,10 +234,10 @@ def training_options() -> set[str]:
 
 def run_eval(argv: Sequence[str]) -> dict[str, float]:
     """``psgrpo eval``: parse options, load checkpoint and split, evaluate, print and write the report."""
+    from psgrpo.config.parsing import ConfigParser
     from psgrpo.data.tasks import TaskConfig, load_task_split
     from psgrpo.eval.generation import evaluate_samples
     from psgrpo.loading import checkpoint_path, load_model_and_tokenizer, load_tokenizer
-    from psgrpo.parsing import ConfigParser
     from psgrpo.preflight import check_output_dir
 
     parser = ConfigParser(

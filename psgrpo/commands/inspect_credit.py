@@ -64,10 +64,10 @@ def inspect(argv: Sequence[str]) -> InspectPage:
     """``psgrpo inspect``: parse options, build the trainer, sample, write the HTML; returns the page's data."""
     from trl import ModelConfig
 
-    from psgrpo.config import ProcessGRPOConfig
+    from psgrpo.config.parsing import ConfigParser
+    from psgrpo.config.process_grpo_config import ProcessGRPOConfig
     from psgrpo.data.tasks import TaskConfig, load_task_split
     from psgrpo.loading import load_policy, with_default_recipe
-    from psgrpo.parsing import ConfigParser
     from psgrpo.trainer import ProcessGRPOTrainer
 
     parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig, InspectConfig), prog="psgrpo inspect")

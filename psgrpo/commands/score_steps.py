@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.ps.scorers.flags import FLAG_RULE
 
 logger = logging.getLogger("psgrpo")
@@ -84,8 +84,8 @@ class ScoreStepsConfig:
     )
 
     def __post_init__(self) -> None:
-        from psgrpo.config_checks import check_step_scorer
-        from psgrpo.options import check_number, json_object_option
+        from psgrpo.config.checks import check_step_scorer
+        from psgrpo.config.options import check_number, json_object_option
 
         if not self.data:
             raise ValueError("--data is required: a JSONL file of labelled solutions (ProcessBench's format)")
@@ -253,7 +253,7 @@ def write_outputs(output_dir: str | Path, summary: dict[str, Any], rows: list[_R
 
 def score_steps(argv: Sequence[str]) -> dict[str, Any]:
     """Parse :class:`ScoreStepsConfig`, score, print the table, write the outputs; return the summary."""
-    from psgrpo.parsing import ConfigParser
+    from psgrpo.config.parsing import ConfigParser
 
     parser = ConfigParser(
         (ScoreStepsConfig,), prog="psgrpo score-steps", description=f"{DESCRIPTION} {FLAG_RULE}"

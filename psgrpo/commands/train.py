@@ -30,10 +30,10 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     """
     from trl import ModelConfig
 
-    from psgrpo.config import ProcessGRPOConfig
+    from psgrpo.config.parsing import ConfigParser
+    from psgrpo.config.process_grpo_config import ProcessGRPOConfig
     from psgrpo.data.tasks import TaskConfig
     from psgrpo.loading import checkpoint_path, with_default_recipe
-    from psgrpo.parsing import ConfigParser
     from psgrpo.preflight import (
         TrainingInterrupted,
         check_output_dir,

@@ -9,7 +9,7 @@ from typing import Any
 
 def warmstart(argv: Sequence[str]) -> dict[str, Any]:
     """Parse :class:`~psgrpo.tiny.warmstart.WarmstartConfig`, run the SFT, print and return its result."""
-    from psgrpo.parsing import ConfigParser
+    from psgrpo.config.parsing import ConfigParser
     from psgrpo.tiny.warmstart import WarmstartConfig
     from psgrpo.tiny.warmstart import warmstart as run_warmstart
 

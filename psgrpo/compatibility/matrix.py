@@ -14,8 +14,8 @@ from types import SimpleNamespace
 from typing import Any, Literal
 
 from psgrpo.compatibility import REFUSALS, Refusal
-from psgrpo.config import ProcessGRPOConfig
-from psgrpo.options import METHODS
+from psgrpo.config.options import METHODS
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 
 Status = Literal["supported", "refused", "not tested on CPU"]
 

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field, replace
 
 from datasets import Dataset
 
+from psgrpo.config.options import ArithVariant
 from psgrpo.data.prompts import format_prompt
-from psgrpo.options import ArithVariant
 
 MIN_STEPS, MAX_STEPS = 2, 5
 """Operation counts of the default variant."""
@@ -94,7 +94,7 @@ ARITH_VARIANTS: dict[ArithVariant, ArithSpec] = {
     "arith-distractor": ArithSpec(distractor_prob=1.0),
     "arith-hard": ArithSpec(min_steps=4, max_steps=8, distractor_prob=1.0),
 }
-"""The arith datasets by name (``--dataset``; the names are :data:`psgrpo.options.ArithVariant`)."""
+"""The arith datasets by name (``--dataset``; the names are :data:`psgrpo.config.options.ArithVariant`)."""
 
 
 def get_arith_spec(variant: str | ArithSpec) -> ArithSpec:

@@ -44,7 +44,7 @@ from psgrpo.data.validation import (
     validate_columns,
 )
 from psgrpo.hub import looks_like_local_path, offline_hint
-from psgrpo.numbers import format_number, parse_number
+from psgrpo.rewards.numbers import format_number, parse_number
 
 __all__ = [
     "GOLD_MARKER",

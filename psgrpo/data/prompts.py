@@ -2,7 +2,7 @@
 
 A template is a ``str.format`` pattern with one field, ``{question}``. The ``tags``
 template asks for the ``<reasoning>…</reasoning><answer>…</answer>`` format
-that :mod:`psgrpo.rewards` scores.
+that :mod:`psgrpo.rewards.functions` scores.
 """
 
 from __future__ import annotations

@@ -8,11 +8,11 @@ from typing import Any
 
 from datasets import Dataset
 
+from psgrpo.config.options import ArithVariant, check_choice, check_number
 from psgrpo.data.arith import ARITH_VARIANTS, make_arith_dataset
 from psgrpo.data.gsm8k import GSM8K_HUB_ID, HubLoadError, load_gsm8k
 from psgrpo.data.prompts import resolve_template
 from psgrpo.data.validation import validate_columns, validate_gold_answers
-from psgrpo.options import ArithVariant, check_choice, check_number
 
 
 @dataclass

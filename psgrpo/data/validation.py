@@ -26,7 +26,7 @@ import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from psgrpo.numbers import parse_number
+from psgrpo.rewards.numbers import parse_number
 
 __all__ = [
     "DatasetValidationError",

@@ -16,7 +16,7 @@ What ``psgrpo eval`` reports (docs/evaluation.md has the full definitions and ex
   ==============  ==============================================================================
   ``correct``     the extracted answer equals the gold answer exactly (``grade_answer`` with
                   ``rel_tol=0``; ``1,000`` equals ``1000``, ``99.5`` does not equal ``100``)
-  ``format``      no parsable answer (:func:`psgrpo.rewards.extract_answer` gives ``None``)
+  ``format``      no parsable answer (:func:`psgrpo.rewards.functions.extract_answer` gives ``None``)
   ``calculation`` the answer is wrong and at least one checked step fails
   ``logic``       the answer is wrong and no checked step fails (including completions whose
                   steps are all unchecked: there is no arithmetic to blame)
@@ -36,7 +36,7 @@ from typing import Literal
 
 from psgrpo.ps.scorers.arithmetic import score_steps
 from psgrpo.ps.segmentation import TextSegmenter, get_segmenter
-from psgrpo.rewards import FORMAT_TAGS, TAG_REWARD, extract_answer, format_score, grade_answer
+from psgrpo.rewards.functions import FORMAT_TAGS, TAG_REWARD, extract_answer, format_score, grade_answer
 
 ErrorType = Literal["correct", "format", "calculation", "logic"]
 ERROR_TYPES: tuple[ErrorType, ...] = ("correct", "format", "calculation", "logic")

@@ -27,12 +27,12 @@ from typing import Any
 import torch
 
 from psgrpo.advantages import ps_token_advantages
-from psgrpo.options import ProcessMode, allowed
+from psgrpo.config.options import ProcessMode, allowed
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, extract_equations
 from psgrpo.ps.scorers.reference import ReferenceVerifier
 from psgrpo.ps.segmentation import TextSegmenter, get_segmenter, segment_completions
 from psgrpo.ps.signal import normalize_step_scores, score_steps, step_tensors
-from psgrpo.rewards import correctness_reward, format_reward
+from psgrpo.rewards.functions import correctness_reward, format_reward
 
 # --------------------------------------------------------------------------- solutions
 
@@ -212,7 +212,7 @@ def token_credit(
         answers: (N,) gold answers (the ``answer`` column).
         tokenizer: the policy's tokenizer; each completion is its ids plus EOS, as sampled.
         scorer: a step scorer ``(prompts, steps, **columns) -> list[list[float]]``.
-        mode: a :data:`~psgrpo.options.ProcessMode` (``auto`` resolved: :func:`psgrpo.ps.signal.resolve_process_mode`).
+        mode: a :data:`~psgrpo.config.options.ProcessMode` (``auto`` resolved: :func:`psgrpo.ps.signal.resolve_process_mode`).
         segmenter: default ``markers`` (``Step N:``), the trainer's default.
         outcome_weight, lambda_, temperature: ``ps_outcome_weight``, ``ps_lambda``,
             ``ps_min_temperature``.

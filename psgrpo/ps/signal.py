@@ -31,9 +31,9 @@ import torch
 from accelerate.utils import gather_object
 
 from psgrpo.compatibility import ProcessScale, process_scale
+from psgrpo.config.options import check_choice
 from psgrpo.credit import SignalOutput
 from psgrpo.distributed import local_rows
-from psgrpo.options import check_choice
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier
 from psgrpo.ps.scorers.base import StepScoreError, validate_step_scores
 from psgrpo.ps.segmentation import Span, segment_completions, spans_to_step_index
@@ -253,7 +253,7 @@ class PsSignal:
     """PS-GRPO's signal stage (see the module docstring); one instance per trainer.
 
     Args:
-        config: the :class:`~psgrpo.config.ProcessGRPOConfig` (``ps_*`` options).
+        config: the :class:`~psgrpo.config.process_grpo_config.ProcessGRPOConfig` (``ps_*`` options).
         tokenizer: the policy's tokenizer (token offsets of the steps).
         accelerator: the trainer's ``Accelerator`` (gathers scores of groups split over processes).
         segmenter: text → step character spans (``psgrpo.ps.segmentation``).

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 import torch
 from torch.utils.data import Sampler
 
-from psgrpo.options import Curriculum, check_choice
+from psgrpo.config.options import Curriculum, check_choice
 
 
 def curriculum_fraction(schedule: str, progress: float, start_fraction: float) -> float:

@@ -17,7 +17,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from psgrpo.options import KLSchedule, check_choice
+from psgrpo.config.options import KLSchedule, check_choice
 
 
 def kl_coefficient(schedule: str, beta: float, beta_min: float, progress: float) -> float:

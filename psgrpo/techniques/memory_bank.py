@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from psgrpo.rewards import completion_text, extract_answer, grade_answer
+from psgrpo.rewards.functions import completion_text, extract_answer, grade_answer
 
 
 def rank(reward: float, length: int) -> tuple[float, int]:

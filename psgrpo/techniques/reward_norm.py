@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from trl.trainer.utils import nanstd
 
-from psgrpo.options import TrlScaleRewards, check_choice
+from psgrpo.config.options import TrlScaleRewards, check_choice
 
 EPS = 1e-4
 """Added to σ before dividing (TRL uses the same constant for its group std)."""

@@ -35,11 +35,11 @@ from datasets import Dataset
 from transformers import TrainerCallback
 from trl import SFTConfig, SFTTrainer
 
+from psgrpo.config.options import ArithVariant, check_choice, check_number
 from psgrpo.data.arith import make_arith_dataset, split_problems
 from psgrpo.data.arith_probe import probe_sft_rows
 from psgrpo.data.prompts import format_prompt
 from psgrpo.eval.generation import evaluate_model
-from psgrpo.options import ArithVariant, check_choice, check_number
 from psgrpo.tiny import CHECKPOINT_DIR
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.tiny.tokenizer import build_char_tokenizer

@@ -1,4 +1,4 @@
-"""The ``tree_*`` options of :class:`~psgrpo.config.ProcessGRPOConfig` and the checks ``method='tree'`` needs.
+"""The ``tree_*`` options of :class:`~psgrpo.config.process_grpo_config.ProcessGRPOConfig` and the checks ``method='tree'`` needs.
 
 :class:`TreeOptions` is a dataclass base of ``ProcessGRPOConfig`` (its fields are ordinary config
 fields: ``--tree_branching 2 2 2`` on the command line, ``tree_branching: [2, 2, 2]`` in YAML).
@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from psgrpo.options import check_number
+from psgrpo.config.options import check_number
 
 
 @dataclass

@@ -49,7 +49,7 @@ class TreeSignal:
     """The ``tree`` signal stage (see the module docstring); one instance per trainer.
 
     Args:
-        config: the :class:`~psgrpo.config.ProcessGRPOConfig` (``tree_*`` options, ``scale_rewards``,
+        config: the :class:`~psgrpo.config.process_grpo_config.ProcessGRPOConfig` (``tree_*`` options, ``scale_rewards``,
             ``multi_objective_aggregation``).
         accelerator: the trainer's ``Accelerator`` (groups may span processes in evaluation).
         rewards_per_func: returns the last batch's (N, F) rewards of every process (the trainer's

@@ -88,7 +88,7 @@ class VpsSignal:
     - ``markers`` × ``gold_suffix``: :meth:`probe_gold_suffix`, the rest of the gold solution.
 
     Args:
-        config: the :class:`~psgrpo.config.ProcessGRPOConfig` (``vps_*`` options).
+        config: the :class:`~psgrpo.config.process_grpo_config.ProcessGRPOConfig` (``vps_*`` options).
         tokenizer: the policy's tokenizer (probe ids, the answer marker, whitespace tokens).
         accelerator: the trainer's ``Accelerator``.
         eos_token_ids: ids that end a completion (anything else at the end means truncated).

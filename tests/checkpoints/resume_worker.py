@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
-from psgrpo.config import ProcessGRPOConfig  # noqa: E402
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig  # noqa: E402
 from psgrpo.data.arith import make_arith_dataset  # noqa: E402
 from psgrpo.loading import load_model_and_tokenizer  # noqa: E402
 from psgrpo.trainer import ProcessGRPOTrainer  # noqa: E402

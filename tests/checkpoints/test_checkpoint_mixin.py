@@ -11,7 +11,7 @@ from trainer_helpers import length_reward, tiny_run_args
 from psgrpo.checkpoints.atomic import MARKER, incomplete_reason
 from psgrpo.checkpoints.sampler import EpochRepeatSampler
 from psgrpo.checkpoints.trainer_mixin import ROLLOUT_FILE
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.techniques.state import STATE_FILE
 from psgrpo.trainer import ProcessGRPOTrainer

@@ -10,7 +10,7 @@ import pytest
 from trl import ModelConfig, TrlParser
 
 from psgrpo.commands.cli import SUBCOMMANDS, main
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.tasks import TaskConfig
 from psgrpo.data.validation import DatasetValidationError
 from psgrpo.loading import DEFAULT_RECIPE, RECIPES_DIR, load_model_and_tokenizer
@@ -41,7 +41,9 @@ def test_demo_recipe_parses_with_cli_override():
     )
     assert task.dataset == "arith"
     assert args.learning_rate == 1e-5  # the flag overrides the YAML
-    assert args.num_generations == 8  # no use_cpu in the recipe: psgrpo.precision sets it where bf16 needs it
+    assert (
+        args.num_generations == 8
+    )  # no use_cpu in the recipe: psgrpo.config.precision sets it where bf16 needs it
     assert model_args.model_name_or_path is None  # → embedded checkpoint
 
 

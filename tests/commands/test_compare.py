@@ -12,17 +12,19 @@ from PIL import Image
 
 from psgrpo.commands.cli import main
 from psgrpo.commands.compare import (
-    RESULT_NEUTRAL,
     CompareConfig,
     compare,
     compare_arms,
+    parse_compare_args,
+    run_recipe,
+    strip_compare_flags,
+)
+from psgrpo.compare.settings import (
+    RESULT_NEUTRAL,
     finished_run,
     flag_values,
-    parse_compare_args,
     recipe_defaults,
-    run_recipe,
     settings_diff,
-    strip_compare_flags,
     with_recipe_defaults,
 )
 from psgrpo.loading import DEFAULT_RECIPE, RECIPES_DIR

@@ -26,7 +26,7 @@ from psgrpo.data.arith import (
     with_wrong_step,
 )
 from psgrpo.ps.scorers.arithmetic import score_steps
-from psgrpo.rewards import correctness_reward, format_reward
+from psgrpo.rewards.functions import correctness_reward, format_reward
 
 STEP_RE = re.compile(r"^Step (\d+): (\d+) ([-+*]) (\d+) = (\d+)$")
 COMPLETION_RE = re.compile(

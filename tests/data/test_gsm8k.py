@@ -23,7 +23,7 @@ from psgrpo.data.gsm8k import (
 )
 from psgrpo.data.prompts import format_prompt
 from psgrpo.data.validation import DatasetValidationError, validate_gold_answers
-from psgrpo.numbers import parse_number
+from psgrpo.rewards.numbers import parse_number
 
 ROWS = [
     {

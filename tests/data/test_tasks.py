@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from psgrpo.config.options import ArithVariant, allowed
 from psgrpo.data.arith import ARITH_VARIANTS, make_arith_dataset
 from psgrpo.data.tasks import TaskConfig, default_template, load_task_split
-from psgrpo.options import ArithVariant, allowed
 
 
 @pytest.mark.parametrize("variant", ["arith", "arith-long", "arith-distractor", "arith-hard"])

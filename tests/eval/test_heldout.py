@@ -13,12 +13,12 @@ import torch
 from trainer_helpers import length_reward, record_batches, tiny_run_args
 
 import psgrpo.eval.heldout as heldout_module
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.eval.generation import evaluate_model
 from psgrpo.eval.heldout import HeldOutEvalCallback
 from psgrpo.metrics_log import read_metrics
-from psgrpo.rewards import correctness_reward, format_reward
+from psgrpo.rewards.functions import correctness_reward, format_reward
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.trainer import ProcessGRPOTrainer
 

@@ -31,7 +31,7 @@ def write_compare_run():
     """``write(root, label, seed, flags, final, recipe=None)``: a finished-looking compare run of a
     sweep (``runs/<label>-seed<seed>/compare_run.json`` with ``COMMON_FLAGS + flags``), returning
     its curve rows (accuracy 0.2 at step 0, ``final`` at step 60)."""
-    from psgrpo.commands.compare import RUN_SPEC, flag_values
+    from psgrpo.compare.settings import RUN_SPEC, flag_values
 
     def write(root, label, seed, flags, final, recipe=None):
         run = root / "runs" / f"{label}-seed{seed}"

@@ -6,7 +6,7 @@ import pytest
 from PIL import Image
 
 from psgrpo.commands.compare import CompareConfig, compare_arms
-from psgrpo.commands.compare_report import write_curves_csv
+from psgrpo.compare.report import write_curves_csv
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from psgrpo.commands.compare_report import write_curves_csv
-from psgrpo.commands.intervals import mean_interval
+from psgrpo.compare.intervals import mean_interval
+from psgrpo.compare.report import write_curves_csv
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from psgrpo.commands.compare_report import write_curves_csv
-from psgrpo.commands.intervals import Interval
+from psgrpo.compare.intervals import Interval
+from psgrpo.compare.report import write_curves_csv
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 import torch
 
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.ps.credit_gaming import (
     PROBLEMS,
     SCORERS,

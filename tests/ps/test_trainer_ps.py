@@ -6,10 +6,10 @@ import pytest
 import torch
 from trainer_helpers import length_reward, record_batches, save_tiny_prm, tiny_run_args
 
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.options import PsAdvantageMode, allowed
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.metrics_log import read_metrics
-from psgrpo.options import PsAdvantageMode, allowed
 from psgrpo.ps.scorers.base import StepScoreError
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.trainer import ProcessGRPOTrainer

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from trl import ModelConfig
 
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.parsing import ConfigParser
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.tasks import TaskConfig, load_task_split
 from psgrpo.loading import RECIPES_DIR, checkpoint_path
-from psgrpo.parsing import ConfigParser
 
 
 def test_the_recipe_trains_on_arith_hard_from_its_own_checkpoint(tmp_path):

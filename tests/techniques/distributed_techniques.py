@@ -16,10 +16,10 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 from test_trainer_mixin import _fill_bank  # noqa: E402
 from trainer_helpers import record_batches, thread_names, tiny_run_args  # noqa: E402
 
-from psgrpo.config import ProcessGRPOConfig  # noqa: E402
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig  # noqa: E402
 from psgrpo.data.arith import make_arith_dataset  # noqa: E402
 from psgrpo.distributed import close_process_group  # noqa: E402
-from psgrpo.rewards import correctness_reward, format_reward  # noqa: E402
+from psgrpo.rewards.functions import correctness_reward, format_reward  # noqa: E402
 from psgrpo.techniques.memory_bank import prompt_key  # noqa: E402
 from psgrpo.tiny.model import build_tiny_model  # noqa: E402
 from psgrpo.tiny.tokenizer import build_char_tokenizer  # noqa: E402

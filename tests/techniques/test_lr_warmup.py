@@ -75,7 +75,7 @@ def test_rejects_non_lambda_schedulers():
 def test_gsm8k_recipe_uses_the_seed_warmup():
     from trl import ModelConfig, TrlParser
 
-    from psgrpo.config import ProcessGRPOConfig
+    from psgrpo.config.process_grpo_config import ProcessGRPOConfig
     from psgrpo.data.tasks import TaskConfig
     from psgrpo.loading import RECIPES_DIR
 

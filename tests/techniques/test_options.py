@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 
 
 def _config(tmp_path, **fields):

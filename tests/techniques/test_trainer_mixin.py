@@ -8,11 +8,11 @@ from trainer_helpers import length_reward, record_batches, tiny_run_args
 from transformers import AutoModelForCausalLM, TrainerCallback
 from trl.trainer.utils import add_fused_lm_head
 
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.loading import load_model_and_tokenizer
 from psgrpo.metrics_log import read_metrics
-from psgrpo.rewards import correctness_reward, format_reward
+from psgrpo.rewards.functions import correctness_reward, format_reward
 from psgrpo.techniques.curriculum import CurriculumRepeatSampler
 from psgrpo.techniques.memory_bank import BankEntry, is_correct, prompt_key
 from psgrpo.techniques.reward_norm import EPS, group_advantages, weighted_rewards

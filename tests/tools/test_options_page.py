@@ -34,7 +34,7 @@ def test_docs_page_is_current(options_page):
 
 
 def test_page_lists_every_psgrpo_field_and_scorer_keyword(options_page):
-    from psgrpo.config import ProcessGRPOConfig
+    from psgrpo.config.process_grpo_config import ProcessGRPOConfig
     from psgrpo.data.tasks import TaskConfig
 
     page = options_page.render()

@@ -13,9 +13,9 @@ from trainer_helpers import assert_same_logs, length_reward, record_batches, sav
 from transformers import AutoModelForCausalLM
 
 from psgrpo.commands.cli import main
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
-from psgrpo.rewards import correctness_reward, format_reward
+from psgrpo.rewards.functions import correctness_reward, format_reward
 from psgrpo.trainer import ProcessGRPOTrainer
 from psgrpo.tree.options import check_tree_options
 from psgrpo.tree.values import tree_strides

@@ -7,7 +7,7 @@ import torch
 from datasets import Dataset
 from trainer_helpers import length_reward, record_batches, tiny_run_args
 
-from psgrpo.config import ProcessGRPOConfig
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.metrics_log import read_metrics
 from psgrpo.tiny.model import build_tiny_model

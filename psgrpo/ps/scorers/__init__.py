@@ -1,6 +1,6 @@
 """Step scorers: callables ``(prompts, steps, **columns) -> list[list[float]]``, one score per step.
 
-Built-ins, by name (``step_scorer`` in :class:`~psgrpo.config.ProcessGRPOConfig`), in the
+Built-ins, by name (``step_scorer`` in :class:`~psgrpo.config.process_grpo_config.ProcessGRPOConfig`), in the
 :data:`STEP_SCORERS` registry:
 
 - ``arithmetic``: :class:`~psgrpo.ps.scorers.arithmetic.ArithmeticVerifier`, rule-based, no model;

@@ -41,7 +41,7 @@ from typing import Any
 from psgrpo.ps.scorers.dependencies import answer_value, dependency_path, links, noop_steps
 from psgrpo.ps.scorers.equations import Equation, StepEquations, extract_equations, extract_step
 from psgrpo.ps.scorers.expressions import evaluate_text, written_numbers
-from psgrpo.rewards import extract_answer
+from psgrpo.rewards.functions import extract_answer
 
 __all__ = [  # the verifier, and the helpers its users read from this one import path
     "ArithmeticVerifier",

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from psgrpo.numbers import parse_number
 from psgrpo.ps.scorers.equations import StepEquations
 from psgrpo.ps.scorers.expressions import number_value, tokenize
+from psgrpo.rewards.numbers import parse_number
 
 
 def answer_value(answer: str | None) -> Fraction | None:

@@ -61,7 +61,7 @@ from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, StepScore, Verifier
 from psgrpo.ps.scorers.dependencies import answer_value, dependency_path
 from psgrpo.ps.scorers.equations import Equation, extract_step
 from psgrpo.ps.scorers.expressions import BudgetExceeded, number_value, partial_values, tokenize
-from psgrpo.rewards import extract_answer
+from psgrpo.rewards.functions import extract_answer
 
 REQUIRED_COLUMNS = ("solution", "answer")
 """Dataset columns the scorer reads: the gold worked solution and the gold answer."""

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from psgrpo.ps.credit_gaming import HOSTILE_STEPS
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, StepScore, score_steps
-from psgrpo.rewards import extract_answer
+from psgrpo.rewards.functions import extract_answer
 
 
 def scores(steps: list[str], final_answer: str | None = None, **weights: float) -> list[float]:

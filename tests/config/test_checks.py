@@ -1,0 +1,73 @@
+"""Checks of ProcessGRPOConfig that name the options the user set (psgrpo/config/checks.py)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
+
+
+def config(tmp_path, **fields):
+    return ProcessGRPOConfig(output_dir=str(tmp_path / "out"), use_cpu=True, report_to="none", **fields)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"max_steps": 0}, "max_steps=0 trains no step"),
+        ({"max_steps": -3}, "max_steps=-3 trains no step"),
+        ({"num_train_epochs": 0.0}, r"num_train_epochs=0.0 is outside its range \(0.0, inf\]"),
+        ({"learning_rate": -1.0}, r"learning_rate=-1.0 is outside its range \[0.0, inf\]"),
+        ({"method": "ps", "step_scorer": "prm"}, "step_scorer='prm' needs the process reward model"),
+        (
+            {"method": "ps", "step_scorer": "prm", "step_scorer_kwargs": {"model": "./prm-checkpoint"}},
+            r"step_scorer_kwargs\['model'\] ./prm-checkpoint: no such checkpoint directory",
+        ),
+        (
+            {"num_generations": 3, "generation_batch_size": 16},
+            "num_generations=3 must divide generation_batch_size=16",
+        ),
+    ],
+)
+def test_refused_before_anything_loads(tmp_path, monkeypatch, fields, message):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises((ValueError, OSError), match=message):
+        config(tmp_path, **fields)
+
+
+@settings(max_examples=15, deadline=None)
+@given(batch=st.integers(2, 24), generations=st.integers(2, 24), accumulation=st.integers(1, 3))
+def test_num_generations_error_names_the_flags_typed(tmp_path_factory, batch, generations, accumulation):
+    tmp_path = tmp_path_factory.mktemp("cfg")
+    total = batch * accumulation
+    if total % generations == 0:
+        assert config(tmp_path, per_device_train_batch_size=batch, num_generations=generations,
+                      gradient_accumulation_steps=accumulation).generation_batch_size == total  # fmt: skip
+        return
+    with pytest.raises(ValueError) as info:
+        config(tmp_path, per_device_train_batch_size=batch, num_generations=generations,
+               gradient_accumulation_steps=accumulation)  # fmt: skip
+    message = str(info.value)
+    assert f"num_generations={generations}" in message and f"per_device_train_batch_size={batch}" in message
+    assert ("gradient_accumulation_steps" in message) == (accumulation > 1)
+    assert "generation_batch_size" not in message.replace("per_device_train_batch_size", "")
+    suggested = int(message.split("(e.g. ")[1].split(")")[0])
+    assert suggested % generations == 0 and suggested % batch == 0  # the suggestion works
+
+
+def test_reward_funcs_accept_import_paths(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gsm8k_rewards_a2.py").write_text(
+        "def mentions_the_answer(completions, answer, **kwargs):\n"
+        "    return [1.0 if a in c else 0.0 for c, a in zip(completions, answer)]\n"
+    )
+    assert config(tmp_path, reward_funcs=["gsm8k_rewards_a2.mentions_the_answer", "format"]).reward_funcs == [
+        "gsm8k_rewards_a2.mentions_the_answer",
+        "format",
+    ]
+    with pytest.raises(ValueError, match="has no function 'nope'"):
+        config(tmp_path, reward_funcs=["gsm8k_rewards_a2.nope"])
+    with pytest.raises(ValueError, match="or an import path such as my_rewards.accuracy"):
+        config(tmp_path, reward_funcs=["formatt"])
