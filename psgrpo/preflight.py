@@ -2,6 +2,8 @@
 
 * :func:`check_output_dir`: ``--output_dir`` must be a directory that exists or can be created and
   written, checked before any model loads (transformers would fail with a bare ``[Errno 17]`` after it).
+* :func:`check_output_file`: the same for a single output file (``--output_file``, ``--output``): not a
+  directory, and its folder creatable and writable.
 * :func:`output_dir_removed_on_failure`: a run that fails or is interrupted before it wrote anything
   leaves no output directory behind (only one it created itself, and only while it holds no file).
 * :func:`check_resume_target`: ``--resume_from_checkpoint`` resolved before loading; a checkpoint
@@ -57,6 +59,19 @@ def check_output_dir(path: str | os.PathLike[str] | None, option: str = "--outpu
         raise PermissionError(
             f"{option} {path}: {what} ({err.strerror or err}); give a directory you can write to"
         ) from None
+
+
+def check_output_file(path: str | os.PathLike[str] | None, option: str) -> None:
+    """Raise OSError naming ``option`` when ``path`` is a directory, or its folder cannot be created or written."""
+    if path is None:
+        return
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise OSError(f"{option} {str(path)!r} is a directory; expected a file path")
+    try:
+        check_output_dir(target.parent, option="its folder")
+    except OSError as err:
+        raise OSError(f"{option} {str(path)!r}: {err}") from None
 
 
 def holds_no_file(path: Path) -> bool:

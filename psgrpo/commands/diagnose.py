@@ -93,8 +93,10 @@ def diagnose(argv: Sequence[str]) -> dict[str, Any]:
     """Parse :class:`DiagnoseConfig`, measure, print the markdown table and return the report."""
     from psgrpo.config.parsing import ConfigParser
     from psgrpo.diagnostics.probe_quality import markdown
+    from psgrpo.preflight import check_output_file
 
     (cfg,) = ConfigParser((DiagnoseConfig,), prog="psgrpo diagnose").parse_args_and_config(list(argv))
+    check_output_file(cfg.output, option="--output")
     report = run_diagnose(cfg)
     print(markdown(report))
     print(

@@ -68,6 +68,7 @@ def inspect(argv: Sequence[str]) -> InspectPage:
     from psgrpo.config.process_grpo_config import ProcessGRPOConfig
     from psgrpo.data.tasks import TaskConfig, load_task_split
     from psgrpo.loading import load_policy, with_default_recipe
+    from psgrpo.preflight import check_output_dir, check_output_file
     from psgrpo.trainer import ProcessGRPOTrainer
 
     parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig, InspectConfig), prog="psgrpo inspect")
@@ -79,6 +80,10 @@ def inspect(argv: Sequence[str]) -> InspectPage:
         raise ValueError(
             f"--num_prompts must be >= 1 and --first_prompt >= 0, got {cfg.num_prompts} and {cfg.first_prompt}"
         )
+    if cfg.output_file:
+        check_output_file(cfg.output_file, option="--output_file")
+    else:
+        check_output_dir(args.output_dir)
     torch.manual_seed(args.seed)
     model, tokenizer = load_policy(model_args, trust_remote_code=args.trust_remote_code)
     split = cfg.inspect_split or task.eval_split

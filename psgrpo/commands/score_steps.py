@@ -94,8 +94,6 @@ class ScoreStepsConfig:
         check_number("flag_below", self.flag_below)
         check_number("batch_size", self.batch_size, low=1)
         check_number("limit", self.limit, low=1, allow_none=True)
-        if self.output_dir and Path(self.output_dir).exists() and not Path(self.output_dir).is_dir():
-            raise ValueError(f"--output_dir {self.output_dir!r} is an existing file, not a directory")
 
 
 @dataclass
@@ -254,11 +252,13 @@ def write_outputs(output_dir: str | Path, summary: dict[str, Any], rows: list[_R
 def score_steps(argv: Sequence[str]) -> dict[str, Any]:
     """Parse :class:`ScoreStepsConfig`, score, print the table, write the outputs; return the summary."""
     from psgrpo.config.parsing import ConfigParser
+    from psgrpo.preflight import check_output_dir
 
     parser = ConfigParser(
         (ScoreStepsConfig,), prog="psgrpo score-steps", description=f"{DESCRIPTION} {FLAG_RULE}"
     )
     (cfg,) = parser.parse_args_and_config(list(argv))
+    check_output_dir(cfg.output_dir)
     result = run_score_steps(cfg)
     summary = result["summary"]
     print(f"\n{cfg.data}: first wrong step predicted by step scorer {cfg.step_scorer!r}\n")

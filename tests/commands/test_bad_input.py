@@ -166,6 +166,33 @@ def test_output_dir_that_cannot_be_written(kind, tmp_path, capsys, no_model_load
     assert afile.read_text() == "Natalia sold 48 clips in April.\n" and not Path("/proc/psgrpo-test").exists()
 
 
+@pytest.mark.parametrize(
+    ("command", "flag", "expected"),
+    [
+        (["inspect", "--num_prompts", "1"], "--output_dir", "is a file"),
+        (["inspect", "--num_prompts", "1"], "--output_file", "is a directory"),
+        (["inspect", "--num_prompts", "1"], "--output_file", "its folder"),
+        (["diagnose", "--problems", "2"], "--output", "is a directory"),
+        (["diagnose", "--problems", "2"], "--output", "its folder"),
+        (["warmstart", "--max_steps", "1"], "--output_dir", "is a file"),
+        (["score-steps", "--data", "rows.jsonl"], "--output_dir", "is a file"),
+    ],
+)
+def test_every_command_checks_where_it_writes_before_loading(
+    command, flag, expected, tmp_path, capsys, monkeypatch, no_model_loads
+):
+    """inspect, diagnose, warmstart and score-steps refuse an unwritable output at once, as train and eval do."""
+    monkeypatch.chdir(tmp_path)
+    afile = tmp_path / "notes.txt"
+    afile.write_text("Natalia sold 48 clips in April.\n")
+    (tmp_path / "rows.jsonl").write_text("")
+    target = {"is a file": afile, "is a directory": tmp_path}.get(expected, afile / "out.html")
+    assert main([*command, flag, str(target)]) == 2
+    line = error_line(capsys)
+    assert f"{target}" in line and expected in line, line
+    assert afile.read_text() == "Natalia sold 48 clips in April.\n"
+
+
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only directories")
 def test_output_dir_in_a_read_only_directory(tmp_path, capsys, no_model_loads):
     parent = tmp_path / "locked"
