@@ -44,7 +44,7 @@ from psgrpo.diagnostics.measures import judge_steps, segment_labels, signal_qual
 from psgrpo.loading import DEFAULT_RECIPE, load_model_and_tokenizer
 from psgrpo.ps.segmentation import token_offsets
 from psgrpo.trainer import ProcessGRPOTrainer
-from psgrpo.tree.values import tree_strides
+from psgrpo.tree.values import segment_spans, tree_strides
 from psgrpo.vps.cached import cached_confidence
 from psgrpo.vps.probes import ProbeBatch, build_probe_ids
 
@@ -69,6 +69,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--tree_branching", type=int, nargs="+", default=[2, 2, 2])
     parser.add_argument("--tree_segment_tokens", type=int, default=40)
+    parser.add_argument("--tree_boundaries", choices=["tokens", "lines"], default="tokens")
     parser.add_argument("--prompts_per_batch", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=Path("outputs/vps-vs-tree.json"))
@@ -89,6 +90,7 @@ def build_trainer(args: argparse.Namespace, out_dir: Path) -> tuple[ProcessGRPOT
         method="tree",
         tree_branching=args.tree_branching,
         tree_segment_tokens=args.tree_segment_tokens,
+        tree_boundaries=args.tree_boundaries,
         num_generations=group,
         per_device_train_batch_size=group * args.prompts_per_batch,
         learning_rate=0.0,
@@ -119,6 +121,7 @@ def build_trainer(args: argparse.Namespace, out_dir: Path) -> tuple[ProcessGRPOT
             | {
                 "answers": [x["answer"] for x in inputs],
                 "values": trainer.last_credit.process.path_values.cpu(),
+                "ends": trainer.last_credit.process.segment_ends,
             }
         )
         return out
@@ -131,11 +134,13 @@ def batch_nodes(
     model: Any, tokenizer: Any, config: ProcessGRPOConfig, batch: dict[str, Any], branching: list[int]
 ) -> list[Node]:
     """The inner nodes of one recorded batch, each with ΔV, ΔC and its verifier label."""
-    segment = config.tree_segment_tokens
-    depth = len(branching)
     lengths = batch["completion_mask"].sum(1).tolist()
-    # cuts b_k = (k+1)·S − 1 for the inner levels, where the completion is still running after them
-    cuts = [[(k + 1) * segment - 1 for k in range(depth - 1) if (k + 1) * segment < n] for n in lengths]
+    # the probe after each non-empty inner segment (whose end is not the completion's end): b_k = end − 1
+    levels = [
+        [(k, end) for k, end in segment_spans(ends, n) if k < len(ends) and end < n]
+        for ends, n in zip(batch["ends"], lengths, strict=True)
+    ]
+    cuts = [[end - 1 for _, end in row] for row in levels]
     probe_ids, score_from = build_probe_ids(
         tokenizer, batch["answers"], config.vps_probe_open, config.vps_probe_close
     )
@@ -158,15 +163,16 @@ def batch_nodes(
         text, offsets = token_offsets(tokenizer, batch["completion_ids"][row, :n].tolist())
         steps = judge_steps(text)
         labels = segment_labels([offsets[b][1] for b in cuts[row]], steps)
-        for level, stride in enumerate(tree_strides(branching)[:-1]):
-            if (row % group) % stride or level >= len(cuts[row]):  # count each node once, from its first leaf
+        strides = tree_strides(branching)
+        for probe, (level, _) in enumerate(levels[row]):
+            if (row % group) % strides[level]:  # count each node once, from its first leaf
                 continue
             nodes.append(
                 Node(
                     level,
                     float(values[row, level + 1] - values[row, level]),
-                    float(confidence[row, level + 1] - confidence[row, level]),
-                    labels[level],
+                    float(confidence[row, probe + 1] - confidence[row, probe]),
+                    labels[probe],
                 )
             )
     return nodes

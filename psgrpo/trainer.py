@@ -154,7 +154,11 @@ class ProcessGRPOTrainer(
                     "method='tree' samples text prompts only; vision-language models are not supported yet"
                 )
             return TreeSignal(
-                args, self.accelerator, lambda: self._last_rewards_per_func, self.reward_weights
+                args,
+                self.accelerator,
+                lambda: self._last_rewards_per_func,
+                self.reward_weights,
+                self.take_tree_segment_ends,
             )
         return None
 

@@ -49,6 +49,9 @@ ScorerErrorPolicy = Literal["raise", "outcome"]
 VpsBoundaries = Literal["entropy", "markers"]
 """Where GRPO-VPS segments end: high-entropy tokens, or the PS segmenter's step ends."""
 
+TreeBoundaries = Literal["tokens", "lines"]
+"""Where ``tree`` branches: after every S tokens, or at the last line end within them (docs/tree.md)."""
+
 VpsProbe = Literal["answer", "gold_suffix"]
 """What GRPO-VPS probes after each boundary: the gold answer (the paper) or the rest of the gold solution."""
 

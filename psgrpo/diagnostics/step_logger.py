@@ -56,7 +56,7 @@ from psgrpo.diagnostics.measures import (
     unnecessary_step_counts,
 )
 from psgrpo.ps.segmentation import token_offsets
-from psgrpo.tree.values import segment_ends
+from psgrpo.tree.values import segment_spans
 
 PREFIX = "diag/"
 CORRECTNESS = "correctness_reward"
@@ -111,16 +111,16 @@ def vps_segments(
 
 
 def tree_segments(
-    text: str, offsets: Sequence[tuple[int, int]], gains: Sequence[float], segment_tokens: int
+    text: str, offsets: Sequence[tuple[int, int]], gains: Sequence[float], ends: list[int]
 ) -> list[tuple[float, bool]]:
     """One leaf's labelled ``(ΔV_k / σ, wrong)`` pairs, one per non-empty tree segment.
 
     Args:
         text, offsets: the completion and each token's character span.
         gains: its D segment advantages ΔV_k / σ (``TreeCredit.segment_advantages`` row).
-        segment_tokens: S.
+        ends: its D − 1 inner segment ends (``TreeCredit.segment_ends`` row).
     """
-    segments = segment_ends(len(offsets), len(gains), segment_tokens)
+    segments = segment_spans(ends, len(offsets))
     pairs, _ = vps_segments(text, offsets, [end - 1 for _, end in segments], [gains[k] for k, _ in segments])
     return pairs
 
@@ -209,9 +209,9 @@ class StepDiagnostics:
             for steps, scores in zip(credit.steps, credit.step_scores, strict=True):
                 pairs += ps_segments(steps, scores)
         elif config.method == "tree" and credit is not None:
-            segment_tokens = config.tree_segment_tokens or 1
-            for (text, offsets), gains in zip(decoded, credit.segment_advantages.tolist(), strict=True):
-                pairs += tree_segments(text, offsets, gains, segment_tokens)
+            rows = zip(decoded, credit.segment_advantages.tolist(), credit.segment_ends, strict=True)
+            for (text, offsets), gains, ends in rows:
+                pairs += tree_segments(text, offsets, gains, ends)
         counts = unnecessary_step_counts([text for text, _ in decoded])
         gathered = gather_object([(pairs, places, counts)])  # one record per process
         all_pairs = [p for record in gathered for p in record[0]]

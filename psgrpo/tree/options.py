@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from psgrpo.config.options import check_number
+from psgrpo.config.options import TreeBoundaries, check_choice, check_number
 
 
 @dataclass
@@ -36,6 +36,16 @@ class TreeOptions:
             "(2 × (levels − 1)), so the branch points cover the first half of the limit. Set it from your "
             "completions' typical length (branch points after most completions end share everything); "
             "(levels − 1) × tokens must be below max_completion_length."
+        },
+    )
+    tree_boundaries: TreeBoundaries = field(
+        default="tokens",
+        metadata={
+            "help": "Where the tree branches (method 'tree'): 'tokens' (default) after exactly tree_segment_tokens "
+            "tokens of each inner level, wherever that falls; 'lines': each inner level is cut back to the last "
+            "line end within its tree_segment_tokens tokens, so branch points fall between reasoning steps (the "
+            "tokens after it are generated and discarded, counted in tree/tokens_generated; a segment without a "
+            "line end keeps its tokens). With 'lines', set tree_segment_tokens above your longest step line."
         },
     )
     tree_outcome_weight: float = field(
@@ -92,6 +102,7 @@ def check_tree_options(config: Any) -> None:
     if config.tree_segment_tokens is None and len(branching) > 1:
         config.tree_segment_tokens = max(1, config.max_completion_length // (2 * (len(branching) - 1)))
     check_number("tree_segment_tokens", config.tree_segment_tokens, low=1, allow_none=True)
+    check_choice("tree_boundaries", config.tree_boundaries, TreeBoundaries)
     check_number("tree_outcome_weight", config.tree_outcome_weight, low=0.0)
     check_number("tree_lambda", config.tree_lambda, low=0.0)
     if config.method != "tree":

@@ -3,8 +3,11 @@
 For ``--tree_branching b_0 … b_{D−1}`` (product G) and ``--tree_segment_tokens S``, each prompt gets
 b_0 roots of at most S tokens; every node of level k < D − 1 then gets b_{k+1} children, each
 continuing prompt + the node's tokens for at most S more (the last level: up to
-``max_completion_length`` in all, or EOS). A node that ended (EOS, or fewer than S tokens: another
-stop rule) is not continued: its children are copies of it. The leaves, in depth-first order
+``max_completion_length`` in all, or EOS). With ``--tree_boundaries lines`` each inner node is cut
+back to the last line end within its S new tokens (the rest is discarded), so branch points fall
+between reasoning steps. A node that ended (EOS, or fewer tokens than asked: another stop rule) is
+not continued: its children are copies of it. Each leaf's inner segment ends are kept
+(``tree_segment_ends``) for the ``tree`` signal. The leaves, in depth-first order
 (:mod:`psgrpo.tree.values`), are returned to TRL as ordinary completions: token lists cut after
 the first EOS, exactly what ``GRPOTrainer._generate_single_turn`` returns, so TRL pads them,
 masks them, scores them and computes their log-probabilities as it does its own.
@@ -21,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -36,6 +39,7 @@ class Node:
     prompt_row: int
     tokens: list[int]
     ended: bool = False
+    ends: list[int] = field(default_factory=list)  # len(tokens) after each inner level
 
 
 @contextmanager
@@ -52,7 +56,7 @@ def max_new_tokens(trainer: Any, n: int) -> Iterator[None]:
 
 def expand(nodes: list[Node], factor: int) -> list[Node]:
     """Each node's ``factor`` children in order: copies of its tokens (continued later unless it ended)."""
-    return [Node(n.prompt_row, list(n.tokens), n.ended) for n in nodes for _ in range(factor)]
+    return [Node(n.prompt_row, list(n.tokens), n.ended, list(n.ends)) for n in nodes for _ in range(factor)]
 
 
 class TreeSamplingMixin:
@@ -77,6 +81,7 @@ class TreeSamplingMixin:
             )
         if images is not None or multimodal_fields:
             raise ValueError("method='tree' samples text prompts only; images are not supported yet")
+        self.tree_segment_ends = None
         leaves, generated = self._sample_tree(prompt_ids, branching)
         self._log_tree_tokens(generated, sum(len(leaf) for leaf in leaves), len(leaves) // num_generations)
         return leaves, None
@@ -96,32 +101,60 @@ class TreeSamplingMixin:
                     f"tree sampling needs the {group} rows of a group to share a prompt (row {first})"
                 )
         segment, limit = self.args.tree_segment_tokens, self.max_completion_length
+        lines = getattr(self.args, "tree_boundaries", "tokens") == "lines"
         nodes = [Node(first, []) for first in firsts]  # one (empty) node per prompt: the tree's top
         generated = 0
         for level, factor in enumerate(branching):
             nodes = expand(nodes, factor)
-            budget = segment if level < len(branching) - 1 else limit - segment * level
+            inner = level < len(branching) - 1
             open_nodes = [n for n in nodes if not n.ended]
-            generated += self._continue(open_nodes, prompt_ids, budget)
+            budgets = [segment if inner else limit - len(n.tokens) for n in open_nodes]
+            generated += self._continue(open_nodes, prompt_ids, budgets, cut_at_line=lines and inner)
+            if inner:
+                for node in nodes:
+                    node.ends.append(len(node.tokens))
+        self.tree_segment_ends = [n.ends for n in nodes]
         return [n.tokens for n in nodes], generated
 
-    def _continue(self, nodes: list[Node], prompt_ids: list[list[int]], budget: int) -> int:
-        """Extend each node by up to ``budget`` sampled tokens (one batched TRL generation); returns the tokens added.
+    def _continue(
+        self, nodes: list[Node], prompt_ids: list[list[int]], budgets: list[int], cut_at_line: bool = False
+    ) -> int:
+        """Extend each node by up to its budget of sampled tokens (one batched TRL generation); returns the
+        tokens generated (those discarded by a line cut or a budget included).
 
-        Every process calls TRL's generation the same number of times (a collective under ZeRO-3 / FSDP):
-        one with no open node generates for a stand-in row and drops it.
+        Every process calls TRL's generation the same number of times, with the same ``max_new_tokens`` (a
+        collective under ZeRO-3 / FSDP): one with no open node generates for a stand-in row and drops it.
         """
-        if max_over_processes(int(bool(nodes)), self.accelerator) == 0:
+        call_budget = max_over_processes(max(budgets, default=0), self.accelerator)
+        if call_budget == 0:
             return 0
         prompts = [prompt_ids[n.prompt_row] + n.tokens for n in nodes] or [prompt_ids[0]]
-        with max_new_tokens(self, budget):
+        with max_new_tokens(self, call_budget):
             segments, _ = super()._generate_single_turn(prompts, None, {}, len(prompts))
         added = 0
-        for node, tokens in zip(nodes, segments, strict=False):  # no node: the stand-in row is dropped
-            node.tokens += tokens
-            node.ended = len(tokens) < budget or (bool(tokens) and tokens[-1] in self.eos_token_ids)
+        for node, tokens, budget in zip(
+            nodes, segments, budgets, strict=False
+        ):  # the stand-in row is dropped
             added += len(tokens)
+            tokens = tokens[:budget]  # a node nearer the length limit than the call's budget
+            node.ended = len(tokens) < budget or (bool(tokens) and tokens[-1] in self.eos_token_ids)
+            if cut_at_line and not node.ended:
+                tokens = tokens[: self._last_line_end(tokens) or len(tokens)]
+            node.tokens += tokens
         return added
+
+    def _last_line_end(self, tokens: list[int]) -> int | None:
+        """The largest i such that ``tokens[:i]`` decodes to text ending in a newline, or None."""
+        decode = self._tokenizer.decode
+        for i in range(len(tokens), 0, -1):
+            if decode(tokens[:i]).endswith("\n"):
+                return i
+        return None
+
+    def take_tree_segment_ends(self) -> list[list[int]] | None:
+        """The inner segment ends of the leaves last sampled (one list per row), forgotten once taken."""
+        ends, self.tree_segment_ends = getattr(self, "tree_segment_ends", None), None
+        return ends
 
     def _log_tree_tokens(self, generated: int, leaf_tokens: int, groups: int) -> None:
         """``tree/tokens_generated`` per group and ``tree/token_ratio`` = generated / Σ leaf lengths (all processes)."""

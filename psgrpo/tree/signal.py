@@ -3,7 +3,8 @@
 One training step, inside :class:`TreeSignal` (formulas in docs/tree.md)::
 
     leaves' rewards r (all processes, as TRL summed them) ──► V(prompt), V(node) per level ──► ΔV_k / σ
-    completion lengths ──► level of every token (min(t // S, D − 1))  ──► the ``tree`` estimator
+    each leaf's inner segment ends (every S tokens, or where sampling cut at a line end)
+        ──► level of every token                                      ──► the ``tree`` estimator
 
 No forward pass and no scorer: the credit comes from the group's own outcomes. In evaluation (and
 wherever the group size is not the tree's) the group is a one-level tree [G], whose credit is A_i.
@@ -21,10 +22,11 @@ import torch
 from psgrpo.credit import SignalOutput
 from psgrpo.distributed import local_rows
 from psgrpo.tree.values import (
+    inner_ends,
     outcome_rewards,
     reward_scale,
     scaled_gains,
-    segment_index,
+    segment_index_from_ends,
     tree_path_values,
     tree_strides,
 )
@@ -38,11 +40,13 @@ class TreeCredit:
         branching: the tree's branching factors for this batch ([G] in evaluation).
         path_values: (B, D + 1) V(prompt), V(node_0), …, V(node_{D−1}) = r_i, in reward units.
         segment_advantages: (B, D) ΔV_k / σ as the estimator received it.
+        segment_ends: per row, its D − 1 inner segment ends in tokens (segment k is [ends[k−1], ends[k])).
     """
 
     branching: list[int]
     path_values: torch.Tensor
     segment_advantages: torch.Tensor
+    segment_ends: list[list[int]]
 
 
 class TreeSignal:
@@ -55,6 +59,8 @@ class TreeSignal:
         rewards_per_func: returns the last batch's (N, F) rewards of every process (the trainer's
             ``_last_rewards_per_func``).
         reward_weights: (F,) TRL's reward weights.
+        sampled_ends: returns (and forgets) the inner segment ends tree sampling recorded for the local rows of
+            the batch it sampled (``tree_boundaries='lines'`` needs them; 'tokens' recomputes them from S).
     """
 
     def __init__(
@@ -63,9 +69,11 @@ class TreeSignal:
         accelerator: Any,
         rewards_per_func: Callable[[], torch.Tensor],
         reward_weights: torch.Tensor,
+        sampled_ends: Callable[[], list[list[int]] | None] = lambda: None,
     ) -> None:
         self.config, self.accelerator = config, accelerator
         self.rewards_per_func, self.reward_weights = rewards_per_func, reward_weights
+        self.sampled_ends = sampled_ends
 
     def branching_for(self, num_generations: int, training: bool) -> list[int]:
         """The configured tree in training (:mod:`psgrpo.tree.sampling` sampled it), else the one-level tree [G]."""
@@ -91,9 +99,8 @@ class TreeSignal:
         rows = local_rows(self.accelerator, completion_mask.shape[0])
         device = completion_mask.device
         lengths = completion_mask.sum(1).tolist()
-        levels = segment_index(
-            lengths, completion_mask.shape[1], len(branching), config.tree_segment_tokens or 1
-        )
+        ends = self.segment_ends(lengths, branching)
+        levels = segment_index_from_ends(ends, lengths, completion_mask.shape[1])
         local_gains = gains[rows].to(device)
         return SignalOutput(
             estimator_kwargs={
@@ -105,9 +112,22 @@ class TreeSignal:
                 "lambda_": config.tree_lambda,
             },
             metrics=tree_metrics(values, gains, branching),
-            credit=TreeCredit(branching, values[rows].detach(), local_gains.detach()),
+            credit=TreeCredit(branching, values[rows].detach(), local_gains.detach(), ends),
             outcome_weight=config.tree_outcome_weight,
         )
+
+    def segment_ends(self, lengths: list[int], branching: list[int]) -> list[list[int]]:
+        """Each local row's D − 1 inner segment ends: as sampling cut them ('lines'), or every S tokens."""
+        sampled = self.sampled_ends()
+        if self.config.tree_boundaries == "lines" and len(branching) > 1:
+            if sampled is None or len(sampled) != len(lengths):
+                raise RuntimeError(
+                    f"tree_boundaries='lines' needs the segment ends tree sampling recorded for these "
+                    f"{len(lengths)} completions (got {None if sampled is None else len(sampled)}): the batch "
+                    "was not sampled as a tree by this trainer"
+                )
+            return [[min(end, n) for end in row] for row, n in zip(sampled, lengths, strict=True)]
+        return [inner_ends(n, len(branching), self.config.tree_segment_tokens or 1) for n in lengths]
 
 
 def tree_metrics(path_values: torch.Tensor, gains: torch.Tensor, branching: list[int]) -> dict[str, float]:

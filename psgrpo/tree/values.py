@@ -151,13 +151,42 @@ def segment_index(lengths: list[int], width: int, depth: int, segment_tokens: in
     return levels
 
 
-def segment_ends(length: int, depth: int, segment_tokens: int) -> list[tuple[int, int]]:
-    """One completion's non-empty segments as ``(level, end)`` pairs, ``end`` exclusive, in tokens.
+def inner_ends(length: int, depth: int, segment_tokens: int) -> list[int]:
+    """The D − 1 inner segment ends of a completion cut every S tokens: min((k + 1)·S, length), k < D − 1."""
+    return [min((k + 1) * segment_tokens, length) for k in range(depth - 1)]
 
-    Segment k covers tokens [k·S, (k+1)·S) for k < D − 1 and [(D − 1)·S, length) for the last level,
-    cut short at ``length`` (the same levels as :func:`segment_index`); a completion that ended
-    before k·S has no segment k.
+
+def segment_spans(ends: list[int], length: int) -> list[tuple[int, int]]:
+    """A completion's non-empty segments as ``(level, end)`` pairs, ``end`` exclusive, in tokens.
+
+    Args:
+        ends: its D − 1 inner segment ends (non-decreasing; segment k is [ends[k−1], ends[k]), the last level
+            runs from ends[−1] to ``length``); a node that ended early repeats its length.
+        length: the completion's length.
     """
-    ends = [min((k + 1) * segment_tokens, length) for k in range(depth - 1)] + [length]
-    starts = [0, *ends[:-1]]
-    return [(k, end) for k, (start, end) in enumerate(zip(starts, ends, strict=True)) if end > start]
+    closes = [*ends, length]
+    starts = [0, *closes[:-1]]
+    return [(k, end) for k, (start, end) in enumerate(zip(starts, closes, strict=True)) if end > start]
+
+
+def segment_index_from_ends(ends: list[list[int]], lengths: list[int], width: int) -> torch.Tensor:
+    """The tree level of every completion token from each row's inner segment ends, −1 on padding.
+
+    Token t is in level #{k : ends[k] ≤ t} (so [0, ends[0]) is level 0, and from ends[−1] on the last
+    level); :func:`segment_index` is the case ends = :func:`inner_ends`.
+
+    Args:
+        ends: per row, its D − 1 inner segment ends (tokens, non-decreasing).
+        lengths: each row's completion length.
+        width: T.
+
+    Returns:
+        (B, T) long.
+    """
+    positions = torch.arange(width)
+    bounds = torch.tensor(ends, dtype=torch.long).reshape(
+        len(lengths), len(ends[0]) if ends else 0
+    )  # (B, D − 1)
+    levels = (bounds.unsqueeze(1) <= positions.view(1, -1, 1)).sum(-1)  # (B, T)
+    levels[positions.unsqueeze(0) >= torch.tensor(lengths).unsqueeze(1)] = -1
+    return levels

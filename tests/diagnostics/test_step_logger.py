@@ -130,18 +130,21 @@ def test_tree_segments_label_the_s_token_runs(char_tokenizer):
     text, offsets = token_offsets(char_tokenizer, ids)
     first_end, second_end = _step_end_tokens(char_tokenizer, WRONG)
     # S = the first step line's end + 1: segment 0 holds step 1 (right), segment 1 step 2 (wrong)
-    pairs = tree_segments(text, offsets, [0.5, -0.7], first_end + 1)
+    pairs = tree_segments(text, offsets, [0.5, -0.7], [first_end + 1])
     assert pairs == [(0.5, False), (-0.7, True)]
-    # three levels: the middle one is the S tokens after step 1 (it holds step 2 only if S is long enough)
-    assert tree_segments(text, offsets, [0.5, -0.7, 0.2], first_end + 1)[:1] == [(0.5, False)]
-    assert tree_segments(text, offsets, [0.3], 4) == [(0.3, True)]  # one level: the whole completion
+    # three levels cut at the two step ends (as tree_boundaries='lines' cuts): step 1, step 2, the answer
+    assert tree_segments(text, offsets, [0.5, -0.7, 0.2], [first_end + 1, second_end + 1]) == [
+        (0.5, False),
+        (-0.7, True),
+    ]
+    assert tree_segments(text, offsets, [0.3], []) == [(0.3, True)]  # one level: the whole completion
 
 
 def test_tree_batch_metrics(char_tokenizer):
     config = ProcessGRPOConfig(output_dir="unused", use_cpu=True, method="tree", report_to=[])
-    config.tree_segment_tokens = _step_end_tokens(char_tokenizer, WRONG)[0] + 1
+    cut = _step_end_tokens(char_tokenizer, WRONG)[0] + 1
     gains = torch.tensor([[0.2, -0.9], [0.2, 0.9]])  # two leaves of one root: WRONG, then RIGHT
-    credit = TreeCredit([2], torch.zeros(2, 3), gains)
+    credit = TreeCredit([2], torch.zeros(2, 3), gains, [[cut], [cut]])
     rewards = torch.tensor([[0.0, 0.8], [2.0, 0.8]])
     metrics = StepDiagnostics(config, char_tokenizer, NAMES, [1.0, 1.0])(
         _output(char_tokenizer, [WRONG, RIGHT]), credit, rewards, 2

@@ -37,10 +37,30 @@ class ScriptedGeneration:
         return completions, None
 
 
+class NewlineEveryFourth:
+    """A tokenizer stand-in for ``tree_boundaries='lines'``: token ids divisible by 4 decode to a newline."""
+
+    @staticmethod
+    def decode(ids: list[int]) -> str:
+        return "".join("\n" if i % 4 == 0 else "x" for i in ids)
+
+
 class Sampler(TreeSamplingMixin, ScriptedGeneration):
-    def __init__(self, branching, segment, limit=10, training=True, method="tree", stop=frozenset()):
+    def __init__(
+        self,
+        branching,
+        segment,
+        limit=10,
+        training=True,
+        method="tree",
+        stop=frozenset(),
+        boundaries="tokens",
+    ):
         super().__init__(stop)
-        self.args = SimpleNamespace(method=method, tree_branching=branching, tree_segment_tokens=segment)
+        self.args = SimpleNamespace(
+            method=method, tree_branching=branching, tree_segment_tokens=segment, tree_boundaries=boundaries
+        )
+        self._tokenizer = NewlineEveryFourth()
         self.model = SimpleNamespace(training=training)
         self.max_completion_length = limit
         self.eos_token_ids = [EOS]
@@ -106,6 +126,41 @@ def test_three_levels_depth_first():
             if shared < 7:
                 assert leaves[j][shared : shared + 1] != leaves[k][shared : shared + 1]
     assert [budget for _, budget in sampler.calls] == [2, 2, 3]
+
+
+def test_every_s_tokens_the_ends_are_recorded():
+    sampler = Sampler([2, 2, 2], segment=4, limit=12, stop={(1, 3)})
+    sampler.sample([PROMPT_A] * 8, 8)
+    ends = sampler.take_tree_segment_ends()
+    assert ends[:6] == [[4, 8]] * 6 and ends[6:] == [[4, 7]] * 2  # level-1 node 3 ended after 2 tokens + EOS
+    assert sampler.take_tree_segment_ends() is None  # taken once
+
+
+def test_lines_cut_each_inner_node_back_to_its_last_line_end():
+    """S = 6 new tokens per inner node, cut after the last id divisible by 4 among them; the rest is discarded but
+    counted; the last level gets each leaf's own budget (limit − its prefix), from one call."""
+    sampler = Sampler([2, 2], segment=6, limit=12, boundaries="lines")
+    leaves, _ = sampler.sample([PROMPT_A] * 4, 4)
+    (_, root_budget), (continued, last_budget) = sampler.calls
+    assert root_budget == 6
+    # roots generated 100..105 and 106..111: the last newline ids are 104 and 108
+    assert leaves[0][:5] == leaves[1][:5] == [100, 101, 102, 103, 104]
+    assert leaves[2][:3] == leaves[3][:3] == [106, 107, 108]
+    assert continued[0] == PROMPT_A + [100, 101, 102, 103, 104] and continued[2] == PROMPT_A + [106, 107, 108]
+    assert last_budget == 12 - 3  # the shortest prefix sets the call's budget
+    assert [len(leaf) for leaf in leaves] == [12, 12, 12, 12]  # each leaf cut to its own budget
+    assert sampler.take_tree_segment_ends() == [[5], [5], [3], [3]]
+    assert sampler._metrics["train"]["tree/tokens_generated"] == [12 + 4 * 9]  # discarded tokens counted
+
+
+def test_lines_keep_a_segment_with_no_line_end():
+    sampler = Sampler([2, 2], segment=3, limit=8, boundaries="lines")
+    sampler.next_token = 101
+    leaves, _ = sampler.sample([PROMPT_A] * 4, 4)
+    assert leaves[0][:3] == [101, 102, 103]  # no id divisible by 4: the S tokens stay
+    assert leaves[2][:2] == [104, 121]  # 104, 105, 106 cut after 104; its children continue from there
+    assert [len(leaf) for leaf in leaves] == [8] * 4
+    assert sampler.take_tree_segment_ends() == [[3], [3], [1], [1]]
 
 
 @pytest.mark.parametrize(

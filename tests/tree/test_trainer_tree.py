@@ -71,13 +71,16 @@ def test_one_level_tree_is_grpo_exactly(tmp_path, char_tokenizer):
         assert torch.equal(value, theirs[name]), name
 
 
-def test_tree_training_step_gives_each_segment_its_value_gain(tmp_path, char_tokenizer):
-    """[2, 2], 4-token segments: leaves share their root's tokens, and the tokens of segment k get ΔV_k / σ."""
+@pytest.mark.parametrize("boundaries", ["tokens", "lines"])
+def test_tree_training_step_gives_each_segment_its_value_gain(tmp_path, char_tokenizer, boundaries):
+    """[2, 2], 4-token segments (or cut back to a line end): leaves share their root's tokens, and the tokens of
+    segment k get ΔV_k / σ."""
     args = ProcessGRPOConfig(
         **tiny_run_args(tmp_path, max_completion_length=16, learning_rate=1e-2, bf16=False),
         method="tree",
         tree_branching=[2, 2],
         tree_segment_tokens=4,
+        tree_boundaries=boundaries,
     )
     model_dir = save_tiny_model(tmp_path / "init", char_tokenizer)
     batches, trainer = _run(args, char_tokenizer, model_dir, make_arith_dataset("train", n=8))
@@ -85,9 +88,15 @@ def test_tree_training_step_gives_each_segment_its_value_gain(tmp_path, char_tok
     out, credit = batches[0], trainer.last_credit
     ids, mask = out["completion_ids"], out["completion_mask"]
     leaves = [row[: int(m.sum())].tolist() for row, m in zip(ids, mask, strict=True)]
-    for first in range(0, len(leaves), 4):
-        group = leaves[first : first + 4]
-        assert group[0][:4] == group[1][:4] and group[2][:4] == group[3][:4]
+    ends = [row_ends[0] for row_ends in credit.process.segment_ends]  # one inner end per leaf
+    for row, (leaf, end) in enumerate(zip(leaves, ends, strict=True)):
+        sibling = row ^ 1
+        assert leaf[:end] == leaves[sibling][:end] and ends[sibling] == end  # siblings share their root
+        if boundaries == "tokens":
+            assert end == min(4, len(leaf))
+        else:
+            root = char_tokenizer.decode(leaf[:end])
+            assert end <= 4 and (root.endswith("\n") or end == min(4, len(leaf)) and "\n" not in root)
     rewards = credit.process.path_values[:, -1]
     for row in range(len(leaves)):
         first = row - row % 4
@@ -97,7 +106,7 @@ def test_tree_training_step_gives_each_segment_its_value_gain(tmp_path, char_tok
             assert values[level + 1].item() == pytest.approx(rewards[start : start + size].mean().item())
         std = rewards[first : first + 4].std().item()
         for t in range(len(leaves[row])):
-            level = min(t // 4, 1)
+            level = int(t >= ends[row])
             gain = (values[level + 1] - values[level]).item() / (std + 1e-4)
             assert out["advantages"][row, t].item() == pytest.approx(gain, abs=1e-5)
         assert (out["advantages"][row, len(leaves[row]) :] == 0).all()
@@ -121,6 +130,7 @@ def test_tree_training_step_gives_each_segment_its_value_gain(tmp_path, char_tok
         ({"memory_bank": True}, "method='tree' cannot be combined with memory_bank"),
         ({"reward_norm_momentum": 0.99}, "method='tree' cannot be combined with reward_norm_momentum"),
         ({"tree_lambda": -1.0}, r"tree_lambda=-1.0 is outside its range"),
+        ({"tree_boundaries": "steps"}, r"tree_boundaries.*'steps'.*tokens.*lines"),
     ],
 )
 def test_bad_tree_options_are_refused_when_the_config_is_built(tmp_path, fields, message):
@@ -135,6 +145,7 @@ def test_each_process_must_hold_whole_groups():
         method="tree",
         tree_branching=[2, 2],
         tree_segment_tokens=4,
+        tree_boundaries="tokens",
         tree_outcome_weight=0.0,
         tree_lambda=1.0,
         num_generations=4,
@@ -242,3 +253,33 @@ def test_psgrpo_train_method_tree_on_the_gsm8k_recipe(tmp_path, qwen_tokenizer):
     steps = [r for r in steps if "loss" in r]
     assert len(steps) == 2 and all(math.isfinite(r["loss"]) and r["tree/depth"] == 2 for r in steps)
     assert all(0 < r["tree/token_ratio"] <= 1 for r in steps)
+
+
+def test_lines_branch_between_the_embedded_models_step_lines(tmp_path):
+    """The warm-started model writes one ``Step N:`` line at a time: with ``tree_boundaries='lines'`` every root
+    ends at a line end (not mid-equation, as a fixed S would cut it), and the tokens after it get the level-1 gain."""
+    from psgrpo.loading import load_model_and_tokenizer
+
+    model, tokenizer = load_model_and_tokenizer("embedded:arith")
+    args = ProcessGRPOConfig(
+        **tiny_run_args(tmp_path, max_completion_length=96, per_device_train_batch_size=8, temperature=1.0),
+        method="tree",
+        tree_branching=[2, 2],
+        tree_segment_tokens=24,
+        tree_boundaries="lines",
+    )
+    trainer = ProcessGRPOTrainer(
+        model=model, args=args, train_dataset=make_arith_dataset("train", n=8), processing_class=tokenizer
+    )
+    batches = record_batches(trainer)
+    trainer.train()
+    out, credit = batches[0], trainer.last_credit.process
+    ends = [row[0] for row in credit.segment_ends]
+    lengths = out["completion_mask"].sum(1).tolist()
+    roots = [tokenizer.decode(out["completion_ids"][row, :end].tolist()) for row, end in enumerate(ends)]
+    assert all(root.endswith("\n") for root in roots), roots
+    assert any(end < min(24, n) for end, n in zip(ends, lengths, strict=True)), "no root was cut back"
+    gains = credit.segment_advantages
+    for row, (end, n) in enumerate(zip(ends, lengths, strict=True)):
+        assert torch.allclose(out["advantages"][row, :end], gains[row, 0].expand(end))
+        assert torch.allclose(out["advantages"][row, end:n], gains[row, 1].expand(n - end))

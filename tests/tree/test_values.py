@@ -13,11 +13,13 @@ from psgrpo.advantages import ADVANTAGE_ESTIMATORS, tree_token_advantages
 from psgrpo.techniques.reward_norm import group_advantages
 from psgrpo.tree.options import prime_factors
 from psgrpo.tree.values import (
+    inner_ends,
     outcome_rewards,
     reward_scale,
     scaled_gains,
-    segment_ends,
     segment_index,
+    segment_index_from_ends,
+    segment_spans,
     segment_value_gains,
     tree_path_values,
     tree_strides,
@@ -113,10 +115,28 @@ def test_segment_index_cuts_every_s_tokens_and_the_last_level_runs_on():
 
 @settings(max_examples=100, deadline=None)
 @given(length=st.integers(0, 40), depth=st.integers(1, 4), segment_tokens=st.integers(1, 12))
-def test_segment_ends_are_the_runs_of_segment_index(length, depth, segment_tokens):
+def test_segments_every_s_tokens_are_the_runs_of_segment_index(length, depth, segment_tokens):
     levels = segment_index([length], 48, depth, segment_tokens)[0].tolist()
     runs = [(k, max(t for t, v in enumerate(levels) if v == k) + 1) for k in sorted(set(levels) - {-1})]
-    assert segment_ends(length, depth, segment_tokens) == runs
+    ends = inner_ends(length, depth, segment_tokens)
+    assert segment_spans(ends, length) == runs
+    assert segment_index_from_ends([ends], [length], 48).tolist() == [levels]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 12), min_size=0, max_size=3), st.integers(0, 4))
+def test_segments_from_any_ends(steps, tail):
+    """Ends cut where sampling cut (line ends, early stops): each token's level is the segment that holds it."""
+    ends = [sum(steps[: k + 1]) for k in range(len(steps))]  # non-decreasing, repeats = empty segments
+    length = (ends[-1] if ends else 0) + tail
+    levels = segment_index_from_ends([ends], [length], length + 2)[0].tolist()
+    assert levels[length:] == [-1, -1]
+    spans = segment_spans(ends, length)
+    starts = [0, *ends]
+    for level, end in spans:
+        assert end > starts[level]  # only non-empty segments
+        assert levels[starts[level] : end] == [level] * (end - starts[level])
+    assert sum(end - starts[level] for level, end in spans) == length  # they tile the completion
 
 
 def test_prime_factors_are_the_default_tree():
