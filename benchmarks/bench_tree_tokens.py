@@ -1,6 +1,7 @@
 """Tokens generated per group and step time of ``--method tree`` against ``grpo`` at the same G, on the embedded default.
 
     python benchmarks/bench_tree_tokens.py [--steps 5] [--rounds 2] [--batch 32] [--tree_branching 2 2 2]
+        [--tree_segment_tokens S] [--tree_boundaries tokens|lines]
 
 Each round trains ``grpo`` and ``tree`` for ``--steps`` steps from the embedded checkpoint with the
 demo recipe (G = 8, completions up to 128 tokens) and ``--batch`` completions per step, each run in
@@ -66,10 +67,17 @@ def main() -> None:
     parser.add_argument(
         "--tree_segment_tokens", type=int, default=None, help="default: 128 // (2·(levels − 1))"
     )
+    parser.add_argument(
+        "--tree_boundaries", choices=["tokens", "lines"], default=None, help="default: tokens"
+    )
     cli = parser.parse_args()
     tree = {
         k: v
-        for k, v in (("tree_branching", cli.tree_branching), ("tree_segment_tokens", cli.tree_segment_tokens))
+        for k, v in (
+            ("tree_branching", cli.tree_branching),
+            ("tree_segment_tokens", cli.tree_segment_tokens),
+            ("tree_boundaries", cli.tree_boundaries),
+        )
         if v is not None
     }
     results: dict[str, list[dict[str, float]]] = {"grpo": [], "tree": []}
