@@ -17,9 +17,11 @@ group as a tree, exactly as ``psgrpo train --method tree`` does. Each inner node
   (:func:`psgrpo.diagnostics.measures.segment_labels`): wrong if one of them fails.
 
 Each node is counted once (its leaves share the segment). Reported per level and over all inner
-levels: the AUC of ΔC for ranking nodes with ΔV < 0 below nodes with ΔV > 0 (nodes with ΔV = 0 are
-left out), the AUC of ΔC and of ΔV against the verifier's labels (wrong below right), and the
-share of nodes with ΔV ≠ 0. AUC 0.5 is chance; ties count ½ (:func:`signal_quality`).
+levels (pairs within one level only: ΔC and ΔV have other scales at other depths): the AUC of ΔC
+for ranking nodes with ΔV < 0 below nodes with ΔV > 0 (nodes with ΔV = 0 are left out), the AUC of
+ΔC and of ΔV against the verifier's labels (wrong below right), each ± 1.96 standard errors (Hanley
+& McNeil), and the share of nodes with ΔV ≠ 0. AUC 0.5 is chance; ties count ½
+(:func:`signal_quality`). The JSON output keeps every node, to reanalyse without sampling again.
 
 The last level is left out: its segment ends with the answer, where C is trivially the answer's
 probability and ΔV is the leaf's own reward against its parent's.
@@ -31,7 +33,8 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -178,24 +181,51 @@ def batch_nodes(
     return nodes
 
 
-def auc(scores: list[float], wrong: list[bool]) -> float:
-    """AUC of ``scores`` ranking ``wrong`` below the rest (NaN without both kinds)."""
-    return signal_quality(scores, wrong).auc if 0 < sum(wrong) < len(wrong) else float("nan")
+def auc(scores: list[float], wrong: list[bool]) -> tuple[float, float]:
+    """AUC of ``scores`` ranking ``wrong`` below the rest and its standard error (Hanley & McNeil, 1982);
+    NaN without both kinds."""
+    n_wrong = sum(wrong)
+    n_right = len(wrong) - n_wrong
+    if not n_wrong or not n_right:
+        return float("nan"), float("nan")
+    a = signal_quality(scores, wrong).auc
+    q1, q2 = a / (2 - a), 2 * a * a / (1 + a)
+    var = (a * (1 - a) + (n_wrong - 1) * (q1 - a * a) + (n_right - 1) * (q2 - a * a)) / (n_wrong * n_right)
+    return a, math.sqrt(max(var, 0.0))
+
+
+def within_levels_auc(nodes: list[Node], score: str, wrong: Callable[[Node], bool]) -> tuple[float, float]:
+    """The AUC over pairs of nodes of the same level only (each level's AUC weighted by its number of pairs),
+    and its standard error: pooling levels would compare a level-0 node with a level-1 one, whose ΔC and ΔV
+    have different scales."""
+    weighted, variance, pairs = 0.0, 0.0, 0
+    for level in sorted({n.level for n in nodes}):
+        at = [n for n in nodes if n.level == level]
+        flags = [wrong(n) for n in at]
+        a, se = auc([getattr(n, score) for n in at], flags)
+        w = sum(flags) * (len(flags) - sum(flags))
+        if w:
+            weighted, variance, pairs = weighted + w * a, variance + (w * se) ** 2, pairs + w
+    return (weighted / pairs, math.sqrt(variance) / pairs) if pairs else (float("nan"), float("nan"))
 
 
 def summarize(nodes: list[Node]) -> dict[str, Any]:
-    """The AUCs of :data:`__doc__` over ``nodes``."""
+    """The AUCs of :data:`__doc__` over ``nodes`` (within levels), each with its standard error."""
     moved = [n for n in nodes if n.delta_v != 0]
     labelled = [n for n in nodes if n.wrong is not None]
-    return {
+    report: dict[str, Any] = {
         "nodes": len(nodes),
         "value_moved_frac": len(moved) / len(nodes) if nodes else float("nan"),
-        "auc_dc_vs_dv_sign": auc([n.delta_c for n in moved], [n.delta_v < 0 for n in moved]),
         "labelled_nodes": len(labelled),
-        "auc_dc_vs_verifier": auc([n.delta_c for n in labelled], [bool(n.wrong) for n in labelled]),
-        "auc_dv_vs_verifier": auc([n.delta_v for n in labelled], [bool(n.wrong) for n in labelled]),
         "mean_dc": sum(n.delta_c for n in nodes) / len(nodes) if nodes else float("nan"),
     }
+    for key, subset, score, wrong in (
+        ("auc_dc_vs_dv_sign", moved, "delta_c", lambda n: n.delta_v < 0),
+        ("auc_dc_vs_verifier", labelled, "delta_c", lambda n: bool(n.wrong)),
+        ("auc_dv_vs_verifier", labelled, "delta_v", lambda n: bool(n.wrong)),
+    ):
+        report[key], report[key + "_se"] = within_levels_auc(subset, score, wrong)
+    return report
 
 
 def markdown(report: dict[str, dict[str, Any]]) -> str:
@@ -203,9 +233,13 @@ def markdown(report: dict[str, dict[str, Any]]) -> str:
         "| nodes | count | ΔV ≠ 0 | AUC of ΔC against the sign of ΔV | labelled | AUC of ΔC, verifier "
         "| AUC of ΔV, verifier |\n|---|---|---|---|---|---|---|"
     )
+
+    def cell(r: dict[str, Any], key: str) -> str:
+        return f"{r[key]:.3f} ± {1.96 * r[key + '_se']:.3f}"
+
     rows = [
-        f"| {name} | {r['nodes']} | {r['value_moved_frac']:.2f} | {r['auc_dc_vs_dv_sign']:.3f} | "
-        f"{r['labelled_nodes']} | {r['auc_dc_vs_verifier']:.3f} | {r['auc_dv_vs_verifier']:.3f} |"
+        f"| {name} | {r['nodes']} | {r['value_moved_frac']:.2f} | {cell(r, 'auc_dc_vs_dv_sign')} | "
+        f"{r['labelled_nodes']} | {cell(r, 'auc_dc_vs_verifier')} | {cell(r, 'auc_dv_vs_verifier')} |"
         for name, r in report.items()
     ]
     return "\n".join([head, *rows])
@@ -226,9 +260,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for k in range(len(args.tree_branching) - 1)
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(
-        json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "report": report}, indent=1)
-    )
+    record = {"args": {k: str(v) for k, v in vars(args).items()}, "report": report}
+    args.output.write_text(json.dumps(record | {"nodes": [asdict(n) for n in nodes]}, indent=1))
     print(markdown(report))
     return report
 
