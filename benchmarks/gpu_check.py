@@ -16,10 +16,11 @@ model too), chat template, on
   in GSM8K's format (arith problems, ``#### N`` gold) written to ``<output_dir>/data``: a random
   model's cost does not depend on what the questions say.
 
-The sections are ``grpo``, ``ps`` and ``vps`` (run in this process, one after the other). Then,
+The sections are ``grpo``, ``ps`` and ``vps`` (run in this process, one after the other; ``tree`` when
+``--methods`` names it). Then,
 clearly apart, the optional backends: ``vllm-<method>`` (``--use_vllm true --vllm_mode colocate``)
 and ``liger-<method>`` (``--use_liger_kernel true``) for each method of ``--optional_methods``
-(grpo, ps, vps), each in a fresh process and only when its package imports in a fresh Python
+(grpo, ps, vps; ``tree`` when named: its vLLM path has run nowhere else), each in a fresh process and only when its package imports in a fresh Python
 (``skipped: <why>`` otherwise: the import error, ``--cpu-smoke``, or the time budget).
 ``--optional_only`` runs just those. The before/after held-out evaluation is off
 (``--eval_before_after false``): it is generation only, which the training steps already run.
@@ -96,6 +97,8 @@ OPTIONAL = {
 """Optional backends: ``name → (package that must import, extra psgrpo train flags)``."""
 
 METHODS = ("grpo", "ps", "vps")
+CHOICES = (*METHODS, "tree")
+"""The default sections; ``tree`` on request (``--methods tree``, ``--optional_methods tree``: its vLLM path)."""
 
 
 def find_ranks_file() -> Path:
@@ -293,12 +296,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--cpu-smoke", dest="smoke", action="store_true", help="tiny shapes on CPU (< 1 min)")
     parser.add_argument("--output_dir", default=str(REPO / "outputs" / "gpu_check"))
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=CHOICES)
     parser.add_argument(
         "--optional", nargs="*", default=list(OPTIONAL), choices=list(OPTIONAL), help="optional backends"
     )
     parser.add_argument(
-        "--optional_methods", nargs="+", default=list(METHODS), choices=METHODS, help="methods per backend"
+        "--optional_methods", nargs="+", default=list(METHODS), choices=CHOICES, help="methods per backend"
     )
     parser.add_argument("--optional_only", action="store_true", help="only the optional backends' sections")
     parser.add_argument("--dataset", default=None, help="GSM8K JSONL directory (default: see module doc)")

@@ -145,8 +145,7 @@ def test_every_cell_is_supported_refused_or_marked_for_a_gpu():
         else:  # a refusal is decided when the config is built, so it holds on a GPU row too
             assert statuses <= {"not tested on CPU", "refused"}, option.name
     refused = {(o.name, m) for o in TRL_OPTIONS for m in METHODS if cell(o, m).status == "refused"}
-    vllm = next(o.name for o in TRL_OPTIONS if o.name.startswith("vLLM"))
-    assert refused == {("`scale_rewards='none'`", "ps"), ("`scale_rewards='none'`", "vps"), (vllm, "tree")}
+    assert refused == {("`scale_rewards='none'`", "ps"), ("`scale_rewards='none'`", "vps")}
 
 
 def test_docs_page_embeds_the_current_table():

@@ -110,16 +110,6 @@ REFUSALS: tuple[Refusal, ...] = (
         "`scale_rewards='batch'` or add `reward_norm_momentum`",
     ),
     Refusal(
-        options=("use_vllm", "method"),
-        applies=lambda c: c.method == "tree" and bool(getattr(c, "use_vllm", False)),
-        message=lambda c: (
-            "use_vllm=True cannot be combined with method='tree' yet: tree sampling continues each node's prefix "
-            "with the transformers generation path (psgrpo/tree/sampling.py); the vLLM path (prefixes sent as "
-            "prompts) is not written. Drop --use_vllm, or use method='grpo', 'ps' or 'vps' with vLLM."
-        ),
-        summary="tree: refused, tree sampling runs on the transformers generation path only (not yet vLLM)",
-    ),
-    Refusal(
         options=("use_transformers_continuous_batching", "method"),
         applies=lambda c: (
             c.method == "tree" and bool(getattr(c, "use_transformers_continuous_batching", False))

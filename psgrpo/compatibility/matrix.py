@@ -242,7 +242,9 @@ TRL_OPTIONS: tuple[TrlOption, ...] = (
         "test_train_vllm_importance_sampling_correction",
         gpu="needs vLLM and CUDA. Expected: supported for all methods; the vLLM IS ratio multiplies the per-token "
         "loss after the hooks, GSPO-token and the off-policy mask read vLLM's sampling log-probs as TRL does; "
-        "probes and step scorers run on the training model",
+        "probes and step scorers run on the training model; tree: one vLLM call per level on prompts + prefixes "
+        "(max_tokens set per level, every process sending as many rows), each leaf's sampling log-probs its "
+        "segments' joined (checked on CPU against a scripted stand-in for TRL's vLLM generation only)",
     ),
     TrlOption(
         "`use_liger_kernel=True`",

@@ -12,9 +12,14 @@ not continued: its children are copies of it. Each leaf's inner segment ends are
 the first EOS, exactly what ``GRPOTrainer._generate_single_turn`` returns, so TRL pads them,
 masks them, scores them and computes their log-probabilities as it does its own.
 
-Each level is one call of TRL's own ``_generate_single_turn`` (the transformers path: its
-unwrapping, precision, generation config and EOS handling) on prompts + prefixes, with
-``max_new_tokens`` set for the level. Tokens generated per group, against the G·(mean leaf
+Each level is one call of TRL's own ``_generate_single_turn`` on prompts + prefixes, each row its
+own prompt, with the level's token limit set for the call: on the transformers path (its unwrapping,
+precision, generation config and EOS handling) through ``max_new_tokens``; on the vLLM path
+(``use_vllm``, server or colocate) through the ``max_tokens`` TRL's vLLM generation sends, every
+process sending as many rows (stand-ins fill the difference, as TRL slices vLLM's output by equal
+shares), and each leaf's sampling log-probabilities are its segments' joined, for TRL's vLLM
+importance-sampling correction. The vLLM path is exercised here against a scripted stand-in for
+TRL's vLLM generation only; it has not run on vLLM itself (a CUDA machine: docs/tree.md). Tokens generated per group, against the G·(mean leaf
 length) independent sampling would generate, are logged as ``tree/tokens_generated`` and
 ``tree/token_ratio``.
 """
@@ -40,23 +45,41 @@ class Node:
     tokens: list[int]
     ended: bool = False
     ends: list[int] = field(default_factory=list)  # len(tokens) after each inner level
+    logprobs: list[float] | None = field(default_factory=list)  # sampling log-probs (vLLM), None without
 
 
 @contextmanager
 def max_new_tokens(trainer: Any, n: int) -> Iterator[None]:
-    """TRL's generation config (and the kwargs it writes into the model's) limited to ``n`` new tokens."""
+    """TRL's generation config (and the kwargs it writes into the model's) limited to ``n`` new tokens, and
+    with ``use_vllm`` the ``max_tokens`` TRL's vLLM generation sends (its ``max_completion_length``)."""
     config, kwargs = trainer.generation_config, trainer.generation_kwargs
+    vllm = trainer.vllm_generation if getattr(trainer, "use_vllm", False) else None
     previous = config.max_new_tokens, kwargs.get("max_new_tokens")
+    previous_vllm = vllm.max_completion_length if vllm is not None else None
     config.max_new_tokens, kwargs["max_new_tokens"] = n, n
+    if vllm is not None:
+        vllm.max_completion_length = n
     try:
         yield
     finally:
         config.max_new_tokens, kwargs["max_new_tokens"] = previous
+        if vllm is not None:
+            vllm.max_completion_length = previous_vllm
 
 
 def expand(nodes: list[Node], factor: int) -> list[Node]:
     """Each node's ``factor`` children in order: copies of its tokens (continued later unless it ended)."""
-    return [Node(n.prompt_row, list(n.tokens), n.ended, list(n.ends)) for n in nodes for _ in range(factor)]
+    return [
+        Node(
+            n.prompt_row,
+            list(n.tokens),
+            n.ended,
+            list(n.ends),
+            None if n.logprobs is None else list(n.logprobs),
+        )
+        for n in nodes
+        for _ in range(factor)
+    ]
 
 
 class TreeSamplingMixin:
@@ -83,11 +106,14 @@ class TreeSamplingMixin:
             raise ValueError("method='tree' samples text prompts only; images are not supported yet")
         self.tree_segment_ends = None
         leaves, generated = self._sample_tree(prompt_ids, branching)
-        self._log_tree_tokens(generated, sum(len(leaf) for leaf in leaves), len(leaves) // num_generations)
-        return leaves, None
+        self._log_tree_tokens(
+            generated, sum(len(leaf.tokens) for leaf in leaves), len(leaves) // num_generations
+        )
+        logprobs = [leaf.logprobs for leaf in leaves]
+        return [leaf.tokens for leaf in leaves], (None if any(lp is None for lp in logprobs) else logprobs)
 
-    def _sample_tree(self, prompt_ids: list[list[int]], branching: list[int]) -> tuple[list[list[int]], int]:
-        """The leaves (B token lists, depth-first per group) and the number of tokens generated for them."""
+    def _sample_tree(self, prompt_ids: list[list[int]], branching: list[int]) -> tuple[list[Node], int]:
+        """The leaves (B nodes, depth-first per group) and the number of tokens generated for them."""
         group = math.prod(branching)
         if len(prompt_ids) % group:
             raise ValueError(
@@ -114,7 +140,7 @@ class TreeSamplingMixin:
                 for node in nodes:
                     node.ends.append(len(node.tokens))
         self.tree_segment_ends = [n.ends for n in nodes]
-        return [n.tokens for n in nodes], generated
+        return nodes, generated
 
     def _continue(
         self, nodes: list[Node], prompt_ids: list[list[int]], budgets: list[int], cut_at_line: bool = False
@@ -123,24 +149,31 @@ class TreeSamplingMixin:
         tokens generated (those discarded by a line cut or a budget included).
 
         Every process calls TRL's generation the same number of times, with the same ``max_new_tokens`` (a
-        collective under ZeRO-3 / FSDP): one with no open node generates for a stand-in row and drops it.
+        collective under ZeRO-3 / FSDP): one with no open node generates for a stand-in row and drops it. With
+        vLLM every process also sends the same number of rows (TRL gathers them and hands back equal shares).
         """
         call_budget = max_over_processes(max(budgets, default=0), self.accelerator)
         if call_budget == 0:
             return 0
-        prompts = [prompt_ids[n.prompt_row] + n.tokens for n in nodes] or [prompt_ids[0]]
+        prompts = [prompt_ids[n.prompt_row] + n.tokens for n in nodes]
+        rows = max_over_processes(len(prompts), self.accelerator) if getattr(self, "use_vllm", False) else 1
+        prompts += [prompt_ids[0]] * max(rows - len(prompts), 0)  # stand-ins, dropped below
         with max_new_tokens(self, call_budget):
-            segments, _ = super()._generate_single_turn(prompts, None, {}, len(prompts))
+            # num_generations 1: every row is its own prompt (TRL's vLLM server path samples n per unique prompt)
+            segments, logprobs = super()._generate_single_turn(prompts, None, {}, 1)
         added = 0
-        for node, tokens, budget in zip(
-            nodes, segments, budgets, strict=False
-        ):  # the stand-in row is dropped
+        for i, (node, budget) in enumerate(zip(nodes, budgets, strict=False)):  # stand-ins dropped
+            tokens = segments[i]
             added += len(tokens)
-            tokens = tokens[:budget]  # a node nearer the length limit than the call's budget
-            node.ended = len(tokens) < budget or (bool(tokens) and tokens[-1] in self.eos_token_ids)
+            keep = min(len(tokens), budget)  # a node nearer the length limit than the call's budget
+            node.ended = keep < budget or (keep > 0 and tokens[keep - 1] in self.eos_token_ids)
             if cut_at_line and not node.ended:
-                tokens = tokens[: self._last_line_end(tokens) or len(tokens)]
-            node.tokens += tokens
+                keep = self._last_line_end(tokens[:keep]) or keep
+            node.tokens += tokens[:keep]
+            if logprobs is None or node.logprobs is None:
+                node.logprobs = None
+            else:
+                node.logprobs += logprobs[i][:keep]
         return added
 
     def _last_line_end(self, tokens: list[int]) -> int | None:

@@ -16,25 +16,38 @@ EOS = 99
 class ScriptedGeneration:
     """Stands in for ``GRPOTrainer._generate_single_turn``: each row gets fresh, unique tokens up to the budget.
 
-    ``stop`` maps (call number, row) to a row that ends early: two tokens then EOS.
+    ``stop`` maps (call number, row) to a row that ends early: two tokens then EOS. With ``use_vllm`` it plays
+    TRL's vLLM path: the budget is the vLLM generation's ``max_completion_length`` (the ``max_tokens`` it
+    sends) and every token comes with a log-prob (:func:`logprob`).
     """
 
+    use_vllm = False
+
     def __init__(self, stop: set[tuple[int, int]] = frozenset()) -> None:
-        self.stop, self.calls, self.next_token = stop, [], 100
+        self.stop, self.calls, self.next_token, self.num_generations_seen = stop, [], 100, []
 
     def _generate_single_turn(
         self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False
     ):
-        budget = self.generation_config.max_new_tokens
+        if self.use_vllm:
+            budget = self.vllm_generation.max_completion_length
+        else:
+            budget = self.generation_config.max_new_tokens
         call = len(self.calls)
         self.calls.append(([list(p) for p in prompt_ids], budget))
+        self.num_generations_seen.append(num_generations)
         completions = []
         for row in range(len(prompt_ids)):
             length = 2 if (call, row) in self.stop else budget
             tokens = list(range(self.next_token, self.next_token + length))
             self.next_token += length
             completions.append([*tokens, EOS] if (call, row) in self.stop else tokens)
-        return completions, None
+        return completions, ([[logprob(t) for t in c] for c in completions] if self.use_vllm else None)
+
+
+def logprob(token: int) -> float:
+    """The scripted vLLM's sampling log-prob of a token."""
+    return -token / 1000
 
 
 class NewlineEveryFourth:
@@ -183,3 +196,56 @@ def test_a_group_must_be_whole_and_share_one_prompt():
         Sampler([2, 2], segment=3).sample([PROMPT_A] * 6, 4)
     with pytest.raises(ValueError, match="rows of a group to share a prompt"):
         Sampler([2, 2], segment=3).sample([PROMPT_A] * 3 + [PROMPT_B], 4)
+
+
+class ScriptedVllm:
+    """Stands in for TRL's ``VLLMGeneration``: ``max_completion_length`` is the ``max_tokens`` it would send."""
+
+    def __init__(self, limit: int) -> None:
+        self.max_completion_length = limit
+
+
+def other_process_has(sampler: Sampler, rows: int) -> None:
+    """A second process whose calls have ``rows`` open rows (what ``max_over_processes`` gathers)."""
+    sampler.accelerator.num_processes = 2
+    sampler.accelerator.gather = lambda t: (
+        torch.cat([t, torch.full_like(t, rows)]) if t.dtype == torch.long else t
+    )
+
+
+def vllm_sampler(*args, **kwargs) -> Sampler:
+    sampler = Sampler(*args, **kwargs)
+    sampler.use_vllm = True
+    sampler.vllm_generation = ScriptedVllm(sampler.max_completion_length)
+    return sampler
+
+
+def test_vllm_path_sets_max_tokens_per_level_and_joins_each_leafs_log_probs():
+    sampler = vllm_sampler([2, 2], segment=3, limit=10, stop={(1, 0)})
+    leaves, logprobs = sampler.sample([PROMPT_A] * 4, 4)
+    assert [budget for _, budget in sampler.calls] == [3, 7]  # the vLLM limit, per level
+    assert sampler.num_generations_seen == [
+        1,
+        1,
+    ]  # every row its own prompt (the server samples n per prompt)
+    assert logprobs == [[logprob(t) for t in leaf] for leaf in leaves]  # segments joined, cut with the tokens
+    assert leaves[0][-1] == EOS and len(leaves[0]) == 6 and all(len(leaf) == 10 for leaf in leaves[1:])
+    assert sampler.vllm_generation.max_completion_length == 10  # TRL's limit again afterwards
+
+
+def test_vllm_path_sends_as_many_rows_as_the_busiest_process():
+    """TRL's vLLM generation hands each process an equal share of the gathered rows: stand-ins fill the gap."""
+    sampler = vllm_sampler([2, 2], segment=3, limit=10)
+    other_process_has(sampler, 6)
+    leaves, logprobs = sampler.sample([PROMPT_A] * 4, 4)
+    assert [len(prompts) for prompts, _ in sampler.calls] == [6, 6]
+    assert [budget for _, budget in sampler.calls] == [6, 7]  # the other process's budget is larger
+    assert [len(leaf) for leaf in leaves] == [10] * 4  # stand-ins dropped, each node cut to its own budget
+    assert leaves[0][:3] == leaves[1][:3] and logprobs == [[logprob(t) for t in leaf] for leaf in leaves]
+
+
+def test_the_transformers_path_returns_no_log_probs_and_pads_no_rows():
+    sampler = Sampler([2, 2], segment=3, limit=10)
+    other_process_has(sampler, 6)
+    leaves, logprobs = sampler.sample([PROMPT_A] * 4, 4)
+    assert logprobs is None and [len(prompts) for prompts, _ in sampler.calls] == [2, 4]

@@ -175,9 +175,10 @@ def test_defaults_and_what_tree_accepts(tmp_path):
     ProcessGRPOConfig(**tiny_run_args(tmp_path), method="grpo", tree_branching=[3, 3])
 
 
-def test_vllm_is_refused_naming_both_options(tmp_path):
-    with pytest.raises(ValueError, match=r"use_vllm=True cannot be combined with method='tree' yet"):
-        ProcessGRPOConfig(**tiny_run_args(tmp_path), method="tree", use_vllm=True)
+def test_vllm_is_accepted_for_tree(tmp_path):
+    """Tree sampling has a vLLM path, checked against a scripted stand-in in tests/tree/test_sampling.py."""
+    config = ProcessGRPOConfig(**tiny_run_args(tmp_path), method="tree", use_vllm=True)
+    assert config.use_vllm and config.method == "tree"
 
 
 def test_a_bad_branching_is_one_line_from_the_command(monkeypatch, capsys):
