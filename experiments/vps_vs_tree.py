@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for k in range(len(args.tree_branching) - 1)
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    record = {"args": {k: str(v) for k, v in vars(args).items()}, "report": report}
+    record = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "report": report}
     args.output.write_text(json.dumps(record | {"nodes": [asdict(n) for n in nodes]}, indent=1))
     print(markdown(report))
     return report
