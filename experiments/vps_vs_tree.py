@@ -2,6 +2,7 @@
 
     python experiments/vps_vs_tree.py [--config arith-hard] [--prompts 256] [--tree_branching 2 2 2]
         [--tree_segment_tokens 40] [--seed 0] [--output outputs/vps-vs-tree.json]
+    python experiments/vps_vs_tree.py --from_json outputs/vps-vs-tree.json   # the tables again, no sampling
 
 One policy (the recipe's starting checkpoint, never updated: ``learning_rate`` 0) samples every prompt's
 group as a tree, exactly as ``psgrpo train --method tree`` does. Each inner node of the tree (levels
@@ -18,10 +19,11 @@ group as a tree, exactly as ``psgrpo train --method tree`` does. Each inner node
 
 Each node is counted once (its leaves share the segment). Reported per level and over all inner
 levels (pairs within one level only: ΔC and ΔV have other scales at other depths): the AUC of ΔC
-for ranking nodes with ΔV < 0 below nodes with ΔV > 0 (nodes with ΔV = 0 are left out), the AUC of
-ΔC and of ΔV against the verifier's labels (wrong below right), each ± 1.96 standard errors (Hanley
-& McNeil), and the share of nodes with ΔV ≠ 0. AUC 0.5 is chance; ties count ½
-(:func:`signal_quality`). The JSON output keeps every node, to reanalyse without sampling again.
+for ranking nodes with ΔV < 0 below nodes with ΔV > 0 (nodes with ΔV = 0, up to float rounding,
+are left out), the AUC of ΔC and of ΔV against the verifier's labels (wrong below right), each ±
+1.96 standard errors (Hanley & McNeil), and the share of nodes with ΔV ≠ 0. AUC 0.5 is chance;
+ties count ½ (:func:`signal_quality`). The JSON output keeps every node, to reanalyse without
+sampling again (``--from_json``).
 
 The last level is left out: its segment ends with the answer, where C is trivially the answer's
 probability and ΔV is the leaf's own reward against its parent's.
@@ -62,6 +64,16 @@ class Node:
     wrong: bool | None  # the verifier's label of the node's segment; None: no judged step result in it
 
 
+GAIN_TOLERANCE = 1e-6
+"""|ΔV| at or below this (reward units) counts as 0: the means of equal rewards over 2, 4 or 8 leaves differ
+by float rounding (about 6e-8), which is no gain and must neither pick a sign nor break a tie."""
+
+
+def gain(node: Node) -> float:
+    """The node's ΔV with float rounding set to 0 (:data:`GAIN_TOLERANCE`)."""
+    return 0.0 if abs(node.delta_v) <= GAIN_TOLERANCE else node.delta_v
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -76,7 +88,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--prompts_per_batch", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=Path("outputs/vps-vs-tree.json"))
+    parser.add_argument(
+        "--from_json",
+        type=Path,
+        default=None,
+        help="summarise the nodes kept in an earlier run's JSON output instead of sampling (no model loaded)",
+    )
     args = parser.parse_args(argv)
+    if args.from_json is not None and not args.from_json.is_file():
+        parser.error(f"--from_json {args.from_json}: no such file (an output of this script is expected)")
     if args.prompts < 1 or args.prompts % args.prompts_per_batch:
         parser.error(f"--prompts {args.prompts} must be a positive multiple of --prompts_per_batch")
     return args
@@ -194,7 +214,9 @@ def auc(scores: list[float], wrong: list[bool]) -> tuple[float, float]:
     return a, math.sqrt(max(var, 0.0))
 
 
-def within_levels_auc(nodes: list[Node], score: str, wrong: Callable[[Node], bool]) -> tuple[float, float]:
+def within_levels_auc(
+    nodes: list[Node], score: str | Callable[[Node], float], wrong: Callable[[Node], bool]
+) -> tuple[float, float]:
     """The AUC over pairs of nodes of the same level only (each level's AUC weighted by its number of pairs),
     and its standard error: pooling levels would compare a level-0 node with a level-1 one, whose ΔC and ΔV
     have different scales."""
@@ -202,7 +224,7 @@ def within_levels_auc(nodes: list[Node], score: str, wrong: Callable[[Node], boo
     for level in sorted({n.level for n in nodes}):
         at = [n for n in nodes if n.level == level]
         flags = [wrong(n) for n in at]
-        a, se = auc([getattr(n, score) for n in at], flags)
+        a, se = auc([score(n) if callable(score) else getattr(n, score) for n in at], flags)
         w = sum(flags) * (len(flags) - sum(flags))
         if w:
             weighted, variance, pairs = weighted + w * a, variance + (w * se) ** 2, pairs + w
@@ -211,7 +233,7 @@ def within_levels_auc(nodes: list[Node], score: str, wrong: Callable[[Node], boo
 
 def summarize(nodes: list[Node]) -> dict[str, Any]:
     """The AUCs of :data:`__doc__` over ``nodes`` (within levels), each with its standard error."""
-    moved = [n for n in nodes if n.delta_v != 0]
+    moved = [n for n in nodes if gain(n) != 0]
     labelled = [n for n in nodes if n.wrong is not None]
     report: dict[str, Any] = {
         "nodes": len(nodes),
@@ -220,9 +242,9 @@ def summarize(nodes: list[Node]) -> dict[str, Any]:
         "mean_dc": sum(n.delta_c for n in nodes) / len(nodes) if nodes else float("nan"),
     }
     for key, subset, score, wrong in (
-        ("auc_dc_vs_dv_sign", moved, "delta_c", lambda n: n.delta_v < 0),
+        ("auc_dc_vs_dv_sign", moved, "delta_c", lambda n: gain(n) < 0),
         ("auc_dc_vs_verifier", labelled, "delta_c", lambda n: bool(n.wrong)),
-        ("auc_dv_vs_verifier", labelled, "delta_v", lambda n: bool(n.wrong)),
+        ("auc_dv_vs_verifier", labelled, gain, lambda n: bool(n.wrong)),
     ):
         report[key], report[key + "_se"] = within_levels_auc(subset, score, wrong)
     return report
@@ -245,8 +267,21 @@ def markdown(report: dict[str, dict[str, Any]]) -> str:
     return "\n".join([head, *rows])
 
 
+def report_by_level(nodes: list[Node], depth: int) -> dict[str, dict[str, Any]]:
+    """:func:`summarize` over all inner levels, then per level 0..depth − 2."""
+    return {"inner levels": summarize(nodes)} | {
+        f"level {k}": summarize([n for n in nodes if n.level == k]) for k in range(depth - 1)
+    }
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.from_json is not None:
+        record = json.loads(args.from_json.read_text())
+        nodes = [Node(**n) for n in record["nodes"]]
+        report = report_by_level(nodes, len(record["args"]["tree_branching"]))
+        print(markdown(report))
+        return report
     trainer, batches = build_trainer(args, args.output.parent / (args.output.stem + "-run"))
     trainer.train()
     model = trainer.model.eval()
@@ -255,12 +290,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for b in batches
         for n in batch_nodes(model, trainer.processing_class, trainer.args, b, args.tree_branching)
     ]
-    report = {"inner levels": summarize(nodes)} | {
-        f"level {k}": summarize([n for n in nodes if n.level == k])
-        for k in range(len(args.tree_branching) - 1)
-    }
+    report = report_by_level(nodes, len(args.tree_branching))
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    record = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "report": report}
+    record = {
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "report": report,
+    }
     args.output.write_text(json.dumps(record | {"nodes": [asdict(n) for n in nodes]}, indent=1))
     print(markdown(report))
     return report

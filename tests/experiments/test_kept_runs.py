@@ -2,7 +2,7 @@
 
 ``psgrpo compare --report_only true`` trains nothing: it reads each finished run and refuses one
 made with other settings than the command's. A change to a recipe or to how compare resolves
-settings can therefore orphan every kept run; these tests redraw two of them (reading 35 runs'
+settings can therefore orphan every kept run; these tests redraw three of them (reading 50 runs'
 ``metrics.jsonl``, no model) and check the figures of the published tables.
 """
 
@@ -83,6 +83,22 @@ def test_the_demo_default_redraws_with_the_recipe_its_runs_trained_with(tmp_path
     assert accuracies(out / "curves.csv") == accuracies(RUNS / "demo-default" / "curves.csv")
     table = (out / "compare.md").read_text()
     assert "| ps-ref-bin | 5 | 0.460 | 0.641 ± 0.011 |" in table
+
+
+def test_tree_on_arith_hard_redraws_and_its_preregistered_test_holds(tmp_path):
+    """experiments/runs/tree-hard: the primary report (grpo and tree only) and the report with ps-ref-bin."""
+    flags = ["--config", "configs/arith_hard.yaml", "--max_steps", "60", "--eval_every", "30",
+             "--max_eval_examples", "1000", "--eval_batch_size", "250", "--save_strategy", "no",
+             "--report_to", "none", "--diagnostics", "true", "--seeds", "0", "1", "2", "3", "4",
+             "--arms", "grpo=--method grpo", "tree=--method tree --tree_segment_tokens 40"]  # fmt: skip
+    out = redraw("tree-hard", tmp_path, flags)
+    assert accuracies(out / "curves.csv") == accuracies(RUNS / "tree-hard" / "curves.csv")
+    # the pre-registered test: the paired step-60 difference, 95 % t interval, entirely below 0
+    assert (
+        "| tree | 5 | 0.206 | 0.225 ± 0.029 | -0.015 [-0.028, -0.003] * |" in (out / "compare.md").read_text()
+    )
+    compare([*flags, BIN, "--output_dir", str(out), "--report_only", "true"])
+    assert accuracies(out / "curves.csv") == accuracies(RUNS / "tree-hard" / "with-ps" / "curves.csv")
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in RUNS.iterdir() if (p / "runs").is_dir()))
