@@ -1,7 +1,7 @@
 """Tokens generated per group and step time of ``--method tree`` against ``grpo`` at the same G, on the embedded default.
 
     python benchmarks/bench_tree_tokens.py [--steps 5] [--rounds 2] [--batch 32] [--tree_branching 2 2 2]
-        [--tree_segment_tokens S] [--tree_boundaries tokens|lines]
+        [--tree_segment_tokens S] [--tree_boundaries tokens|lines|entropy]
 
 Each round trains ``grpo`` and ``tree`` for ``--steps`` steps from the embedded checkpoint with the
 demo recipe (G = 8, completions up to 128 tokens) and ``--batch`` completions per step, each run in
@@ -17,10 +17,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
+from typing import get_args
 
 import torch
 from _common import logged_medians, markdown_table, recipe_configs, run_isolated
 
+from psgrpo.config.options import TreeBoundaries
 from psgrpo.data.tasks import load_task_split
 from psgrpo.loading import load_model_and_tokenizer
 from psgrpo.trainer import ProcessGRPOTrainer
@@ -68,7 +70,7 @@ def main() -> None:
         "--tree_segment_tokens", type=int, default=None, help="default: 128 // (2·(levels − 1))"
     )
     parser.add_argument(
-        "--tree_boundaries", choices=["tokens", "lines"], default=None, help="default: tokens"
+        "--tree_boundaries", choices=get_args(TreeBoundaries), default=None, help="default: tokens"
     )
     cli = parser.parse_args()
     tree = {

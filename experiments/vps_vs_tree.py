@@ -38,10 +38,11 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import torch
 
+from psgrpo.config.options import TreeBoundaries
 from psgrpo.config.parsing import layer_config_files, resolve_config
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.tasks import TaskConfig, load_task_split
@@ -84,7 +85,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--tree_branching", type=int, nargs="+", default=[2, 2, 2])
     parser.add_argument("--tree_segment_tokens", type=int, default=40)
-    parser.add_argument("--tree_boundaries", choices=["tokens", "lines"], default="tokens")
+    parser.add_argument("--tree_boundaries", choices=get_args(TreeBoundaries), default="tokens")
     parser.add_argument("--prompts_per_batch", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=Path("outputs/vps-vs-tree.json"))

@@ -49,7 +49,7 @@ ScorerErrorPolicy = Literal["raise", "outcome"]
 VpsBoundaries = Literal["entropy", "markers"]
 """Where GRPO-VPS segments end: high-entropy tokens, or the PS segmenter's step ends."""
 
-TreeBoundaries = Literal["tokens", "lines"]
+TreeBoundaries = Literal["tokens", "lines", "entropy"]
 """Where ``tree`` branches: after every S tokens, or at the last line end within them (docs/tree.md)."""
 
 VpsProbe = Literal["answer", "gold_suffix"]

@@ -45,7 +45,10 @@ class TreeOptions:
             "tokens of each inner level, wherever that falls; 'lines': each inner level is cut back to the last "
             "line end within its tree_segment_tokens tokens, so branch points fall between reasoning steps (the "
             "tokens after it are generated and discarded, counted in tree/tokens_generated; a segment without a "
-            "line end keeps its tokens). With 'lines', set tree_segment_tokens above your longest step line."
+            "line end keeps its tokens). With 'lines', set tree_segment_tokens above your longest step line. "
+            "'entropy': each inner level is cut back to just before its highest-entropy token in the second half "
+            "of its tree_segment_tokens tokens, so children fork where the policy is least sure (TreeRL's "
+            "entropy-guided forking; one extra forward pass per inner level to measure the entropies)."
         },
     )
     tree_outcome_weight: float = field(

@@ -5,7 +5,9 @@ b_0 roots of at most S tokens; every node of level k < D − 1 then gets b_{k+1}
 continuing prompt + the node's tokens for at most S more (the last level: up to
 ``max_completion_length`` in all, or EOS). With ``--tree_boundaries lines`` each inner node is cut
 back to the last line end within its S new tokens (the rest is discarded), so branch points fall
-between reasoning steps. A node that ended (EOS, or fewer tokens than asked: another stop rule) is
+between reasoning steps; with ``entropy`` it is cut back to just before its highest-entropy token in
+the second half of the S (:func:`entropy_cut`; the entropies from one forward pass of the policy per
+level), so the children fork where the policy is least sure, as TreeRL forks. A node that ended (EOS, or fewer tokens than asked: another stop rule) is
 not continued: its children are copies of it. Each leaf's inner segment ends are kept
 (``tree_segment_ends``) for the ``tree`` signal. The leaves, in depth-first order
 (:mod:`psgrpo.tree.values`), are returned to TRL as ordinary completions: token lists cut after
@@ -27,7 +29,7 @@ length) independent sampling would generate, are logged as ``tree/tokens_generat
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +48,24 @@ class Node:
     ended: bool = False
     ends: list[int] = field(default_factory=list)  # len(tokens) after each inner level
     logprobs: list[float] | None = field(default_factory=list)  # sampling log-probs (vLLM), None without
+
+
+def entropy_cut(entropies: Sequence[float]) -> int:
+    """Where to cut a segment of S = ``len(entropies)`` new tokens: before its highest-entropy token among
+    positions ⌈S/2⌉ … S − 1, so that a segment keeps at least half its tokens (the first of equal maxima).
+
+    Args:
+        entropies: (S,) the sampling distribution's entropy at each new token, in nats (token i's
+            distribution, given the context and tokens 0 … i − 1).
+
+    Returns:
+        The number of tokens to keep, in [⌈S/2⌉, S − 1]; S (no cut) when S < 2.
+    """
+    size = len(entropies)
+    if size < 2:
+        return size
+    window = range((size + 1) // 2, size)
+    return max(window, key=lambda i: (entropies[i], -i))
 
 
 @contextmanager
@@ -127,7 +147,7 @@ class TreeSamplingMixin:
                     f"tree sampling needs the {group} rows of a group to share a prompt (row {first})"
                 )
         segment, limit = self.args.tree_segment_tokens, self.max_completion_length
-        lines = getattr(self.args, "tree_boundaries", "tokens") == "lines"
+        boundaries = getattr(self.args, "tree_boundaries", "tokens")
         nodes = [Node(first, []) for first in firsts]  # one (empty) node per prompt: the tree's top
         generated = 0
         for level, factor in enumerate(branching):
@@ -135,7 +155,9 @@ class TreeSamplingMixin:
             inner = level < len(branching) - 1
             open_nodes = [n for n in nodes if not n.ended]
             budgets = [segment if inner else limit - len(n.tokens) for n in open_nodes]
-            generated += self._continue(open_nodes, prompt_ids, budgets, cut_at_line=lines and inner)
+            generated += self._continue(
+                open_nodes, prompt_ids, budgets, cut=boundaries if inner else "tokens"
+            )
             if inner:
                 for node in nodes:
                     node.ends.append(len(node.tokens))
@@ -143,10 +165,11 @@ class TreeSamplingMixin:
         return nodes, generated
 
     def _continue(
-        self, nodes: list[Node], prompt_ids: list[list[int]], budgets: list[int], cut_at_line: bool = False
+        self, nodes: list[Node], prompt_ids: list[list[int]], budgets: list[int], cut: str = "tokens"
     ) -> int:
-        """Extend each node by up to its budget of sampled tokens (one batched TRL generation); returns the
-        tokens generated (those discarded by a line cut or a budget included).
+        """Extend each node by up to its budget of sampled tokens (one batched TRL generation), cut back as
+        ``cut`` says ('tokens': not at all, 'lines', 'entropy'); returns the tokens generated (those discarded
+        by a cut or a budget included).
 
         Every process calls TRL's generation the same number of times, with the same ``max_new_tokens`` (a
         collective under ZeRO-3 / FSDP): one with no open node generates for a stand-in row and drops it. With
@@ -162,19 +185,62 @@ class TreeSamplingMixin:
             # num_generations 1: every row is its own prompt (TRL's vLLM server path samples n per unique prompt)
             segments, logprobs = super()._generate_single_turn(prompts, None, {}, 1)
         added = 0
+        kept = []
         for i, (node, budget) in enumerate(zip(nodes, budgets, strict=False)):  # stand-ins dropped
             tokens = segments[i]
             added += len(tokens)
             keep = min(len(tokens), budget)  # a node nearer the length limit than the call's budget
             node.ended = keep < budget or (keep > 0 and tokens[keep - 1] in self.eos_token_ids)
-            if cut_at_line and not node.ended:
+            if cut == "lines" and not node.ended:
                 keep = self._last_line_end(tokens[:keep]) or keep
-            node.tokens += tokens[:keep]
+            kept.append(keep)
+        if cut == "entropy":  # every process measures once, open nodes or not
+            open_rows = [i for i, node in enumerate(nodes) if not node.ended]
+            entropies = self._segment_entropies(
+                [prompts[i] for i in open_rows], [segments[i][: kept[i]] for i in open_rows]
+            )
+            for i, row_entropies in zip(open_rows, entropies, strict=True):
+                kept[i] = entropy_cut(row_entropies)
+        for i, (node, keep) in enumerate(zip(nodes, kept, strict=True)):
+            node.tokens += segments[i][:keep]
             if logprobs is None or node.logprobs is None:
                 node.logprobs = None
             else:
                 node.logprobs += logprobs[i][:keep]
         return added
+
+    def _segment_entropies(self, contexts: list[list[int]], segments: list[list[int]]) -> list[list[float]]:
+        """The policy's sampling entropy (nats, at TRL's temperature) at each token of each segment given its
+        context (prompt + prefix): one forward pass through TRL's own log-prob and entropy computation.
+
+        Every process runs exactly one forward with as many rows as the busiest one (stand-in rows fill the
+        difference), so sharded models (ZeRO-3 / FSDP) see the same collectives on each.
+
+        Args:
+            contexts: one token list per row (left-padded here).
+            segments: one token list per row, the tokens whose entropies are wanted (right-padded here).
+
+        Returns:
+            One list per row, ``len(segments[i])`` entropies.
+        """
+        rows = max_over_processes(max(len(contexts), 1), self.accelerator)
+        width = max_over_processes(max(max((len(t) for t in segments), default=0), 1), self.accelerator)
+        pad = self._tokenizer.pad_token_id
+        contexts = contexts + [[pad]] * (rows - len(contexts))
+        padded = segments + [[]] * (rows - len(segments))
+        context_width = max(len(c) for c in contexts)
+        device = self.accelerator.device
+        ids = torch.full((rows, context_width + width), pad, dtype=torch.long, device=device)
+        mask = torch.zeros_like(ids)
+        for row, (context, segment) in enumerate(zip(contexts, padded, strict=True)):
+            start = context_width - len(context)
+            ids[row, start : context_width + len(segment)] = torch.tensor(context + segment, device=device)
+            mask[row, start : context_width + len(segment)] = 1
+        with torch.no_grad():
+            _, entropies, *_ = self._get_per_token_logps_and_entropies(
+                self.model, ids, mask, width, batch_size=rows, compute_entropy=True
+            )  # (rows, width)
+        return [entropies[row, : len(segment)].tolist() for row, segment in enumerate(segments)]
 
     def _last_line_end(self, tokens: list[int]) -> int | None:
         """The largest i such that ``tokens[:i]`` decodes to text ending in a newline, or None."""

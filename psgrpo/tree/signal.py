@@ -60,7 +60,7 @@ class TreeSignal:
             ``_last_rewards_per_func``).
         reward_weights: (F,) TRL's reward weights.
         sampled_ends: returns (and forgets) the inner segment ends tree sampling recorded for the local rows of
-            the batch it sampled (``tree_boundaries='lines'`` needs them; 'tokens' recomputes them from S).
+            the batch it sampled (``tree_boundaries`` 'lines' and 'entropy' need them; 'tokens' recomputes them from S).
     """
 
     def __init__(
@@ -117,12 +117,12 @@ class TreeSignal:
         )
 
     def segment_ends(self, lengths: list[int], branching: list[int]) -> list[list[int]]:
-        """Each local row's D − 1 inner segment ends: as sampling cut them ('lines'), or every S tokens."""
+        """Each local row's D − 1 inner segment ends: as sampling cut them ('lines', 'entropy'), or every S tokens."""
         sampled = self.sampled_ends()
-        if self.config.tree_boundaries == "lines" and len(branching) > 1:
+        if self.config.tree_boundaries != "tokens" and len(branching) > 1:
             if sampled is None or len(sampled) != len(lengths):
                 raise RuntimeError(
-                    f"tree_boundaries='lines' needs the segment ends tree sampling recorded for these "
+                    f"tree_boundaries={self.config.tree_boundaries!r} needs the segment ends tree sampling recorded for these "
                     f"{len(lengths)} completions (got {None if sampled is None else len(sampled)}): the batch "
                     "was not sampled as a tree by this trainer"
                 )

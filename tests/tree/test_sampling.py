@@ -7,8 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
-from psgrpo.tree.sampling import TreeSamplingMixin
+from psgrpo.tree.sampling import TreeSamplingMixin, entropy_cut
 
 EOS = 99
 
@@ -174,6 +176,53 @@ def test_lines_keep_a_segment_with_no_line_end():
     assert leaves[2][:2] == [104, 121]  # 104, 105, 106 cut after 104; its children continue from there
     assert [len(leaf) for leaf in leaves] == [8] * 4
     assert sampler.take_tree_segment_ends() == [[3], [3], [1], [1]]
+
+
+@given(st.lists(st.floats(0.0, 10.0), max_size=40))
+def test_entropy_cut_keeps_at_least_half_and_forks_at_the_highest_entropy(entropies):
+    keep = entropy_cut(entropies)
+    size = len(entropies)
+    if size < 2:
+        assert keep == size
+        return
+    assert (size + 1) // 2 <= keep <= size - 1
+    window = entropies[(size + 1) // 2 :]
+    assert entropies[keep] == max(window) and entropies.index(max(window), (size + 1) // 2) == keep
+
+
+class EntropySampler(Sampler):
+    """Scripted entropies: token id t is sampled at entropy ``t % 7`` (so the cut is known in advance)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, boundaries="entropy", **kwargs)
+        self.measured = []
+
+    def _segment_entropies(self, contexts, segments):
+        self.measured.append(([list(c) for c in contexts], [list(t) for t in segments]))
+        return [[float(t % 7) for t in segment] for segment in segments]
+
+
+def test_entropy_cuts_each_inner_node_before_its_highest_entropy_token():
+    """S = 6: roots 100..105 and 106..111; in the second half (positions 3..5) the entropies are 103 % 7 = 5,
+    104 % 7 = 6, 105 % 7 = 0 and 109 % 7 = 4, 110 % 7 = 5, 111 % 7 = 6: cut before 104 and before 111."""
+    sampler = EntropySampler([2, 2], segment=6, limit=12)
+    leaves, _ = sampler.sample([PROMPT_A] * 4, 4)
+    assert leaves[0][:4] == leaves[1][:4] == [100, 101, 102, 103] and leaves[0][4] != 104
+    assert leaves[2][:5] == leaves[3][:5] == [106, 107, 108, 109, 110] and leaves[2][5] != 111
+    assert sampler.take_tree_segment_ends() == [[4], [4], [5], [5]]
+    # one measurement, of the inner level only, with each root's prompt as context
+    assert sampler.measured == [([PROMPT_A, PROMPT_A], [list(range(100, 106)), list(range(106, 112))])]
+    assert [len(leaf) for leaf in leaves] == [12] * 4
+    assert sampler._metrics["train"]["tree/tokens_generated"] == [12 + 4 * 8]  # discarded tokens counted
+
+
+def test_entropy_leaves_an_ended_node_uncut_and_still_measures_once():
+    """Root 1 stops with EOS after two tokens: it is not cut and not measured; the open root is."""
+    sampler = EntropySampler([2, 2], segment=6, limit=12, stop={(0, 1)})
+    leaves, _ = sampler.sample([PROMPT_A] * 4, 4)
+    assert leaves[2] == leaves[3] == [106, 107, EOS]
+    assert [segments for _, segments in sampler.measured] == [[list(range(100, 106))]]
+    assert sampler.take_tree_segment_ends()[2:] == [[3], [3]]
 
 
 @pytest.mark.parametrize(

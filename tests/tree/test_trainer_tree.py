@@ -71,7 +71,7 @@ def test_one_level_tree_is_grpo_exactly(tmp_path, char_tokenizer):
         assert torch.equal(value, theirs[name]), name
 
 
-@pytest.mark.parametrize("boundaries", ["tokens", "lines"])
+@pytest.mark.parametrize("boundaries", ["tokens", "lines", "entropy"])
 def test_tree_training_step_gives_each_segment_its_value_gain(tmp_path, char_tokenizer, boundaries):
     """[2, 2], 4-token segments (or cut back to a line end): leaves share their root's tokens, and the tokens of
     segment k get ΔV_k / σ."""
@@ -94,6 +94,8 @@ def test_tree_training_step_gives_each_segment_its_value_gain(tmp_path, char_tok
         assert leaf[:end] == leaves[sibling][:end] and ends[sibling] == end  # siblings share their root
         if boundaries == "tokens":
             assert end == min(4, len(leaf))
+        elif boundaries == "entropy":  # before the highest-entropy token of positions 2, 3, or uncut if ended
+            assert end in (2, 3) or end == len(leaf) < 4
         else:
             root = char_tokenizer.decode(leaf[:end])
             assert end <= 4 and (root.endswith("\n") or end == min(4, len(leaf)) and "\n" not in root)
@@ -111,8 +113,38 @@ def test_tree_training_step_gives_each_segment_its_value_gain(tmp_path, char_tok
             assert out["advantages"][row, t].item() == pytest.approx(gain, abs=1e-5)
         assert (out["advantages"][row, len(leaves[row]) :] == 0).all()
     log = trainer.state.log_history[0]
-    assert 0 < log["tree/token_ratio"] < 1 and log["tree/tokens_generated"] > 0
+    # ≤ 1: a cut root saves fewer tokens (with entropy cuts at 2 of 4 tokens, 8 + 4 × 14 = 64 = 4 leaves × 16)
+    assert 0 < log["tree/token_ratio"] <= 1 and log["tree/tokens_generated"] > 0
     assert math.isfinite(log["loss"]) and log["tree/depth"] == 2
+
+
+def test_segment_entropies_are_the_policys_at_each_new_token(tmp_path, char_tokenizer):
+    """``_segment_entropies`` on rows of different context and segment lengths equals a plain forward of each row
+    alone: the entropy of softmax(logits / temperature) predicting each segment token."""
+    args = ProcessGRPOConfig(
+        **tiny_run_args(tmp_path, max_completion_length=16, bf16=False, temperature=0.7),
+        method="tree",
+        tree_branching=[2, 2],
+        tree_segment_tokens=4,
+        tree_boundaries="entropy",
+    )
+    model_dir = save_tiny_model(tmp_path / "init", char_tokenizer)
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    trainer = ProcessGRPOTrainer(
+        model=model, reward_funcs=REWARDS, args=args, train_dataset=make_arith_dataset("train", n=8),
+        processing_class=char_tokenizer,
+    )  # fmt: skip
+    encode = char_tokenizer.encode
+    contexts = [encode("Q: 3 + 4 = ?\n"), encode("Q: 12 - 5 = ?\nA")]
+    segments = [encode("Step 1:"), encode("12")]
+    measured = trainer._segment_entropies(contexts, segments)
+    model.eval()
+    for context, segment, row in zip(contexts, segments, measured, strict=True):
+        with torch.no_grad():
+            logits = model(torch.tensor([context + segment])).logits[0, len(context) - 1 : -1] / 0.7
+        expected = -(logits.log_softmax(-1).exp() * logits.log_softmax(-1)).sum(-1)
+        assert len(row) == len(segment)
+        assert torch.allclose(torch.tensor(row), expected, atol=1e-4), (row, expected)
 
 
 @pytest.mark.parametrize(
@@ -130,7 +162,7 @@ def test_tree_training_step_gives_each_segment_its_value_gain(tmp_path, char_tok
         ({"memory_bank": True}, "method='tree' cannot be combined with memory_bank"),
         ({"reward_norm_momentum": 0.99}, "method='tree' cannot be combined with reward_norm_momentum"),
         ({"tree_lambda": -1.0}, r"tree_lambda=-1.0 is outside its range"),
-        ({"tree_boundaries": "steps"}, r"tree_boundaries.*'steps'.*tokens.*lines"),
+        ({"tree_boundaries": "steps"}, r"tree_boundaries.*'steps'.*tokens.*lines.*entropy"),
     ],
 )
 def test_bad_tree_options_are_refused_when_the_config_is_built(tmp_path, fields, message):
