@@ -1,4 +1,4 @@
-"""The docs hold together: docs/README.md indexes every page, and no relative link points at nothing."""
+"""The docs hold together: docs/README.md indexes every page, no relative link dangles, the README is short."""
 
 from __future__ import annotations
 
@@ -57,3 +57,10 @@ def test_every_relative_link_points_at_a_file(page):
         pytest.fail(f"{page.relative_to(ROOT)} is missing")
     broken = [t for t in relative_links(page.read_text()) if not (page.parent / t).exists()]
     assert not broken, f"{page.relative_to(ROOT)} links to paths that do not exist: {broken}"
+
+
+def test_the_readme_stays_a_front_page():
+    """The README is what it is, the two commands, quickstarts, the data contract, one paragraph of results and
+    an index; depth goes to docs/ (at most 180 lines, as the redesign set it)."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 180, f"README.md has {len(lines)} lines: move detail to a page under docs/"

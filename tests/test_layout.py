@@ -308,3 +308,39 @@ def test_the_package_imports_the_config_class_from_its_module():
 def test_only_the_package_entry_and_the_commands_build_a_trainer():
     importers = {edge.split(" → ")[0] for edge in violations(("psgrpo",), ("psgrpo.trainer",), ())}
     assert {name for name in importers if not within(name, "psgrpo.commands")} == {"psgrpo"}
+
+
+SCRIPTS = {
+    "psgrpo.__main__": "python -m psgrpo: the CLI",
+    "psgrpo.commands.cli": "the psgrpo command",
+    "psgrpo.compatibility.__main__": "python -m psgrpo.compatibility: writes docs/compatibility.md",
+    "psgrpo.tiny.qwen_tokenizer": "python -m psgrpo.tiny.qwen_tokenizer: make fetches Qwen's vocabulary",
+}
+"""Every module of the package that runs as a script, and what runs it."""
+
+PARSERS = {"psgrpo.compare.settings", "psgrpo.config.options", "psgrpo.config.parsing"}
+"""Modules that build the commands' argument parsers without being scripts."""
+
+
+def _is_main_block(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
+
+
+def test_the_package_holds_no_script_that_nothing_runs():
+    """Experiment and report drivers live in experiments/ and benchmarks/: inside the package, a module runs as
+    a script only if a command, ``python -m`` entry or the Makefile runs it, and argparse serves those and the
+    commands' own parsers."""
+    scripts, argparse_users = set(), set()
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        if name.endswith(".__main__") or any(_is_main_block(node) for node in tree.body):
+            scripts.add(name)
+        for node in ast.walk(tree):
+            names = (
+                [alias.name for alias in node.names] if isinstance(node, ast.Import)
+                else [node.module] if isinstance(node, ast.ImportFrom) else []
+            )  # fmt: skip
+            if "argparse" in names:
+                argparse_users.add(name)
+    assert scripts == set(SCRIPTS)
+    assert argparse_users <= set(SCRIPTS) | PARSERS, argparse_users - set(SCRIPTS) - PARSERS
