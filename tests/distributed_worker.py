@@ -5,7 +5,8 @@ and a run with two processes (gloo, CPU) see the same rollouts. Each process rec
 advantage estimator received and returned, the logged losses and the final weights in
 ``OUT/<config>/rank<r>.pt``. The 2-process run also checks that sharded VPS probes (FSDP2 on
 CPU) run the same number of forwards on every rank when the ranks hold different numbers of
-rows. Launched by the test as::
+rows, and that tree sampling with entropy cuts runs one entropy forward per inner level on every rank
+when only one rank has nodes to measure. Launched by the test as::
 
     python -m torch.distributed.run --standalone --nproc_per_node 2 tests/distributed_worker.py OUT MODEL_DIR
 """
@@ -189,12 +190,68 @@ def probe_symmetry(out_dir: Path, model_dir: Path) -> None:
     torch.save(results, out_dir / f"probe_symmetry_rank{rank}.pt")
 
 
+def tree_entropy_sampling(out_dir: Path, model_dir: Path) -> None:
+    """One real step of ``tree`` with ``tree_boundaries='entropy'`` (no fixed rollouts): rank 1 treats every
+    token as an end, so its roots end at once and it has no open node to measure while rank 0 has four. Each
+    rank records the rows of every entropy forward it ran, and the inner segment ends it sampled."""
+    rank = int(os.environ.get("RANK", "0"))
+    args = ProcessGRPOConfig(
+        **tiny_run_args(
+            out_dir / "tree_entropy",
+            output_dir=str(out_dir / "tree_entropy" / "trainer"),
+            max_steps=1,
+            per_device_train_batch_size=8,
+            num_generations=4,
+            max_completion_length=24,
+            bf16=False,
+        ),
+        method="tree",
+        tree_branching=[2, 2],
+        tree_segment_tokens=6,
+        tree_boundaries="entropy",
+    )
+    trainer = ProcessGRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(model_dir),
+        reward_funcs=[correctness_reward, format_reward, length_reward],
+        args=args,
+        train_dataset=make_arith_dataset("train", n=16),
+        processing_class=build_char_tokenizer(),
+    )
+    if rank == 1:
+        trainer.eos_token_ids = list(range(trainer.model.config.vocab_size))
+    forwards: list[int] = []  # rows of each entropy forward tree sampling ran
+    measure, segment_entropies = trainer._get_per_token_logps_and_entropies, trainer._segment_entropies
+
+    def recording_segment_entropies(contexts, segments):
+        def recording_measure(model, input_ids, *rest, **kwargs):
+            forwards.append(input_ids.shape[0])
+            return measure(model, input_ids, *rest, **kwargs)
+
+        trainer._get_per_token_logps_and_entropies = recording_measure
+        try:
+            return segment_entropies(contexts, segments)
+        finally:
+            trainer._get_per_token_logps_and_entropies = measure
+
+    trainer._segment_entropies = recording_segment_entropies
+    batches = record_batches(trainer)
+    trainer.train()
+    record = {
+        "forwards": forwards,
+        "ends": trainer.last_credit.process.segment_ends,
+        "lengths": batches[0]["completion_mask"].sum(1).tolist(),
+        "loss": [log["loss"] for log in trainer.state.log_history if "loss" in log],
+    }
+    torch.save(record, out_dir / f"tree_entropy_rank{rank}.pt")
+
+
 def main(argv: list[str]) -> None:
     out_dir, model_dir = Path(argv[0]), Path(argv[1])
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     for name in CONFIGS:
         run_config(name, out_dir, model_dir, global_batch(name) // world_size)
     probe_symmetry(out_dir, model_dir)
+    tree_entropy_sampling(out_dir, model_dir)
     close_process_group()
 
 

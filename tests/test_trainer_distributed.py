@@ -135,3 +135,19 @@ def test_sharded_probes_run_the_same_forwards_on_every_rank(two_process_run):
     for r in ranks:  # sharded = unsharded; the idle forwards change nothing
         torch.testing.assert_close(r["packed"], r["packed_reference"], rtol=1e-5, atol=1e-5, equal_nan=True)
         torch.testing.assert_close(r["cached"], r["cached_reference"], rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+def test_tree_entropy_cuts_measure_on_every_rank_when_one_has_nothing_to_measure(two_process_run):
+    """Rank 1's roots all end at once (every token counts as an end there): it still runs the one entropy forward
+    of the inner level, with as many rows as rank 0's four open roots (stand-ins), so neither rank waits."""
+    ranks = [torch.load(two_process_run / f"tree_entropy_rank{r}.pt") for r in range(WORLD_SIZE)]
+    assert [r["forwards"] for r in ranks] == [[4], [4]]
+    for r in ranks:
+        assert len(r["loss"]) == 1 and math.isfinite(r["loss"][0])
+        assert len(r["ends"]) == len(r["lengths"]) == 8
+    # rank 0: cut before the top-entropy token of positions 3..5, unless the root ended (EOS) first
+    assert all(
+        end in (3, 4, 5) or end == n for (end,), n in zip(ranks[0]["ends"], ranks[0]["lengths"], strict=True)
+    )
+    # rank 1: TRL's generation cuts each root after its first token (an "end"): not cut, not continued
+    assert ranks[1]["ends"] == [[1]] * 8 and ranks[1]["lengths"] == [1] * 8
