@@ -50,7 +50,8 @@ VpsBoundaries = Literal["entropy", "markers"]
 """Where GRPO-VPS segments end: high-entropy tokens, or the PS segmenter's step ends."""
 
 TreeBoundaries = Literal["tokens", "lines", "entropy"]
-"""Where ``tree`` branches: after every S tokens, or at the last line end within them (docs/tree.md)."""
+"""Where ``tree`` branches: after every S tokens, at the last line end within them, or before the
+highest-entropy token of their second half (docs/tree.md)."""
 
 VpsProbe = Literal["answer", "gold_suffix"]
 """What GRPO-VPS probes after each boundary: the gold answer (the paper) or the rest of the gold solution."""

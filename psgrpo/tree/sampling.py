@@ -7,12 +7,13 @@ continuing prompt + the node's tokens for at most S more (the last level: up to
 back to the last line end within its S new tokens (the rest is discarded), so branch points fall
 between reasoning steps; with ``entropy`` it is cut back to just before its highest-entropy token in
 the second half of the S (:func:`entropy_cut`; the entropies from one forward pass of the policy per
-level), so the children fork where the policy is least sure, as TreeRL forks. A node that ended (EOS, or fewer tokens than asked: another stop rule) is
-not continued: its children are copies of it. Each leaf's inner segment ends are kept
-(``tree_segment_ends``) for the ``tree`` signal. The leaves, in depth-first order
-(:mod:`psgrpo.tree.values`), are returned to TRL as ordinary completions: token lists cut after
-the first EOS, exactly what ``GRPOTrainer._generate_single_turn`` returns, so TRL pads them,
-masks them, scores them and computes their log-probabilities as it does its own.
+level), so the children fork where the policy is least sure, as TreeRL forks. A node that ended
+(EOS, or fewer tokens than asked: another stop rule) is not continued: its children are copies of
+it. Each leaf's inner segment ends are kept (``tree_segment_ends``) for the ``tree`` signal. The
+leaves, in depth-first order (:mod:`psgrpo.tree.values`), are returned to TRL as ordinary
+completions: token lists cut after the first EOS, exactly what ``GRPOTrainer._generate_single_turn``
+returns, so TRL pads them, masks them, scores them and computes their log-probabilities as it does
+its own.
 
 Each level is one call of TRL's own ``_generate_single_turn`` on prompts + prefixes, each row its
 own prompt, with the level's token limit set for the call: on the transformers path (its unwrapping,
@@ -21,9 +22,9 @@ precision, generation config and EOS handling) through ``max_new_tokens``; on th
 process sending as many rows (stand-ins fill the difference, as TRL slices vLLM's output by equal
 shares), and each leaf's sampling log-probabilities are its segments' joined, for TRL's vLLM
 importance-sampling correction. The vLLM path is exercised here against a scripted stand-in for
-TRL's vLLM generation only; it has not run on vLLM itself (a CUDA machine: docs/tree.md). Tokens generated per group, against the G·(mean leaf
-length) independent sampling would generate, are logged as ``tree/tokens_generated`` and
-``tree/token_ratio``.
+TRL's vLLM generation only; it has not run on vLLM itself (a CUDA machine: docs/tree.md). Tokens
+generated per group, against the G·(mean leaf length) independent sampling would generate, are
+logged as ``tree/tokens_generated`` and ``tree/token_ratio``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from trl.trainer.utils import pad
 
 from psgrpo.distributed import max_over_processes
 
@@ -213,33 +215,35 @@ class TreeSamplingMixin:
         """The policy's sampling entropy (nats, at TRL's temperature) at each token of each segment given its
         context (prompt + prefix): one forward pass through TRL's own log-prob and entropy computation.
 
-        Every process runs exactly one forward with as many rows as the busiest one (stand-in rows fill the
-        difference), so sharded models (ZeRO-3 / FSDP) see the same collectives on each.
+        Every process runs exactly one forward, a process with no row on a one-token stand-in, so sharded
+        models (ZeRO-3 / FSDP, which gather weights per forward) see the same collectives on each.
 
         Args:
-            contexts: one token list per row (left-padded here).
-            segments: one token list per row, the tokens whose entropies are wanted (right-padded here).
+            contexts: one non-empty token list per row (left-padded here).
+            segments: one non-empty token list per row, the tokens whose entropies are wanted (right-padded).
 
         Returns:
             One list per row, ``len(segments[i])`` entropies.
         """
-        rows = max_over_processes(max(len(contexts), 1), self.accelerator)
-        width = max_over_processes(max(max((len(t) for t in segments), default=0), 1), self.accelerator)
-        pad = self._tokenizer.pad_token_id
-        contexts = contexts + [[pad]] * (rows - len(contexts))
-        padded = segments + [[]] * (rows - len(segments))
-        context_width = max(len(c) for c in contexts)
-        device = self.accelerator.device
-        ids = torch.full((rows, context_width + width), pad, dtype=torch.long, device=device)
-        mask = torch.zeros_like(ids)
-        for row, (context, segment) in enumerate(zip(contexts, padded, strict=True)):
-            start = context_width - len(context)
-            ids[row, start : context_width + len(segment)] = torch.tensor(context + segment, device=device)
-            mask[row, start : context_width + len(segment)] = 1
+        pad_id, device = self._tokenizer.pad_token_id, self.accelerator.device
+        rows = [(c, t) for c, t in zip(contexts, segments, strict=True)] or [([pad_id], [pad_id])]
+
+        def padded(token_lists: list[list[int]], side: str) -> tuple[torch.Tensor, torch.Tensor]:
+            tensors = [torch.tensor(t, dtype=torch.long, device=device) for t in token_lists]
+            ones = [torch.ones_like(t) for t in tensors]
+            return pad(tensors, pad_id, side), pad(ones, 0, side)
+
+        context_ids, context_mask = padded([c for c, _ in rows], "left")
+        segment_ids, segment_mask = padded([t for _, t in rows], "right")
         with torch.no_grad():
             _, entropies, *_ = self._get_per_token_logps_and_entropies(
-                self.model, ids, mask, width, batch_size=rows, compute_entropy=True
-            )  # (rows, width)
+                self.model,
+                torch.cat([context_ids, segment_ids], 1),
+                torch.cat([context_mask, segment_mask], 1),
+                segment_ids.shape[1],
+                batch_size=len(rows),
+                compute_entropy=True,
+            )  # (rows, longest segment)
         return [entropies[row, : len(segment)].tolist() for row, segment in enumerate(segments)]
 
     def _last_line_end(self, tokens: list[int]) -> int | None:
