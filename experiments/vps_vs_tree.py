@@ -278,9 +278,16 @@ def report_by_level(nodes: list[Node], depth: int) -> dict[str, dict[str, Any]]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.from_json is not None:
-        record = json.loads(args.from_json.read_text())
-        nodes = [Node(**n) for n in record["nodes"]]
-        report = report_by_level(nodes, len(record["args"]["tree_branching"]))
+        try:
+            record = json.loads(args.from_json.read_text())
+            nodes = [Node(**n) for n in record["nodes"]]
+            depth = len(record["args"]["tree_branching"])
+        except (ValueError, KeyError, TypeError) as err:
+            raise SystemExit(
+                f"--from_json {args.from_json}: not an output of this script (it needs 'nodes' and "
+                f"'args.tree_branching'): {err}"
+            ) from None
+        report = report_by_level(nodes, depth)
         print(markdown(report))
         return report
     trainer, batches = build_trainer(args, args.output.parent / (args.output.stem + "-run"))

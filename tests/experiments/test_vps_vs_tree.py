@@ -91,6 +91,16 @@ def test_from_json_summarises_the_kept_nodes_without_sampling(vvt, two_levels, t
     assert "| inner levels | 4 |" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    "text", ["not json", '{"nodes": []}', '{"args": {"tree_branching": [2, 2]}, "nodes": [{"x": 1}]}']
+)
+def test_from_json_refuses_a_file_this_script_did_not_write(vvt, tmp_path, text):
+    bad = tmp_path / "bad.json"
+    bad.write_text(text)
+    with pytest.raises(SystemExit, match="--from_json .*bad.json: not an output of this script"):
+        vvt.main(["--from_json", str(bad)])
+
+
 def test_from_json_names_a_missing_file(vvt, tmp_path, capsys):
     with pytest.raises(SystemExit):
         vvt.parse_args(["--from_json", str(tmp_path / "missing.json")])
