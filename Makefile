@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint warmstart check-fresh qwen-vocab clean
+.PHONY: demo test test-fast test-min lint warmstart check-fresh qwen-vocab clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,24 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
 
+# The lowest versions pyproject.toml declares (tools/min_versions.py), in their own venv, then the fast suite:
+# like TRL's "Tests with minimum versions" job. `make test` covers the newest releases. CI runs both.
+VENV_MIN := .venv-min
+STAMP_MIN := $(VENV_MIN)/.installed
+
+$(STAMP_MIN): pyproject.toml tools/min_versions.py
+	$(PYTHON) -m venv $(VENV_MIN)
+	$(VENV_MIN)/bin/pip install --upgrade pip
+	$(VENV_MIN)/bin/pip install torch==2.13.0
+	$(VENV_MIN)/bin/python tools/min_versions.py > $(VENV_MIN)/constraints.txt
+	$(VENV_MIN)/bin/pip install -c $(VENV_MIN)/constraints.txt -e ".[dev,plot]"
+	$(VENV_MIN)/bin/python tools/min_versions.py --check $(VENV_MIN)/bin/python
+	$(VENV_MIN)/bin/python -m psgrpo.tiny.qwen_tokenizer || echo "Qwen vocabulary not fetched: its tests will be skipped"
+	touch $(STAMP_MIN)
+
+test-min: $(STAMP_MIN)
+	$(VENV_MIN)/bin/python -m pytest -q -m "not slow"
+
 lint: $(STAMP)
 	$(BIN)/ruff check psgrpo tests benchmarks experiments tools
 
@@ -45,4 +63,4 @@ qwen-vocab: $(STAMP)
 	$(BIN)/python -m psgrpo.tiny.qwen_tokenizer --copy_to .cache
 
 clean:
-	rm -rf $(VENV) outputs runs .pytest_cache
+	rm -rf $(VENV) $(VENV_MIN) outputs runs .pytest_cache

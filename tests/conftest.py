@@ -90,3 +90,33 @@ def hold_run_lock():
     for holder in holders:
         holder.kill()
         holder.wait(timeout=30)
+
+
+# ---- the machine kind, simulated: tests that branch on the device run the same on a CPU and a GPU ----
+
+
+@pytest.fixture()
+def no_accelerator(monkeypatch):
+    """The machine has no GPU, wherever the test runs (a CPU runner, or an H200 pretending)."""
+    import transformers.training_args
+
+    from psgrpo.config import precision
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(precision, "accelerator_available", lambda: False)
+    monkeypatch.setattr(precision, "_logged_use_cpu", False)
+    monkeypatch.setattr(transformers.training_args, "is_torch_bf16_gpu_available", lambda *a, **k: False)
+
+
+@pytest.fixture()
+def cuda_present(monkeypatch):
+    """The machine has a bf16-capable CUDA GPU, as far as the device checks can tell (configs only:
+    nothing may place a tensor on it). Lets a CPU runner check the branches a GPU user takes."""
+    import transformers.training_args
+
+    from psgrpo.config import precision
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    monkeypatch.setattr(precision, "accelerator_available", lambda: True)
+    monkeypatch.setattr(transformers.training_args, "is_torch_bf16_gpu_available", lambda *a, **k: True)

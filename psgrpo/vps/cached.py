@@ -27,6 +27,7 @@ from psgrpo.vps.probes import (
     ProbeBatch,
     ProbeResult,
     ProbeRow,
+    cache_keyword,
     check_attention,
     check_temperature,
     idle_forwards,
@@ -157,8 +158,8 @@ def probes_over_cache(
         input_ids=probe_input,
         attention_mask=probe_mask,
         position_ids=probe_positions,
-        cache=trajectory.cache,
         use_cache=True,
+        **{cache_keyword(model): trajectory.cache},
         cache_position=torch.arange(cache_length, cache_length + probe_input.shape[1], device=device),
     ).logits
     row_index = torch.tensor([s.row for s in scored], device=device)

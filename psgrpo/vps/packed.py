@@ -26,6 +26,7 @@ from psgrpo.vps.probes import (
     check_attention,
     check_temperature,
     idle_forwards,
+    logits_only_at,
     model_max_positions,
     num_chunks,
     pad_ids,
@@ -125,13 +126,14 @@ def _packed_chunk(model, rows: Sequence[ProbeRow], temperature: float, width: in
     score_copy = pad_ids([p.score_copy for p in packed], width, device)  # padding lands in a spare column
 
     mask = packed_attention_mask(segment, visible, model.dtype)
-    logits = model(
-        input_ids=input_ids,
-        attention_mask=mask,
-        position_ids=position_ids,
-        logits_to_keep=score_index,  # (B, N) integer positions: the lm_head runs only where probes are scored
-        use_cache=False,
-    ).logits
+    with logits_only_at(model, score_index):  # (B, N) positions: the lm_head runs only where probes are scored
+        logits = model(
+            input_ids=input_ids,
+            attention_mask=mask,
+            position_ids=position_ids,
+            logits_to_keep=0,
+            use_cache=False,
+        ).logits  # (B, N, V)
     scores = token_log_probs(logits, score_target, temperature)
     sums = torch.zeros(len(rows), width + 1, device=device)
     return sums.scatter_add_(1, score_copy, scores)[:, :width]

@@ -31,12 +31,16 @@ Flash-attention kernels cannot take a dense mask and are refused with a clear er
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
 
 import torch
+import transformers
+from packaging import version
 from torch import Tensor
 
 SUPPORTED_ATTENTION = ("eager", "sdpa")
@@ -302,6 +306,60 @@ def check_attention(model) -> None:
         raise ValueError(
             "packed VPS probes do not support sliding-window attention layers (the mask ignores the window)"
         )
+
+
+# --------------------------------------------------------------------------------------------
+# Calling the model the same way on every transformers release the package admits
+# --------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def logits_only_at(model, index: Tensor) -> Iterator[None]:
+    """Within the block, ``model(...)`` returns logits (B, N, V) at positions ``index`` (B, N) of each row.
+
+    The lm_head then runs only where probes are scored. Why a pre-hook on the output embedding and not
+    ``logits_to_keep=index``: transformers gathers a 2-D ``logits_to_keep`` per row only from 5.21 on
+    (``slice_logits_to_keep``); before, Qwen2 indexes ``hidden_states[:, index, :]``, which gives 4-D
+    logits (B, B, N, V) and B times the work. The hook gathers the hidden states (B, L, H) → (B, N, H)
+    right before the head, on every release, inside the model's own forward (so sharded parameters
+    are gathered as usual). Call the model with ``logits_to_keep=0`` (all positions) in the block.
+    """
+    head = model.get_output_embeddings()
+
+    def gather(_module: torch.nn.Module, args: tuple) -> tuple:
+        hidden = args[0]
+        picked = hidden.gather(1, index.to(hidden.device)[..., None].expand(-1, -1, hidden.shape[-1]))
+        return (picked, *args[1:])
+
+    handle = head.register_forward_pre_hook(gather)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+def cache_keyword(model) -> str:
+    """The name under which ``model``'s forward takes a KV cache: ``"cache"`` or ``"past_key_values"``.
+
+    transformers renamed ``past_key_values`` to ``cache`` in 5.24 (the old name is deprecated, removal
+    announced for 5.40). Before 5.24 an unknown ``cache=`` is swallowed by ``**kwargs`` and the model
+    silently starts a fresh cache, so probes would see no prefix: the name must be the model's own.
+    Read from the forward's signature (through PEFT / DDP wrappers), else from the installed release.
+    """
+    inner = model
+    for _ in range(4):  # PeftModel → LoraModel → transformers model; DDP → .module
+        if hasattr(inner, "get_base_model"):
+            inner = inner.get_base_model()
+        elif isinstance(getattr(inner, "module", None), torch.nn.Module):
+            inner = inner.module
+        else:
+            break
+    parameters = inspect.signature(type(inner).forward).parameters
+    if "cache" in parameters:
+        return "cache"
+    if "past_key_values" in parameters:
+        return "past_key_values"
+    return "cache" if version.parse(transformers.__version__) >= version.parse("5.24.0") else "past_key_values"
 
 
 # --------------------------------------------------------------------------------------------

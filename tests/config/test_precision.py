@@ -156,11 +156,10 @@ def test_a_yaml_without_use_cpu_parses_on_a_cpu_with_native_bf16(tmp_path, nativ
     assert (args.method, args.bf16, args.use_cpu) == ("vps", True, True)
 
 
-def test_an_unknown_yaml_key_is_reported_not_a_precision_error(tmp_path, native, monkeypatch):
+def test_an_unknown_yaml_key_is_reported_not_a_precision_error(tmp_path, native, no_accelerator, monkeypatch):
     from psgrpo.config.parsing import ConfigError
 
     native(True)
-    monkeypatch.setattr(precision, "accelerator_available", lambda: False)
     # a config that cannot be built (transformers refuses bf16 without use_cpu here) ...
     monkeypatch.setattr(
         "psgrpo.config.process_grpo_config.resolve_use_cpu", lambda use_cpu, *args, **kwargs: use_cpu
@@ -185,3 +184,30 @@ def test_psgrpo_train_runs_a_step_on_a_cpu_with_native_bf16(tmp_path, native, cp
     assert main(["train", *flags, "--output_dir", "run"]) == 0
     report = (tmp_path / "run" / "report.json").read_text()
     assert '"method": "ps"' in report and (tmp_path / "run" / "model.safetensors").exists()
+
+
+# ---- the same configs on a CUDA machine (simulated: tests/conftest.py's cuda_present) ----
+
+
+def test_on_a_cuda_machine_no_config_is_moved_to_the_cpu(native, cuda_present, caplog):
+    """What a GPU user gets when no precision is set: bf16 from the GPU's support, use_cpu left off.
+
+    (The config itself is not built here: TrainingArguments would select the simulated device.)"""
+    native(False)  # the CPU's own bf16 support does not matter where a GPU trains
+    with caplog.at_level(logging.INFO, logger="psgrpo.config.precision"):
+        bf16 = precision.resolve_bf16(None, fp16=False, use_cpu=False)
+        use_cpu = precision.resolve_use_cpu(False, bf16)
+    assert (bf16, use_cpu) == (True, False)
+    assert "use_cpu=True set for you" not in caplog.text
+
+
+@pytest.mark.parametrize("machine", ["no_accelerator", "cuda_present"])
+def test_a_misspelt_yaml_key_is_reported_the_same_on_every_machine(tmp_path, native, machine, request):
+    from psgrpo.config.parsing import ConfigError
+
+    request.getfixturevalue(machine)
+    native(True)
+    recipe = tmp_path / "typo.yaml"
+    recipe.write_text(f"output_dir: {tmp_path / 'out'}\nlearning_rat: 1.0e-5\n")
+    with pytest.raises(ConfigError, match=rf"unknown option\(s\) \['--learning_rat', '1e-05'\] in {recipe}"):
+        _train_parser().parse_args_and_config(["--config", str(recipe)])

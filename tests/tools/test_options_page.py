@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -17,14 +15,9 @@ PAGE = ROOT / "docs" / "options.md"
 
 
 @pytest.fixture(scope="module")
-def options_page():
-    """tools/options_page.py as a module (tools/ is a folder of scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location("options_page", ROOT / "tools" / "options_page.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["options_page"] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules["options_page"]
+def options_page(load_tool):
+    """tools/options_page.py as a module."""
+    return load_tool("options_page")
 
 
 def test_docs_page_is_current(options_page):

@@ -343,3 +343,55 @@ def test_qwen_vocabulary_cached_probes_equal_naive(qwen_tokenizer):
     got = cached_confidence(model, batch, choose, temperature=TEMPERATURE)
     assert_same(got.probes, naive_confidence(model, batch, boundaries, temperature=TEMPERATURE))
     assert got.probes.confidence.shape == (2, 4)
+
+
+# ---- the same calls on every transformers release the package admits (make test-min, make test) ----
+
+
+def test_logits_only_at_gives_each_rows_logits_at_its_own_positions(model):
+    """(B, N, V) at per-row positions, equal to the full forward's; the hook is gone afterwards."""
+    from psgrpo.vps.probes import logits_only_at
+
+    ids = torch.randint(1, model.config.vocab_size, (3, 12), generator=torch.Generator().manual_seed(1))
+    index = torch.tensor([[0, 5, 11], [3, 3, 7], [11, 10, 9]])
+    with torch.no_grad():
+        full = model(input_ids=ids).logits  # (3, 12, V)
+        with logits_only_at(model, index):
+            picked = model(input_ids=ids, logits_to_keep=0).logits
+        after = model(input_ids=ids).logits
+    assert picked.shape == (3, 3, model.config.vocab_size)
+    torch.testing.assert_close(picked, full.gather(1, index[..., None].expand(-1, -1, full.shape[-1])))
+    torch.testing.assert_close(after, full)  # the hook was removed
+
+
+def test_cache_keyword_is_the_models_own_name(model):
+    """transformers 5.24 renamed past_key_values to cache; the wrong name is silently dropped before it."""
+    import inspect
+
+    from psgrpo.vps.probes import cache_keyword
+
+    own = inspect.signature(type(model).forward).parameters
+    assert cache_keyword(model) in own
+
+    class OldForward(torch.nn.Module):
+        def forward(self, input_ids=None, past_key_values=None, **kwargs): ...
+
+    class NewForward(torch.nn.Module):
+        def forward(self, input_ids=None, cache=None, **kwargs): ...
+
+    class Wrapper(torch.nn.Module):  # PEFT's shape: the model under get_base_model()
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def get_base_model(self):
+            return self.inner
+
+        def forward(self, *args, **kwargs): ...
+
+    assert cache_keyword(OldForward()) == "past_key_values"
+    assert cache_keyword(NewForward()) == "cache"
+    assert cache_keyword(Wrapper(OldForward())) == "past_key_values"
+    ddp_like = torch.nn.Module()
+    ddp_like.module = NewForward()
+    assert cache_keyword(ddp_like) == "cache"

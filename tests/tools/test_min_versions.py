@@ -1,0 +1,78 @@
+"""tools/min_versions.py: the declared minimums as pip constraints, and honest against what the pins need."""
+
+from __future__ import annotations
+
+import re
+import sys
+from importlib.metadata import PackageNotFoundError, requires, version
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def min_versions(load_tool):
+    return load_tool("min_versions")
+
+
+def test_every_runtime_dependency_with_a_lower_bound_is_pinned_to_it(min_versions, tmp_path):
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[project]\ndependencies = ["torch>=2.11", "trl>=1.16,<1.17", "math-verify[antlr4_13_2]>=0.7", "tqdm"]\n'
+    )
+    lowest = min_versions.lowest_versions(pyproject)
+    assert lowest == {"torch": "2.11", "trl": "1.16", "math-verify": "0.7"}
+    assert min_versions.constraints(lowest) == [
+        "math-verify==0.7",
+        f"torch=={min_versions.TORCH_CPU}",  # the CPU build this project's machines install
+        "trl==1.16",
+    ]
+
+
+def test_the_check_names_a_package_that_is_not_at_its_minimum(min_versions, capsys):
+    python = sys.executable  # this suite's venv: the newest releases, so trl's minimum 1.16 may match, others not
+    code = min_versions.main(["--check", python])
+    out = capsys.readouterr()
+    installed_at_minimum = code == 0
+    assert installed_at_minimum == ("declared minimum" not in out.err)
+    if not installed_at_minimum:
+        assert re.search(r"min_versions: \S+: declared minimum \S+, installed \S+", out.err)
+
+
+def test_the_makefile_and_ci_run_the_minimum_versions():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "tools/min_versions.py --check" in makefile and "test-min:" in makefile
+    assert "make test-min" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_no_declared_minimum_is_below_what_a_dependency_itself_requires(min_versions):
+    """The honesty check: trl, transformers … declare their own floors for the packages we also declare
+    (trl 1.16 needs accelerate ≥ 1.10.1, datasets ≥ 4.7.0); ours may not promise less.
+
+    Read from the installed dependencies that sit at their declared minimum: trl here (pinned to 1.16.x),
+    every one of them under `make test-min`, where this test is the check that the floors fit together."""
+    lowest = {name: Version(v) for name, v in min_versions.lowest_versions().items()}
+    too_low, at_floor = [], []
+    for dependency in lowest:
+        try:
+            installed = Version(Version(version(dependency)).public)
+            requirements = requires(dependency) or []
+        except PackageNotFoundError:
+            continue
+        if installed != lowest[dependency]:
+            continue  # a newer release may need more; its floors are not the declared range's bottom
+        at_floor.append(dependency)
+        for text in requirements:
+            requirement = Requirement(text)
+            name = requirement.name.lower()
+            if name not in lowest or (requirement.marker and "extra" in str(requirement.marker)):
+                continue
+            floors = [Version(s.version) for s in requirement.specifier if s.operator in (">=", "==", "~=")]
+            if floors and max(floors) > lowest[name]:
+                too_low.append(f"{dependency} needs {requirement}, pyproject declares {name}>={lowest[name]}")
+    assert "trl" in at_floor  # pinned to 1.16.x: always at its floor
+    assert not too_low, too_low
