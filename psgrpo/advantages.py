@@ -10,8 +10,11 @@ Keyword arguments every estimator receives:
   for the local completions (docs/design.md, "Outcome GRPO").
 - ``completion_mask`` (B, T): 1 on completion tokens, 0 on right padding.
 
-Process estimators (PS-GRPO, GRPO-VPS) receive their own signals as further keywords and
-ignore what they do not need (hence ``**_``).
+The token-credit estimators (every method but ``grpo``) are one core, :func:`segment_credit`:
+A_t = w·A_i + λ·v_{seg(t)}, per-segment values v (B, S) gathered onto tokens through
+``segment_index`` (B, T), combined, masked. Each method supplies its values (``ps``: the credit of
+each step; ``vps``: ΔC per segment; ``tree``: ΔV / σ per level), its w and λ, and which rows fall
+back to A_i or to 0. They receive their signals as further keywords and ignore what they do not need.
 
 One name per method: the estimator of method ``ps`` is registered as ``"ps"``
 (:func:`ps_token_advantages`), and likewise ``grpo``, ``vps`` and ``tree``
@@ -94,6 +97,73 @@ def grpo_token_advantages(
 
 
 # --------------------------------------------------------------------------------------------
+# The one core of segment credit: ps, vps and tree each supply per-segment values
+
+
+def segment_credit(
+    *,
+    outcome_advantages: torch.Tensor,
+    completion_mask: torch.Tensor,
+    segment_values: torch.Tensor,
+    segment_index: torch.Tensor,
+    outcome_weight: float,
+    lambda_: float,
+    outcome_only: torch.Tensor | None = None,
+    zeroed: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Token advantages A_t = w·A_i + λ·v_{seg(t)}: per-segment values gathered onto tokens, combined, masked.
+
+    Every token-credit estimator is this function with its method's values: ``ps`` the credit of each
+    step, ``vps`` the confidence progress ΔC of each segment, ``tree`` the value gain ΔV / σ of each
+    level. A token outside every segment (segment index −1 inside the completion) gets w·A_i alone.
+
+    Args:
+        outcome_advantages: (B,) A_i.
+        completion_mask: (B, T) 1 on completion tokens, 0 on right padding.
+        segment_values: (B, S) the value of each segment, finite.
+        segment_index: (B, T) long, the segment of each token (0..S−1), −1 on padding.
+        outcome_weight: w, the weight of A_i on every token.
+        lambda_: λ, the weight of the segment values.
+        outcome_only: (B,) bool, rows that get exactly A_i on every token (e.g. a failed scorer with
+            the outcome fallback, a truncated vps row). None = none.
+        zeroed: (B,) bool, rows that get 0 everywhere (applied after ``outcome_only``). None = none.
+
+    Returns:
+        (B, T) in the dtype of ``outcome_advantages``, 0 on padding.
+
+    Raises:
+        ValueError: when ``segment_index`` names a segment past the last column of ``segment_values``.
+    """
+    if segment_index.numel() and int(segment_index.max()) >= segment_values.shape[1]:
+        raise ValueError(
+            f"segment_index reaches segment {int(segment_index.max())} but segment_values has only "
+            f"{segment_values.shape[1]} columns (one per segment)"
+        )
+    dtype = outcome_advantages.dtype
+    mask = completion_mask.to(dtype)
+    in_segment = (segment_index >= 0).to(dtype)
+    gathered = torch.gather(segment_values.to(dtype), 1, segment_index.long().clamp(min=0))  # (B, T)
+    outcome = outcome_advantages.unsqueeze(1) * mask
+    advantages = outcome_weight * outcome + lambda_ * gathered * in_segment * mask
+    if outcome_only is not None:
+        advantages = torch.where(outcome_only.to(torch.bool).unsqueeze(1), outcome, advantages)
+    if zeroed is not None:
+        advantages = torch.where(zeroed.to(torch.bool).unsqueeze(1), torch.zeros_like(advantages), advantages)
+    return advantages
+
+
+def rows_last_segment(segment_index: torch.Tensor) -> torch.Tensor:
+    """(B,) the highest segment index of each row (−1 for a row without tokens)."""
+    return segment_index.max(dim=1).values
+
+
+def _renamed(old: dict[str, object]) -> None:
+    """Refuse an estimator keyword that was renamed, naming the new one."""
+    if "step_index" in old:
+        raise TypeError("the estimators' step_index keyword is now segment_index (one name for every method)")
+
+
+# --------------------------------------------------------------------------------------------
 # Process supervision (PS-GRPO, DeepSeekMath §4.1.3)
 
 PsMode = Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
@@ -103,13 +173,6 @@ PsMode = Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
 PS_MODES: Registry[PsMode] = Registry("ps advantage mode")
 """The modes of the ``ps`` estimator by name (:data:`psgrpo.config.options.ProcessMode`); ``auto`` is resolved to
 one of them before the estimator runs (:func:`psgrpo.ps.signal.resolve_process_mode`)."""
-
-
-def _step_values_per_token(step_values: torch.Tensor, step_index: torch.Tensor) -> torch.Tensor:
-    """Gather (B, S) per-step values onto (B, T) tokens through ``step_index`` (-1 → 0)."""
-    safe = step_index.clamp(min=0)
-    values = torch.gather(step_values, 1, safe)
-    return torch.where(step_index >= 0, values, torch.zeros_like(values))
 
 
 @PS_MODES.register("step")
@@ -228,13 +291,13 @@ def ps_token_advantages(
     outcome_advantages: torch.Tensor,
     completion_mask: torch.Tensor,
     step_advantages: torch.Tensor,
-    step_index: torch.Tensor,
+    segment_index: torch.Tensor,
     process_valid: torch.Tensor | None = None,
     advantage_mode: ProcessMode = "reward_to_go",
     outcome_weight: float = 1.0,
     lambda_: float = 1.0,
     min_temperature: float = 0.1,
-    **_: object,
+    **rest: object,
 ) -> torch.Tensor:
     """PS-GRPO token advantages: A_t = w_o·A_i + λ·A^proc_t (DeepSeekMath, arXiv 2402.03300 §4.1.3).
 
@@ -242,7 +305,7 @@ def ps_token_advantages(
         outcome_advantages: (B,) A_i.
         completion_mask: (B, T).
         step_advantages: (B, S) group-normalised step scores r̃ (padding: any value).
-        step_index: (B, T) step of each completion token, -1 on padding.
+        segment_index: (B, T) step of each completion token, -1 on padding.
         process_valid: (B,) bool; False where the scorer failed and the user opted into the
             outcome fallback: those rows get exactly A_i.
         advantage_mode: a mode registered in :data:`PS_MODES`: ``reward_to_go`` (A^proc_t =
@@ -259,19 +322,22 @@ def ps_token_advantages(
     Returns:
         (B, T) token advantages, 0 on padding.
     """
-    n_steps = step_index.max(dim=1).values + 1  # (B,) steps are numbered 0..n-1 in token order
-    step_mask = (torch.arange(step_advantages.shape[1], device=step_index.device) < n_steps.unsqueeze(1)).to(
-        step_advantages.dtype
-    )
+    _renamed(rest)
+    n_steps = rows_last_segment(segment_index) + 1  # (B,) steps are numbered 0..n-1 in token order
+    columns = torch.arange(step_advantages.shape[1], device=segment_index.device)
+    step_mask = (columns < n_steps.unsqueeze(1)).to(step_advantages.dtype)
     check_choice("advantage_mode", advantage_mode, ProcessMode)
     per_step = PS_MODES.get(advantage_mode)(step_advantages, step_mask, min_temperature)  # (B, S)
-    mask = completion_mask.to(outcome_advantages.dtype)
-    process = _step_values_per_token(per_step.to(outcome_advantages.dtype), step_index) * mask
-    advantages = outcome_weight * outcome_advantages.unsqueeze(1) * mask + lambda_ * process
-    if process_valid is not None:
-        fallback = outcome_advantages.unsqueeze(1) * mask
-        advantages = torch.where(process_valid.unsqueeze(1), advantages, fallback)
-    return advantages
+    failed = None if process_valid is None else ~process_valid.to(torch.bool)
+    return segment_credit(
+        outcome_advantages=outcome_advantages,
+        completion_mask=completion_mask,
+        segment_values=per_step,
+        segment_index=segment_index,
+        outcome_weight=outcome_weight,
+        lambda_=lambda_,
+        outcome_only=failed,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -310,7 +376,7 @@ def vps_token_advantages(
     group_has_variance: torch.Tensor | None = None,
     is_truncated: torch.Tensor | None = None,
     truncated: TruncatedMode = "outcome",
-    **_: object,
+    **rest: object,
 ) -> torch.Tensor:
     """GRPO-VPS hybrid token advantages: Ã_t = A_i + α·ΔC_k for the tokens of segment k (arXiv 2604.20659).
 
@@ -342,32 +408,27 @@ def vps_token_advantages(
     """
     check_choice("zero_variance", zero_variance, ZeroVarianceMode)
     check_choice("truncated", truncated, TruncatedMode)
-    if segment_index.numel() and int(segment_index.max()) >= confidence.shape[1]:
-        raise ValueError(
-            f"segment_index reaches {int(segment_index.max())} but confidence has only "
-            f"{confidence.shape[1]} probes (C_0..C_K needs K + 1 columns)"
-        )
-    dtype = outcome_advantages.dtype
-    mask = completion_mask.to(dtype) * (segment_index >= 0).to(dtype)
-    delta = confidence_progress(confidence, log_form).to(dtype)  # (B, K): ΔC_{j+1} at column j
+    _renamed(rest)
+    delta = confidence_progress(confidence, log_form)  # (B, K): ΔC_{j+1} at column j
     delta = torch.nn.functional.pad(delta, (0, 1))  # (B, K+1): column K (no probe after it) is 0
-    n_cuts = segment_index.max(dim=1, keepdim=True).values  # (B, 1) K_i (−1 for an empty row)
-    has_delta = (segment_index >= 0) & (segment_index < n_cuts)  # segments 0..K_i−1 get ΔC
-    gathered = torch.gather(delta, 1, segment_index.long().clamp(min=0))
-    progress = torch.where(has_delta, gathered, torch.zeros_like(gathered))
-
-    outcome = outcome_advantages.unsqueeze(1) * mask
-    advantages = outcome + alpha * progress * mask
-    if is_truncated is not None:
-        cut = is_truncated.to(torch.bool).unsqueeze(1)
-        if truncated == "outcome":
-            advantages = torch.where(cut, outcome, advantages)
-        elif truncated == "zero":
-            advantages = torch.where(cut, torch.zeros_like(advantages), advantages)
+    columns = torch.arange(delta.shape[1], device=delta.device)
+    has_delta = columns < rows_last_segment(segment_index).unsqueeze(1)  # segments 0..K_i−1 get ΔC
+    cut = None if is_truncated is None else is_truncated.to(torch.bool)
+    dropped = None
     if zero_variance == "drop" and group_has_variance is not None:
-        keep = group_has_variance.to(torch.bool).unsqueeze(1)
-        advantages = torch.where(keep, advantages, torch.zeros_like(advantages))
-    return advantages
+        dropped = ~group_has_variance.to(torch.bool)
+    if cut is not None and truncated == "zero":
+        dropped = cut if dropped is None else dropped | cut
+    return segment_credit(
+        outcome_advantages=outcome_advantages,
+        completion_mask=completion_mask,
+        segment_values=torch.where(has_delta, delta, torch.zeros_like(delta)),
+        segment_index=segment_index,
+        outcome_weight=1.0,
+        lambda_=alpha,
+        outcome_only=cut if truncated == "outcome" else None,
+        zeroed=dropped,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -384,7 +445,7 @@ def tree_token_advantages(
     scorable: torch.Tensor | None = None,
     outcome_weight: float = 0.0,
     lambda_: float = 1.0,
-    **_: object,
+    **rest: object,
 ) -> torch.Tensor:
     """Tree token advantages: A_t = w·A_i + λ·ΔV_k / σ for the tokens of segment k (SPO-tree / TreeRL).
 
@@ -408,17 +469,13 @@ def tree_token_advantages(
     Returns:
         (B, T) in the dtype of ``outcome_advantages``, 0 on padding.
     """
-    if segment_index.numel() and int(segment_index.max()) >= segment_advantages.shape[1]:
-        raise ValueError(
-            f"segment_index reaches level {int(segment_index.max())} but segment_advantages has only "
-            f"{segment_advantages.shape[1]} levels"
-        )
-    dtype = outcome_advantages.dtype
-    mask = completion_mask.to(dtype) * (segment_index >= 0).to(dtype)
-    gained = torch.gather(segment_advantages.to(dtype), 1, segment_index.long().clamp(min=0))
-    advantages = outcome_weight * outcome_advantages.unsqueeze(1) * mask + lambda_ * gained * mask
-    if scorable is not None:
-        advantages = torch.where(
-            scorable.to(torch.bool).unsqueeze(1), advantages, torch.zeros_like(advantages)
-        )
-    return advantages
+    _renamed(rest)
+    return segment_credit(
+        outcome_advantages=outcome_advantages,
+        completion_mask=completion_mask,
+        segment_values=segment_advantages,
+        segment_index=segment_index,
+        outcome_weight=outcome_weight,
+        lambda_=lambda_,
+        zeroed=None if scorable is None else ~scorable.to(torch.bool),
+    )

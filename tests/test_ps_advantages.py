@@ -39,7 +39,7 @@ def build(steps, values, pad):
         spans.append(list(zip(starts, ends, strict=True)))
     width = max([sum(lengths) for lengths in steps] + [1]) + pad
     tensors = step_tensors(values, spans, width, torch.device("cpu"))
-    mask = (tensors.step_index >= 0).long()
+    mask = (tensors.segment_index >= 0).long()
     return tensors, mask
 
 
@@ -86,7 +86,7 @@ def test_matches_brute_force_and_is_zero_on_padding(batch, mode, w, lam):
         outcome_advantages=outcome,
         completion_mask=mask,
         step_advantages=tensors.step_advantages,
-        step_index=tensors.step_index,
+        segment_index=tensors.segment_index,
         advantage_mode=mode,
         outcome_weight=w,
         lambda_=lam,
@@ -108,11 +108,11 @@ def test_invariant_to_padding_length(batch, mode):
     a = ps_token_advantages(
         completion_mask=short_mask,
         step_advantages=short.step_advantages,
-        step_index=short.step_index,
+        segment_index=short.segment_index,
         **kwargs,
     )
     b = ps_token_advantages(
-        completion_mask=long_mask, step_advantages=long.step_advantages, step_index=long.step_index, **kwargs
+        completion_mask=long_mask, step_advantages=long.step_advantages, segment_index=long.segment_index, **kwargs
     )
     torch.testing.assert_close(b[:, : a.shape[1]], a)
     assert torch.all(b[:, a.shape[1] :] == 0)
@@ -141,7 +141,7 @@ def test_failed_completion_is_left_out_and_falls_back_to_outcome():
         outcome_advantages=torch.tensor([0.5, -2.0]),
         completion_mask=mask,
         step_advantages=tensors.step_advantages,
-        step_index=tensors.step_index,
+        segment_index=tensors.segment_index,
         process_valid=tensors.process_valid,
         outcome_weight=0.0,
     )
@@ -158,7 +158,7 @@ def test_errors():
             outcome_advantages=torch.zeros(1),
             completion_mask=mask,
             step_advantages=tensors.step_advantages,
-            step_index=tensors.step_index,
+            segment_index=tensors.segment_index,
             advantage_mode="avg",
         )
     assert ADVANTAGE_ESTIMATORS.get("ps") is ps_token_advantages
@@ -254,7 +254,7 @@ def test_splitting_a_step_into_equal_steps_changes_no_token_advantage(batch, whi
                 outcome_advantages=outcome,
                 completion_mask=mask,
                 step_advantages=tensors.step_advantages,
-                step_index=tensors.step_index,
+                segment_index=tensors.segment_index,
                 advantage_mode=mode,
             )
         )

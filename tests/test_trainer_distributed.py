@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 TESTS_DIR = Path(__file__).resolve().parent
 ROOT = TESTS_DIR.parent
 WORLD_SIZE = 2
-FILL = {"confidence": math.nan, "step_index": -1, "segment_index": -1}
+FILL = {"confidence": math.nan, "segment_index": -1}
 """Padding value of per-row tensors whose width depends on the batch (default 0)."""
 
 

@@ -240,12 +240,12 @@ def token_credit(
     outcome = torch.tensor([a for (a,) in normalize_step_scores([[r] for r in rewards], num_generations)])
     width = max(len(row) for row in ids)
     tensors = step_tensors(normalized, segmentation.token_spans, width, torch.device("cpu"))
-    mask = (tensors.step_index >= 0).long()
+    mask = (tensors.segment_index >= 0).long()
     advantages = ps_token_advantages(
         outcome_advantages=outcome.to(torch.float32),
         completion_mask=mask,
         step_advantages=tensors.step_advantages,
-        step_index=tensors.step_index,
+        segment_index=tensors.segment_index,
         process_valid=tensors.process_valid,
         advantage_mode=mode,
         outcome_weight=outcome_weight,

@@ -17,7 +17,7 @@ Two stages, each a small pure function (docs/design.md, "PS-GRPO" step 1):
    never by tokenising pieces of the text), and :func:`char_spans_to_token_spans` assigns each token to the step holding its
    first character. Token spans ``(start, end)`` index completion tokens ``[0, n_tokens)``.
 
-:func:`segment_completions` runs both on a batch; :func:`spans_to_step_index` lays the spans
+:func:`segment_completions` runs both on a batch; :func:`spans_to_segment_index` lays the spans
 out as the (B, T) token → step tensor the ``ps`` estimator reads.
 
 Register a new segmenter (a factory whose keyword arguments come from ``segmenter_kwargs``)::
@@ -330,7 +330,7 @@ def _check_width(token_spans: Sequence[Sequence[Span]], width: int) -> None:
             )
 
 
-def spans_to_step_index(token_spans: Sequence[Sequence[Span]], T: int) -> torch.Tensor:
+def spans_to_segment_index(token_spans: Sequence[Sequence[Span]], T: int) -> torch.Tensor:
     """The step index of every completion token, -1 on tokens no span covers (right padding).
 
     Args:
@@ -346,3 +346,7 @@ def spans_to_step_index(token_spans: Sequence[Sequence[Span]], T: int) -> torch.
         for j, (start, end) in enumerate(spans):
             index[i, start:end] = j
     return index
+
+
+spans_to_step_index = spans_to_segment_index
+"""The former name of :func:`spans_to_segment_index` (one name for the segment index of every method)."""

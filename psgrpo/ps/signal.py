@@ -36,7 +36,7 @@ from psgrpo.credit import SignalOutput
 from psgrpo.distributed import local_rows
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier
 from psgrpo.ps.scorers.base import StepScoreError, validate_step_scores
-from psgrpo.ps.segmentation import Span, segment_completions, spans_to_step_index
+from psgrpo.ps.segmentation import Span, segment_completions, spans_to_segment_index
 
 StepScorer = Callable[..., list[list[float]]]
 
@@ -163,7 +163,7 @@ class StepTensors:
     """Local step signals as tensors for the ``ps`` estimator."""
 
     step_advantages: torch.Tensor  # (B, S) normalised step scores r̃, 0 on padding
-    step_index: torch.Tensor  # (B, T) step of each completion token, -1 on padding
+    segment_index: torch.Tensor  # (B, T) step of each completion token, -1 on padding
     process_valid: torch.Tensor  # (B,) False where the scorer failed (outcome fallback)
 
 
@@ -185,9 +185,9 @@ def step_tensors(
     for i, values in enumerate(normalized):
         if values:
             step_advantages[i, : len(values)] = torch.tensor(values, dtype=torch.float32)
-    step_index = spans_to_step_index(token_spans, width)
+    segment_index = spans_to_segment_index(token_spans, width)
     valid = torch.tensor([v is not None for v in normalized], dtype=torch.bool)
-    return StepTensors(step_advantages.to(device), step_index.to(device), valid.to(device))
+    return StepTensors(step_advantages.to(device), segment_index.to(device), valid.to(device))
 
 
 def resolve_process_mode(mode: str, scorer: Any) -> str:
@@ -300,7 +300,7 @@ class PsSignal:
         return SignalOutput(
             estimator_kwargs={
                 "step_advantages": tensors.step_advantages,
-                "step_index": tensors.step_index,
+                "segment_index": tensors.segment_index,
                 "process_valid": tensors.process_valid,
                 # the ps_* options, named as the config names them minus the prefix
                 "advantage_mode": self.advantage_mode,  # 'auto' resolved for the scorer

@@ -118,7 +118,7 @@ def test_process_share_of_real_estimators():
         outcome_advantages=outcome,
         completion_mask=mask,
         step_advantages=torch.tensor([[1.0, -1.0], [0.5, 0.5]]),
-        step_index=segment_index,
+        segment_index=segment_index,
         advantage_mode="step",
         outcome_weight=0.5,
     )

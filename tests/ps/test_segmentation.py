@@ -27,7 +27,7 @@ from psgrpo.ps.segmentation import (
     offsets_by_pieces,
     offsets_by_reencoding,
     segment_completions,
-    spans_to_step_index,
+    spans_to_segment_index,
     token_offsets,
 )
 from psgrpo.tiny.tokenizer import build_char_tokenizer, train_bpe_tokenizer
@@ -448,7 +448,7 @@ def test_segment_completions_properties(batch, extra_padding):
     lengths = torch.tensor([len(ids) for ids in rows])
     T = int(lengths.max()) + extra_padding
     completion_mask = torch.arange(T).unsqueeze(0) < lengths.unsqueeze(1)
-    index = spans_to_step_index(result.token_spans, T)
+    index = spans_to_segment_index(result.token_spans, T)
     assert index.shape == (len(rows), T)
     assert torch.equal(index == -1, ~completion_mask)
     for i, spans in enumerate(result.token_spans):
@@ -463,17 +463,17 @@ def test_segment_completions_properties(batch, extra_padding):
 
 def test_step_tensors_by_hand():
     spans = [[(0, 2), (2, 5)], [(0, 1)], []]
-    assert spans_to_step_index(spans, 6).tolist() == [
+    assert spans_to_segment_index(spans, 6).tolist() == [
         [0, 0, 1, 1, 1, -1],
         [0, -1, -1, -1, -1, -1],
         [-1, -1, -1, -1, -1, -1],
     ]
-    assert spans_to_step_index([], 4).shape == (0, 4)
+    assert spans_to_segment_index([], 4).shape == (0, 4)
 
 
 def test_step_tensors_reject_spans_beyond_the_length():
     with pytest.raises(ValueError, match="completion 0 has a step ending at token 5, beyond length 4"):
-        spans_to_step_index([[(0, 5)]], 4)
+        spans_to_segment_index([[(0, 5)]], 4)
 
 
 # -----------------------------------------------------------------------------

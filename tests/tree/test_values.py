@@ -201,7 +201,7 @@ def test_estimator_with_one_level_and_w_0_hands_back_its_gain_exactly():
 
 
 def test_estimator_refuses_levels_it_has_no_gain_for():
-    with pytest.raises(ValueError, match="segment_index reaches level 2 but segment_advantages has only 2"):
+    with pytest.raises(ValueError, match="segment_index reaches segment 2 but segment_values has only 2"):
         tree_token_advantages(
             outcome_advantages=torch.zeros(1),
             completion_mask=torch.ones(1, 3),
