@@ -2,14 +2,21 @@
 
 psgrpo extends ``trl.GRPOTrainer`` (pinned to trl 1.16) through members TRL does not promise to
 keep. When a TRL bump changes one of them, this file fails first and says which; the fix is then
-in the module named next to each entry.
+in the module named in the message.
+
+The lists are generated, so they cannot go stale: :data:`OVERRIDDEN` from the members psgrpo's trainer
+classes define again, :data:`CALLS`, :data:`READS` and :data:`WRITES` from psgrpo's source (its AST):
+``self.x`` inside those classes and ``trainer.x`` anywhere in the package. A new override, call or
+attribute is checked the day it is written.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,77 +24,105 @@ import transformers
 import trl
 from trainer_helpers import length_reward, tiny_run_args
 
+import psgrpo
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.trainer import ProcessGRPOTrainer
 
-OVERRIDDEN = {
-    # member: (class that defines it, its parameters after self, the psgrpo module that overrides it)
-    "_generate_and_score_completions": (
-        trl.GRPOTrainer,
-        ["inputs"],
-        "trainer.py, techniques/trainer_mixin.py",
-    ),
-    "_generate": (trl.GRPOTrainer, ["prompts"], "techniques/trainer_mixin.py (memory bank)"),
-    "_calculate_rewards": (
-        trl.GRPOTrainer,
-        ["inputs", "prompts", "completions", "completion_ids_list"],
-        "techniques/trainer_mixin.py (reward normalisation)",
-    ),
-    "_get_train_sampler": (trl.GRPOTrainer, ["dataset"], "techniques/trainer_mixin.py (curriculum)"),
-    "_load_optimizer_and_scheduler": (transformers.Trainer, ["checkpoint"], "techniques/trainer_mixin.py"),
-    "create_scheduler": (
-        transformers.Trainer,
-        ["num_training_steps", "optimizer"],
-        "techniques (flat warm-up)",
-    ),
-    "_compute_loss": (trl.GRPOTrainer, ["model", "inputs"], "loss_hooks.py (GSPO-token)"),
-    "get_off_policy_mask": (
-        trl.GRPOTrainer,
-        ["advantages", "per_token_logps", "sampling_per_token_logps", "mask", "off_policy_threshold"],
-        "loss_hooks.py (sequence-level decision)",
-    ),
-    "get_gamma_weights": (
-        trl.GRPOTrainer,
-        ["advantages", "log_ratio_per_token", "mask", "importance_sampling_ratio"],
-        "loss_hooks.py (one VESPO weight per sequence)",
-    ),
-}
+PACKAGE = Path(psgrpo.__file__).resolve().parent
+TRL_BASES = (trl.GRPOTrainer, transformers.Trainer)
+TRAINER_NAMES = {"self", "trainer"}
+"""Receivers that are a trainer inside psgrpo's trainer classes (``self``) and in commands (``trainer``)."""
 
-CALLED = {
-    # member: (its leading parameters after self that psgrpo passes, who calls it)
-    "_get_per_token_logps_and_entropies": (
-        ["model", "input_ids", "attention_mask", "logits_to_keep", "batch_size"],
-        "techniques/trainer_mixin.py (behaviour log-probs of the memory bank); loss_hooks.py wraps it on the "
-        "instance for one GSPO-token loss call",
-    ),
-    "_generate_single_turn": (
-        ["prompt_ids", "images", "multimodal_fields", "num_generations"],
-        "tests/trainer_helpers.py (FixedRollouts: the distributed and compatibility tests)",
-    ),
-}
 
-ATTRIBUTES = {
-    # attribute read on a built trainer: who reads it
-    "_metrics": "trainer.py, techniques (logging: mode -> name -> list of values)",
-    "_tokenizer": "trainer.py (the processing class's tokenizer)",
-    "_logs": "commands/inspect_credit.py (per-function rewards of the last batch)",
-    "num_generations": "trainer.py, techniques",
-    "num_generations_eval": "trainer.py",
-    "eos_token_ids": "vps/signal.py (truncated completions)",
-    "temperature": "vps/signal.py (entropies and probes at the sampling temperature)",
-    "reward_func_names": "commands/inspect_credit.py",
-    "reward_weights": "techniques/reward_norm.py, commands/inspect_credit.py",
-    "scale_rewards": "techniques/trainer_mixin.py",
-    "num_iterations": "techniques/trainer_mixin.py (curriculum sampler)",
-    "tools": "techniques/trainer_mixin.py (memory bank support check)",
-    "rollout_func": "techniques/trainer_mixin.py",
-    "environment_factories": "techniques/trainer_mixin.py",
-    "_step": "checkpoints/trainer_mixin.py (TRL's micro-step counter, saved and restored)",
-    "_buffered_inputs": "checkpoints/trainer_mixin.py (generation batches reused within a cycle)",
-    "importance_sampling_level": "loss_hooks.py (switched to 'token' for one GSPO-token loss call)",
-}
+def _psgrpo_classes() -> list[type]:
+    """psgrpo's classes in ProcessGRPOTrainer's MRO: the trainer and its mixins."""
+    return [c for c in ProcessGRPOTrainer.__mro__ if c.__module__.startswith("psgrpo")]
+
+
+def _where(obj: object) -> str:
+    return str(Path(inspect.getsourcefile(obj)).relative_to(PACKAGE))
+
+
+def overridden_members() -> dict[str, list[type]]:
+    """Every TRL / transformers trainer member a psgrpo trainer class defines again: name → those classes."""
+    found: dict[str, list[type]] = defaultdict(list)
+    for cls in _psgrpo_classes():
+        for name, value in vars(cls).items():
+            if callable(value) and not name.startswith("__") and hasattr(trl.GRPOTrainer, name):
+                found[name].append(cls)
+    return dict(found)
+
+
+def _trainer_code() -> list[tuple[str, ast.AST, set[str]]]:
+    """``(file, code, receivers)`` where a trainer is used: psgrpo's trainer classes (as ``self``, through
+    ``super()``) and every module of the package that holds a ``trainer`` (as ``trainer``)."""
+    classes: dict[Path, set[str]] = defaultdict(set)
+    for cls in _psgrpo_classes():
+        classes[Path(inspect.getsourcefile(cls))].add(cls.__name__)
+    code = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree, where = ast.parse(path.read_text()), str(path.relative_to(PACKAGE))
+        code.append((where, tree, {"trainer"}))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.name in classes.get(path, ()):
+                code.append((where, node, {"self", "super()"}))
+    return code
+
+
+def _receiver(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super":
+        return "super()"
+    return None
+
+
+def private_uses() -> tuple[dict[str, dict[str, set[str]]], dict[str, set[str]], dict[str, set[str]]]:
+    """Read from psgrpo's source: the private TRL members it calls and the trainer attributes it reads.
+
+    Returns ``(calls, attributes, assigned)``: ``calls[name]`` maps each file to the keyword names it
+    passes to ``self.name(...)`` / ``super().name(...)`` / ``trainer.name(...)``; ``attributes[name]`` is
+    the set of files reading ``self.name`` / ``trainer.name`` (other than a call), for names psgrpo never
+    assigns; ``assigned[name]`` the files that assign it.
+    """
+    calls: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    reads: dict[str, set[str]] = defaultdict(set)
+    assigned: dict[str, set[str]] = defaultdict(set)
+    for where, code, receivers in _trainer_code():
+        called = set()
+        for node in ast.walk(code):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if _receiver(node.func.value) in receivers and hasattr(trl.GRPOTrainer, node.func.attr):
+                    name = node.func.attr
+                    if name.startswith("_") and not name.startswith("__"):
+                        calls[name][where] |= {k.arg for k in node.keywords if k.arg is not None}
+                    called.add(id(node.func))
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Attribute) and _receiver(target.value) in receivers:
+                        assigned[target.attr].add(where)
+        for node in ast.walk(code):
+            if (
+                isinstance(node, ast.Attribute)
+                and id(node) not in called
+                and isinstance(node.ctx, ast.Load)
+                and _receiver(node.value) in receivers - {"super()"}
+            ):
+                reads[node.attr].add(where)
+    own = {n for c in _psgrpo_classes() for n in vars(c)} | set(assigned)
+    attributes = {n: files for n, files in reads.items() if n not in own and not n.startswith("__")}
+    return {n: dict(v) for n, v in calls.items()}, attributes, assigned
+
+
+CALLS, READS, ASSIGNED = private_uses()
+OVERRIDDEN = overridden_members()
+TRL_SOURCE = "\n".join(inspect.getsource(c) for c in (trl.GRPOTrainer, transformers.Trainer))
+WRITES = {n: files for n, files in ASSIGNED.items() if n.startswith("_") and f"self.{n}" in TRL_SOURCE}
+"""Private trainer attributes psgrpo sets that TRL or transformers read too (e.g. ``_created_lr_scheduler``)."""
+
 
 GENERATE_RETURNS = 8
 """``GRPOTrainer._generate`` returns (prompt_ids, completion_ids, tool_mask, completions, logprobs,
@@ -101,20 +136,53 @@ def test_trl_is_the_pinned_minor():
     assert trl.__version__.startswith("1.16."), f"psgrpo is pinned to trl 1.16.x, found {trl.__version__}"
 
 
+def test_the_contract_is_read_from_the_source():
+    """Generated, so it cannot go stale; these members have been overridden or called for a long time."""
+    assert {"_generate_and_score_completions", "_compute_loss", "_generate", "_save_checkpoint"} <= set(OVERRIDDEN)
+    assert {"_get_per_token_logps_and_entropies", "_generate_and_score_completions"} <= set(CALLS)
+    assert {"_metrics", "_tokenizer", "num_generations"} <= set(READS)
+    assert "_created_lr_scheduler" in WRITES
+
+
+@pytest.mark.parametrize("name", sorted(WRITES))
+def test_private_attributes_psgrpo_sets_are_still_trls(name):
+    """The contract of a write: TRL or transformers still reads the attribute psgrpo sets for it."""
+    assert re.search(rf"self\.{name}\b", TRL_SOURCE), f"nothing in TRL reads {name!r} now; set in {sorted(WRITES[name])}"
+
+
+def _trl_owner(name: str) -> type:
+    for cls in trl.GRPOTrainer.__mro__:
+        if name in vars(cls):
+            return cls
+    raise AssertionError(name)
+
+
+def _parameters(function) -> list[inspect.Parameter]:
+    return [p for p in inspect.signature(function).parameters.values() if p.name != "self"]
+
+
 @pytest.mark.parametrize("name", sorted(OVERRIDDEN))
 def test_overridden_members_keep_their_signature(name):
-    owner, parameters, where = OVERRIDDEN[name]
-    assert hasattr(owner, name), f"{owner.__name__}.{name} is gone; psgrpo overrides it in {where}"
-    found = [p for p in inspect.signature(getattr(owner, name)).parameters if p != "self"]
-    assert found[: len(parameters)] == parameters, f"{owner.__name__}.{name}{found} changed; see {where}"
+    """TRL calls psgrpo's override as it would call its own member: TRL's parameters are a prefix of ours."""
+    theirs = [p.name for p in _parameters(getattr(trl.GRPOTrainer, name))]
+    for cls in OVERRIDDEN[name]:
+        ours = _parameters(vars(cls)[name])
+        if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in ours):
+            continue  # (*args, **kwargs): forwards whatever TRL passes
+        names = [p.name for p in ours if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        assert names[: len(theirs)] == theirs[: len(names)] and (
+            len(names) >= len(theirs) or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in ours)
+        ), f"{_trl_owner(name).__name__}.{name}{theirs} changed; psgrpo overrides it in {_where(cls)} with {names}"
 
 
-@pytest.mark.parametrize("name", sorted(CALLED))
-def test_called_members_keep_their_signature(name):
-    parameters, where = CALLED[name]
-    assert hasattr(trl.GRPOTrainer, name), f"GRPOTrainer.{name} is gone; used by {where}"
-    found = [p for p in inspect.signature(getattr(trl.GRPOTrainer, name)).parameters if p != "self"]
-    assert found[: len(parameters)] == parameters, f"GRPOTrainer.{name}{found} changed; see {where}"
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_called_members_take_the_keywords_psgrpo_passes(name):
+    assert hasattr(trl.GRPOTrainer, name), f"GRPOTrainer.{name} is gone; called in {sorted(CALLS[name])}"
+    parameters = {p.name: p for p in _parameters(getattr(trl.GRPOTrainer, name))}
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    for where, keywords in CALLS[name].items():
+        missing = sorted(k for k in keywords if k not in parameters)
+        assert takes_any or not missing, f"GRPOTrainer.{name} no longer takes {missing}; see {where}"
 
 
 @pytest.fixture(scope="module")
@@ -130,9 +198,13 @@ def trainer(tmp_path_factory, char_tokenizer):
     )
 
 
-@pytest.mark.parametrize("name", sorted(ATTRIBUTES))
+@pytest.mark.parametrize("name", sorted(READS))
 def test_attributes_psgrpo_reads_exist(trainer, name):
-    assert hasattr(trainer, name), f"GRPOTrainer no longer sets {name!r}; read by {ATTRIBUTES[name]}"
+    """On a built trainer, or assigned by GRPOTrainer.__init__ under a setting the fixture does not use (vLLM)."""
+    assigned = re.search(rf"self\.{name}\s*=", inspect.getsource(trl.GRPOTrainer.__init__)) is not None
+    assert hasattr(trainer, name) or assigned, (
+        f"GRPOTrainer no longer sets {name!r}; read in {sorted(READS[name])}"
+    )
 
 
 def test_compute_loss_reads_old_logps_after_its_forward():
