@@ -4,11 +4,12 @@ The subclass is thin glue. One training step reads top to bottom in
 :meth:`ProcessGRPOTrainer._generate_and_score_completions`::
 
     rollout + rewards + A_i (B,)          TRL (after psgrpo's training techniques)
-    method's process signal               psgrpo/ps/signal.py | psgrpo/vps/signal.py | none for grpo
+    method's process signal               built by the method's spec (psgrpo/<method>/spec.py); none for grpo
     token advantages A_t (B, T)           psgrpo/advantages.py, a registry of pure estimators
     → TRL's unchanged clipped policy loss
 
-Where a configuration has no process term (``method="grpo"``, ``ps_lambda=0``, ``vps_alpha=0``), TRL
+The trainer names no method: it looks the configured one up (:func:`psgrpo.methods.get_method`).
+Where a configuration has no process term (``method="grpo"``, a process weight of 0), TRL
 receives the 1-D A_i, so training and every logged metric are those of ``trl.GRPOTrainer`` (tested);
 with token credit, the hooks of :mod:`psgrpo.loss_hooks` keep TRL's sequence-level loss pieces from
 undoing it (docs/compatibility.md). Formulas: docs/design.md.
@@ -32,16 +33,12 @@ from psgrpo.diagnostics.step_logger import StepDiagnostics
 from psgrpo.eval.vllm_backend import VLLM_INSTALL
 from psgrpo.guards import check_finite, check_loss_and_gradients, check_rewards
 from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
+from psgrpo.methods import get_method
 from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
-from psgrpo.ps.scorers import build_step_scorer, check_scorer_columns
-from psgrpo.ps.segmentation import get_segmenter
-from psgrpo.ps.signal import PsSignal
 from psgrpo.rewards.functions import get_reward_funcs
 from psgrpo.techniques.trainer_mixin import TechniquesMixin
 from psgrpo.tiny import resolve_checkpoint
 from psgrpo.tree.sampling import TreeSamplingMixin
-from psgrpo.tree.signal import TreeSignal
-from psgrpo.vps.signal import VpsSignal
 
 
 class ProcessGRPOTrainer(
@@ -63,6 +60,7 @@ class ProcessGRPOTrainer(
     ``(prompts, steps, **columns) -> list[list[float]]``.
 
     Attributes:
+        method_spec: the configured method (:class:`psgrpo.methods.MethodSpec`).
         signal: the method's process signal stage (``None`` for ``grpo``).
         advantage_estimator: the registered estimator turning A_i and the signal into A_t (B, T).
         token_credit: whether TRL's loss gets A_t (B, T), or the 1-D A_i because the configuration has
@@ -93,6 +91,7 @@ class ProcessGRPOTrainer(
                 f"use_vllm=True needs vLLM, which is not installed: {VLLM_INSTALL} (a CUDA machine), "
                 "or drop --use_vllm to generate with transformers"
             )
+        self.method_spec = get_method(args.method)  # everything about the method: psgrpo/<method>/spec.py
         self.advantage_estimator = ADVANTAGE_ESTIMATORS.get(
             estimator_name(args.method, args.advantage_estimator)
         )
@@ -118,49 +117,9 @@ class ProcessGRPOTrainer(
         self.add_callback(JsonlMetricsCallback(Path(args.output_dir) / METRICS_FILE))
 
     def _build_signal(self, step_scorer: Any) -> ProcessSignal | None:
-        """The method's signal stage (``None`` for ``grpo``), built from the config."""
-        args = self.args
-        needs_steps = args.method == "ps" or (args.method == "vps" and args.vps_boundaries == "markers")
-        segmenter = get_segmenter(args.segmenter, **args.segmenter_kwargs) if needs_steps else None
-        if args.method == "ps":
-            scorer_kwargs = dict(args.step_scorer_kwargs)
-            if args.step_scorer == "prm":
-                scorer_kwargs.setdefault("device", self.accelerator.device)
-            scorer = build_step_scorer(step_scorer or args.step_scorer, **scorer_kwargs)
-            check_scorer_columns(scorer, self.train_dataset)
-            return PsSignal(args, self._tokenizer, self.accelerator, segmenter, scorer)
-        if args.method == "vps":
-            columns = getattr(self.train_dataset, "column_names", None)
-            if (
-                args.vps_probe == "gold_suffix"
-                and columns is not None
-                and args.vps_solution_column not in columns
-            ):
-                raise ValueError(
-                    f"vps_probe='gold_suffix' probes the gold worked solution, but the training dataset has no "
-                    f"column {args.vps_solution_column!r} (it has: {', '.join(columns)}); set vps_solution_column"
-                )
-            return VpsSignal(
-                args, self._tokenizer, self.accelerator, self.eos_token_ids, self.temperature, segmenter
-            )
-        if args.method == "tree":
-            if self.tools or self.rollout_func is not None or self.environment_factories is not None:
-                raise ValueError(
-                    "method='tree' samples single-turn completions as one tree per prompt: it cannot be combined "
-                    "with tools, rollout_func or environment_factory (multi-turn rollouts); use method='grpo'"
-                )
-            if self._is_vlm:
-                raise ValueError(
-                    "method='tree' samples text prompts only; vision-language models are not supported yet"
-                )
-            return TreeSignal(
-                args,
-                self.accelerator,
-                lambda: self._last_rewards_per_func,
-                self.reward_weights,
-                self.take_tree_segment_ends,
-            )
-        return None
+        """The method's signal stage (``None`` without one, as for ``grpo``), built by its spec."""
+        build = self.method_spec.signal
+        return None if build is None else build(self, step_scorer)
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         """TRL's rollout and outcome scoring, then the method's process signal, then token advantages (B, T).
@@ -205,7 +164,7 @@ class ProcessGRPOTrainer(
                 self.accelerator,
             )
             for key, value in process.items():
-                metrics[f"{self.args.method}/{key}"].append(value)
+                metrics[f"{self.method_spec.name}/{key}"].append(value)
         if self.diagnostics is not None:
             diag = self.diagnostics(output, signal.credit, self._last_rewards_per_func, num_generations)
             for key, value in diag.items():

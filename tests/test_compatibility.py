@@ -37,10 +37,11 @@ from trainer_helpers import (
 from transformers import AutoModelForCausalLM, TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from psgrpo.compatibility import REFUSALS, check_trl_compatibility, has_token_credit, process_scale
-from psgrpo.compatibility.matrix import METHODS, TRL_OPTIONS, TrlOption, cell, embed_table, refusal_for
+from psgrpo.compatibility import all_refusals, check_trl_compatibility, has_token_credit, process_scale
+from psgrpo.compatibility.matrix import TRL_OPTIONS, TrlOption, cell, embed_table, refusal_for
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
+from psgrpo.methods import BUILTIN_METHODS as METHODS
 from psgrpo.rewards.functions import correctness_reward, format_reward
 from psgrpo.trainer import ProcessGRPOTrainer
 
@@ -390,7 +391,7 @@ def test_a_process_weight_of_0_is_stock_trl(method_config, model_dir, datasets, 
 
 
 def test_refusals_name_two_options():
-    for refusal in REFUSALS:
+    for refusal in all_refusals():
         assert len(refusal.options) == 2
 
 

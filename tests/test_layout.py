@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from psgrpo.methods import BUILTIN_METHODS
+
 PACKAGE = Path(__file__).resolve().parents[1] / "psgrpo"
 
 
@@ -156,7 +158,8 @@ PURE = (
 )
 """Functions of tensors and text: usable, and testable, without a trainer, a command or a config."""
 
-SIGNALS = ("psgrpo.ps", "psgrpo.vps", "psgrpo.tree")
+SIGNALS = tuple(f"psgrpo.{name}" for name in BUILTIN_METHODS)
+"""The method packages (psgrpo/<method>/: its spec, options, signal), from the registry's built-ins."""
 CONFIG_OBJECT = ("psgrpo.config.process_grpo_config", "psgrpo.config.checks", "psgrpo.config.parsing")
 """The config dataclass, its checks and the YAML / CLI parser: a stage receives the built config, never these."""
 CONFIGURATION = ("psgrpo.config", "psgrpo.compatibility")
@@ -201,13 +204,14 @@ RULES: list[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], str]] = [
         (),
         "a signal gets the config object and the rollout; it never reaches the trainer, the loss or the CLI",
     ),
-    (("psgrpo.ps",), ("psgrpo.vps", "psgrpo.tree"), (), "the signals are independent of each other"),
-    (("psgrpo.tree",), ("psgrpo.ps", "psgrpo.vps"), (), "the signals are independent of each other"),
-    (
-        ("psgrpo.vps",),
-        ("psgrpo.ps", "psgrpo.tree"),
-        ("psgrpo.ps.segmentation",),
-        "vps uses only the PS segmenter (vps_boundaries='markers')",
+    *(
+        (
+            (package,),
+            tuple(other for other in SIGNALS if other != package),
+            ("psgrpo.ps.segmentation",) if package == "psgrpo.vps" else (),
+            f"the methods are independent of each other ({package}; vps uses the PS segmenter for markers)",
+        )
+        for package in SIGNALS
     ),
     (
         ("psgrpo.loss_hooks",),
@@ -272,13 +276,11 @@ def violations(
 
 
 def test_violations_reads_imports_inside_functions_too():
-    assert "psgrpo.loading" in ALL_IMPORTS["psgrpo.config.checks"]  # imported inside a function
-    assert "psgrpo.loading" not in GRAPH["psgrpo.config.checks"]
-    assert violations(("psgrpo.config.checks",), ("psgrpo.loading",), ()) == [
-        "psgrpo.config.checks → psgrpo.loading"
-    ]
-    assert violations(("psgrpo.config.checks",), ("psgrpo.load",), ()) == []  # prefixes stop at dots
-    assert "psgrpo.trainer → psgrpo.vps.signal" in violations(("psgrpo.trainer",), ("psgrpo.vps",), ())
+    assert "psgrpo.loading" in ALL_IMPORTS["psgrpo.ps.spec"]  # imported inside a function
+    assert "psgrpo.loading" not in GRAPH["psgrpo.ps.spec"]
+    assert violations(("psgrpo.ps.spec",), ("psgrpo.loading",), ()) == ["psgrpo.ps.spec → psgrpo.loading"]
+    assert violations(("psgrpo.ps.spec",), ("psgrpo.load",), ()) == []  # prefixes stop at dots
+    assert "psgrpo.vps.spec → psgrpo.vps.signal" in violations(("psgrpo.vps.spec",), ("psgrpo.vps.signal",), ())
     assert "psgrpo.loss_hooks → trl.GRPOTrainer" in violations(("psgrpo.loss_hooks",), TRL_TRAINERS, ())
 
 

@@ -208,11 +208,11 @@ def run_recipe(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _validate(cfg: CompareConfig) -> None:
-    from psgrpo.config.options import METHODS
+    from psgrpo.methods import method_names
 
-    unknown = [m for m in cfg.methods if m not in METHODS]
+    unknown = [m for m in cfg.methods if m not in method_names()]
     if unknown or not cfg.methods:
-        raise ValueError(f"--methods takes one or more of {', '.join(METHODS)}; got {cfg.methods}")
+        raise ValueError(f"--methods takes one or more of {', '.join(method_names())}; got {cfg.methods}")
     for name, values in (("methods", cfg.methods), ("seeds", cfg.seeds)):
         if len(set(values)) != len(values) or not values:
             raise ValueError(f"--{name} must list distinct values, got {values}")

@@ -24,19 +24,10 @@ from typing import Any
 
 import torch
 
-from psgrpo.advantages import confidence_progress
-from psgrpo.commands.inspect_html import (
-    CompletionView,
-    InspectPage,
-    PromptView,
-    SegmentView,
-    TokenView,
-    render_html,
-)
+from psgrpo.commands.inspect_html import render_html
+from psgrpo.credit_views import CompletionView, InspectPage, PromptView, SegmentView, TokenView
+from psgrpo.methods import get_method
 from psgrpo.ps.segmentation import special_token_ids, token_offsets
-from psgrpo.ps.signal import PsCredit
-from psgrpo.vps.boundaries import spans_from_boundaries
-from psgrpo.vps.signal import VpsCredit
 
 
 @dataclass
@@ -99,11 +90,15 @@ def inspect(argv: Sequence[str]) -> InspectPage:
         "data": f"{task.dataset}/{split}",
         **run_settings(args),
     }
+    shown = get_method(args.method).inspect
     page = InspectPage(
         method=args.method,
         prompts=sample_groups(trainer, list(rows)),
         settings=settings,
         signal_label=signal_label(args),
+        legend=shown.legend,
+        unit=shown.unit,
+        probe_note=shown.probe_note,
     )
     path = Path(cfg.output_file or Path(args.output_dir) / "inspect.html")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -116,35 +111,16 @@ def inspect(argv: Sequence[str]) -> InspectPage:
 
 def signal_label(args: Any) -> str | None:
     """What colours the segments for ``args.method`` (``None`` for grpo: no process signal)."""
-    if args.method == "ps":
-        return "r̃ (normalised step score)"
-    if args.method == "vps":
-        return "Δlog C_k" if args.vps_log_form else "ΔC_k"
-    if args.method == "tree":
-        return "ΔV_k / σ (tree value gain)"
-    return None
+    label = get_method(args.method).inspect.signal_label
+    return None if label is None else label(args)
 
 
 SHOWN_OPTIONS = ("num_generations", "temperature", "max_completion_length", "reward_funcs", "seed")
-METHOD_OPTIONS = {
-    "grpo": (),
-    "ps": ("segmenter", "step_scorer", "ps_advantage_mode", "ps_outcome_weight", "ps_lambda"),
-    "vps": (
-        "vps_boundaries",
-        "vps_max_segments",
-        "vps_alpha",
-        "vps_log_form",
-        "vps_truncated",
-        "vps_zero_variance",
-    ),
-    "tree": ("tree_branching", "tree_segment_tokens", "tree_outcome_weight", "tree_lambda"),
-}
-"""Options shown in the page header (all methods, then the method's own): they shape the credit."""
-
-
+"""Options shown in the page header, then the method's own (``InspectView.options``): they shape the credit."""
 def run_settings(args: Any) -> dict[str, str]:
-    """``option name → value`` of :data:`SHOWN_OPTIONS` and the method's :data:`METHOD_OPTIONS`."""
-    values = {name: getattr(args, name) for name in SHOWN_OPTIONS + METHOD_OPTIONS[args.method]}
+    """``option name → value`` of :data:`SHOWN_OPTIONS` and the method's own (``InspectView.options``)."""
+    names = SHOWN_OPTIONS + get_method(args.method).inspect.options
+    values = {name: getattr(args, name) for name in names}
     return {name: ", ".join(map(str, v)) if isinstance(v, list) else str(v) for name, v in values.items()}
 
 
@@ -192,6 +168,7 @@ def completion_views(
 ) -> list[CompletionView]:
     """Cards for the rows of one ``_generate_and_score_completions`` output, from ``trainer.last_credit``."""
     args, tokenizer, credit = trainer.args, trainer._tokenizer, trainer.last_credit
+    shown = get_method(args.method).inspect
     weights = dict(zip(trainer.reward_func_names, trainer.reward_weights.tolist(), strict=True))
     special = special_token_ids(tokenizer)
     token_adv = credit.token_advantages.float().cpu()
@@ -215,98 +192,9 @@ def completion_views(
             reward=math.fsum(weights[k] * v for k, v in rewards[i].items() if not math.isnan(v)),
             outcome_advantage=outcome[i],
             segments=[SegmentView(text, (0, n))],
-            tokens=tokens if args.method != "grpo" else [],
+            tokens=tokens if shown.signal_label is not None else [],
         )
-        if args.method == "ps":
-            _add_steps(view, credit.process, i, token_adv[i])
-        elif args.method == "vps":
-            _add_confidence(view, credit.process, i, token_adv[i], offsets, args)
-        elif args.method == "tree":
-            _add_tree_segments(view, credit.process, i, token_adv[i], offsets, args.tree_segment_tokens or n)
+        if shown.fill is not None:  # the method's segments, from its credit record
+            shown.fill(view, credit.process, i, token_adv[i], offsets, args)
         views.append(view)
     return views
-
-
-def _add_steps(view: CompletionView, credit: PsCredit, i: int, token_adv: torch.Tensor) -> None:
-    """PS-GRPO: one segment per step, coloured by r̃, raw score in the tooltip."""
-    raw, normalized = credit.raw_step_scores[i], credit.step_scores[i]
-    view.segments = [
-        SegmentView(
-            text=step,
-            tokens=(a, b),
-            signal=None if normalized is None else normalized[j],
-            details={} if raw is None else {"raw score": raw[j], "A_t on this step": float(token_adv[a])},
-        )
-        for j, (step, (a, b)) in enumerate(zip(credit.steps[i], credit.step_token_spans[i], strict=True))
-    ]
-    if normalized is None:
-        view.notes.append("step scorer failed on this completion: it gets its outcome advantage A_i only")
-
-
-def _add_tree_segments(
-    view: CompletionView,
-    credit: Any,
-    i: int,
-    token_adv: torch.Tensor,
-    offsets: list[tuple[int, int]],
-    segment_tokens: int,
-) -> None:
-    """Tree: one segment per level (S tokens each, the last runs on), coloured by ΔV_k / σ, V in the tooltip."""
-    values = credit.path_values[i].tolist()
-    gains = credit.segment_advantages[i].tolist()
-    depth, n = len(gains), len(offsets)
-    view.segments = []
-    for k in range(depth):
-        a, b = min(k * segment_tokens, n), n if k == depth - 1 else min((k + 1) * segment_tokens, n)
-        if a == b:
-            break
-        view.segments.append(
-            SegmentView(
-                text=view.text[offsets[a][0] : offsets[b - 1][1]],
-                tokens=(a, b),
-                signal=gains[k],
-                details={
-                    "V(parent)": values[k],
-                    "V(node)": values[k + 1],
-                    "A_t on this segment": float(token_adv[a]),
-                },
-            )
-        )
-
-
-def _add_confidence(
-    view: CompletionView,
-    credit: VpsCredit,
-    i: int,
-    token_adv: torch.Tensor,
-    offsets: list[tuple[int, int]],
-    args: Any,
-) -> None:
-    """GRPO-VPS: segments between boundaries, coloured by ΔC_k, with C_k at each boundary."""
-    boundaries = credit.boundaries[i]
-    confidence = credit.confidence[i].float().cpu()
-    delta = confidence_progress(confidence.unsqueeze(0), args.vps_log_form)[0].tolist()  # as the estimator
-    c = confidence.tolist()
-    view.probe0 = c[0]
-    view.segments = []
-    for j, (a, b) in enumerate(spans_from_boundaries(boundaries, len(offsets))):
-        probed = j < len(boundaries)
-        view.segments.append(
-            SegmentView(
-                text=view.text[offsets[a][0] : offsets[b - 1][1]],
-                tokens=(a, b),
-                signal=delta[j] if probed else None,
-                probe=c[j + 1] if probed else None,
-                details=(
-                    {f"C_{j}": c[j], f"C_{j + 1}": c[j + 1], "α·ΔC": args.vps_alpha * delta[j]}
-                    if probed
-                    else {}
-                )
-                | {"A_t on this segment": float(token_adv[a])},
-            )
-        )
-    if bool(credit.truncated[i]) and args.vps_truncated != "keep":
-        effect = "gets A_i only" if args.vps_truncated == "outcome" else "gets no update"
-        view.notes.append(
-            f"truncated (no EOS): ΔC not applied, it {effect} (vps_truncated={args.vps_truncated})"
-        )

@@ -1,6 +1,6 @@
-"""The credit viewer's page: dataclasses describing sampled groups and their credit → one HTML string.
+"""The credit viewer's page: the dataclasses of :mod:`psgrpo.credit_views` → one HTML string.
 
-Pure and model-free (``psgrpo/commands/inspect_credit.py`` fills these dataclasses from a real trainer),
+Pure and model-free (``psgrpo/commands/inspect_credit.py`` fills those dataclasses from a real trainer),
 so the page can be tested on hand-made data. The output is self-contained: inline CSS, no
 script, no external URL; every text from the data goes through :func:`html.escape`.
 
@@ -18,107 +18,16 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+
+from psgrpo.credit_views import CompletionView, InspectPage, PromptView, SegmentView, TokenView
+
+__all__ = ["CompletionView", "InspectPage", "PromptView", "SegmentView", "TokenView", "render_html"]
 
 NEGATIVE_RGB = (214, 96, 77)
 NEUTRAL_RGB = (247, 247, 247)
 POSITIVE_RGB = (67, 147, 195)
 """Anchors of the diverging scale (ColorBrewer RdBu, readable with black text, colour-blind safe)."""
 
-METHOD_LEGENDS = {
-    "grpo": "Outcome GRPO: every token of completion i gets the same advantage A_i = (r_i − mean of its "
-    "group) / (std of its group + 1e-4), where r_i is the weighted sum of the reward functions.",
-    "ps": "PS-GRPO: the completion splits into steps; each step is coloured by its score normalised over all "
-    "steps of the group, r̃ = (r − mean) / (std + 1e-4). Token advantages combine w·A_i with λ times the "
-    "process term of the configured mode (reward-to-go: the sum of r̃ of this and later steps).",
-    "vps": "GRPO-VPS: C_k is the policy's probability of the gold answer when the completion is cut right "
-    "after boundary b_k (C_0: right after the prompt). Segment k (tokens after b_{k−1} up to b_k) is "
-    "coloured by ΔC_k = C_k − C_{k−1}; its tokens get A_i + α·ΔC_k. The segment after the last boundary "
-    "(grey text, no colour) gets A_i alone.",
-    "tree": "Tree: the group was sampled as a tree; segment k of a completion is its node at level k, shared by "
-    "the completions below it. V(node) is the mean reward of those completions; segment k is coloured by "
-    "(V(node) − V(parent)) / σ and its tokens get w·A_i + λ times that (docs/tree.md).",
-}
-
-
-@dataclass
-class SegmentView:
-    """One step (ps) or segment (vps) of a completion.
-
-    Attributes:
-        text: its text.
-        tokens: ``(start, end)`` completion-token span, end exclusive.
-        signal: the value that colours it (ps: normalised step score r̃; vps: ΔC_k); ``None``
-            when it carries no process signal (vps: after the last boundary; a failed scorer).
-        probe: vps: C_k measured at the boundary that ends this segment; ``None`` otherwise.
-        details: extra ``name → value`` lines for the tooltip, in order.
-    """
-
-    text: str
-    tokens: tuple[int, int]
-    signal: float | None = None
-    probe: float | None = None
-    details: dict[str, float | str] = field(default_factory=dict)
-
-
-@dataclass
-class TokenView:
-    """One completion token: its text and its token advantage A_t (the value the loss uses)."""
-
-    text: str
-    advantage: float
-    special: bool = False  # EOS / pad: shown dimmed, has no text of its own
-
-
-@dataclass
-class CompletionView:
-    """One sampled completion with its rewards, outcome advantage and process credit.
-
-    Attributes:
-        text: the decoded completion.
-        rewards: each reward function's value (unweighted), by name.
-        reward: the weighted total r_i that A_i normalises.
-        outcome_advantage: A_i.
-        segments: steps / segments tiling ``text`` (grpo: one segment, no signal).
-        tokens: per-token advantages (empty: no token row).
-        probe0: vps: C_0, the confidence right after the prompt.
-        notes: short remarks shown on the card (e.g. "truncated: ΔC not applied").
-    """
-
-    text: str
-    rewards: dict[str, float]
-    reward: float
-    outcome_advantage: float
-    segments: list[SegmentView]
-    tokens: list[TokenView] = field(default_factory=list)
-    probe0: float | None = None
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class PromptView:
-    """A prompt, its gold answer and its group of completions."""
-
-    prompt: str
-    answer: str
-    completions: list[CompletionView]
-
-
-@dataclass
-class InspectPage:
-    """The whole page.
-
-    Attributes:
-        method: ``grpo``, ``ps`` or ``vps`` (selects the legend text).
-        prompts: the groups, in order.
-        settings: ``name → value`` shown in the header (checkpoint, dataset, α …).
-        signal_label: what colours the segments, e.g. ``"ΔC_k"``; ``None`` = no process signal.
-    """
-
-    method: str
-    prompts: list[PromptView]
-    settings: dict[str, str] = field(default_factory=dict)
-    signal_label: str | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -226,10 +135,10 @@ def _legend(page: InspectPage, vmax_signal: float, vmax_adv: float) -> str:
     scales.append(
         _scale_bar("advantages: A_i and A_t", vmax_adv, "A_i: card edge and badge; A_t: per-token row")
     )
-    text = METHOD_LEGENDS.get(page.method, "")
+    text = page.legend
     probe = (
         ' <span class="cut">C<sub>k</sub> 0.42</span> marks a boundary and the confidence measured there.'
-        if page.method == "vps"
+        if page.probe_note
         else ""
     )
     return (
@@ -293,8 +202,7 @@ def _segments_html(c: CompletionView, page: InspectPage, vmax_signal: float) -> 
     if c.probe0 is not None:
         parts.append(_probe_marker(0, c.probe0, "right after the prompt"))
     for k, seg in enumerate(c.segments, start=1):
-        kind = "segment" if page.method == "vps" else "step"
-        lines = [f"{kind} {k} · tokens {seg.tokens[0]}–{seg.tokens[1] - 1}"]
+        lines = [f"{page.unit} {k} · tokens {seg.tokens[0]}–{seg.tokens[1] - 1}"]
         if page.signal_label is not None:
             lines.append(
                 f"{page.signal_label} = {_exact(seg.signal, True)}"

@@ -11,25 +11,33 @@ from pathlib import Path
 from typing import Any
 
 from psgrpo.compare.report import seed_curve
+from psgrpo.methods import all_methods
 
-METHOD_COLOURS = {"grpo": "C0", "ps": "C1", "vps": "C2"}  # the same colour for a method in every plot
 LINESTYLES = ("-", "--", ":", "-.")
 
 
+def method_colours() -> dict[str, str]:
+    """Each registered method's colour (``MethodSpec.colour``): the same colour for a method in every plot."""
+    return {spec.name: spec.colour for spec in all_methods() if spec.colour is not None}
+
+
+def __getattr__(name: str) -> Any:  # the former constant, now read from the method specs
+    if name == "METHOD_COLOURS":
+        return method_colours()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def method_styles(methods: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """A distinct ``(colour, linestyle)`` per method: grpo/ps/vps keep :data:`METHOD_COLOURS`, the other
-    arms take the remaining colours of matplotlib's 10-colour cycle in order, and once those run out
-    (a sweep of 9+ arms) the cycle repeats with dashed, then dotted, lines."""
-    free = [
-        f"C{i}"
-        for i in range(10)
-        if f"C{i}" not in {METHOD_COLOURS[m] for m in methods if m in METHOD_COLOURS}
-    ]
+    """A distinct ``(colour, linestyle)`` per method: a registered method keeps its colour
+    (:func:`method_colours`), the other arms take the remaining colours of matplotlib's 10-colour cycle in
+    order, and once those run out (a sweep of 9+ arms) the cycle repeats with dashed, then dotted, lines."""
+    colours = method_colours()
+    free = [f"C{i}" for i in range(10) if f"C{i}" not in {colours[m] for m in methods if m in colours}]
     styles: dict[str, tuple[str, str]] = {}
     others = 0
     for method in methods:
-        if method in METHOD_COLOURS:
-            styles[method] = (METHOD_COLOURS[method], LINESTYLES[0])
+        if method in colours:
+            styles[method] = (colours[method], LINESTYLES[0])
             continue
         round_, index = divmod(others, len(free))
         styles[method] = (free[index], LINESTYLES[round_ % len(LINESTYLES)])

@@ -13,7 +13,7 @@ Three readers share it, so they cannot drift apart:
   ``--write docs/compatibility.md`` updates the page; a test checks the page is current).
 
 **Token credit.** Whether a configuration hands TRL's loss advantages that vary along a completion
-(:func:`has_token_credit`). Without it (``grpo``, ``ps_lambda=0``, ``vps_alpha=0``) TRL receives the
+(:func:`has_token_credit`, from the method's spec). Without it (``grpo``, a process weight of 0) TRL receives the
 1-D A_i and runs its own code paths; with it, the hooks of :mod:`psgrpo.loss_hooks` keep TRL's
 sequence-level pieces (GSPO ratio, off-policy mask, VESPO weight) from undoing the credit.
 
@@ -29,12 +29,10 @@ process term is then normalised over the batch).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from psgrpo.advantages import estimator_name
-from psgrpo.tree.options import prime_factors
+from psgrpo.methods import Refusal, all_methods, get_method
 
 ProcessScale = Literal["group", "batch"]
 
@@ -42,21 +40,15 @@ ProcessScale = Literal["group", "batch"]
 def has_token_credit(config: Any) -> bool:
     """Whether TRL's loss gets advantages that vary along a completion (B, T), or one per completion (B,).
 
-    False for ``method="grpo"`` (estimator ``grpo``), for a process term weighted 0
-    (``ps_lambda=0``, ``vps_alpha=0``, ``tree_lambda=0``) and for a one-level tree (``tree_branching``
-    [G]: every token of a row gets the same value); a custom ``advantage_estimator`` counts as token credit.
+    The method's own estimator decides through its spec (``token_credit``: False for ``grpo``, for a
+    process term weighted 0, for a one-level tree); the estimator ``grpo`` never gives token credit and
+    any other custom ``advantage_estimator`` always does.
     """
     estimator = estimator_name(config.method, config.advantage_estimator)
     if estimator == "grpo":
         return False
-    if config.method == "ps" and estimator == "ps":
-        return config.ps_lambda != 0
-    if config.method == "vps" and estimator == "vps":
-        return config.vps_alpha != 0
-    if config.method == "tree" and estimator == "tree":  # one level: A_t is one value per row
-        branching = config.tree_branching or prime_factors(config.num_generations)  # None: the default tree
-        return config.tree_lambda != 0 and len(branching) > 1
-    return True
+    spec = get_method(config.method)
+    return spec.token_credit(config) if estimator == spec.estimator else True
 
 
 def process_scale(config: Any) -> ProcessScale:
@@ -74,26 +66,16 @@ def process_scale(config: Any) -> ProcessScale:
     return "group"
 
 
-@dataclass(frozen=True)
-class Refusal:
-    """A combination ``check_trl_compatibility`` refuses: the two options it names, when, and the message."""
-
-    options: tuple[str, str]
-    applies: Callable[[Any], bool]
-    message: Callable[[Any], str]
-    summary: str
-    """One line for docs/compatibility.md."""
-
-
 def _process_weight(config: Any) -> str:
-    return f"ps_lambda={config.ps_lambda}" if config.method == "ps" else f"vps_alpha={config.vps_alpha}"
+    weight = get_method(config.method).process_weight
+    return weight(config) if weight is not None else f"method={config.method!r}"
 
 
 REFUSALS: tuple[Refusal, ...] = (
     Refusal(
         options=("scale_rewards", "method"),
         applies=lambda c: (
-            c.method != "tree"  # the tree's ΔV is in reward units, like A_i without a std
+            get_method(c.method).process_units == "unitless"  # a tree's ΔV is in reward units, like A_i
             and has_token_credit(c)
             and c.scale_rewards == "none"
             and c.multi_objective_aggregation == "sum_then_normalize"
@@ -109,23 +91,17 @@ REFUSALS: tuple[Refusal, ...] = (
         summary="refused: A_i in reward units has no common scale with the process term; use "
         "`scale_rewards='batch'` or add `reward_norm_momentum`",
     ),
-    Refusal(
-        options=("use_transformers_continuous_batching", "method"),
-        applies=lambda c: (
-            c.method == "tree" and bool(getattr(c, "use_transformers_continuous_batching", False))
-        ),
-        message=lambda c: (
-            "use_transformers_continuous_batching=True cannot be combined with method='tree' yet: tree sampling limits each "
-            "level's new tokens through TRL's generate() path, which continuous batching does not take. Drop "
-            "--use_transformers_continuous_batching."
-        ),
-        summary="tree: refused, continuous batching is not the generate() path tree sampling drives",
-    ),
 )
+"""Refusals of every method; each method's own are in its spec (:func:`all_refusals`)."""
+
+
+def all_refusals() -> tuple[Refusal, ...]:
+    """The general refusals, then those of every registered method (``MethodSpec.refusals``)."""
+    return REFUSALS + tuple(r for spec in all_methods() for r in spec.refusals)
 
 
 def check_trl_compatibility(config: Any) -> None:
-    """Raise ValueError for a TRL option × method combination psgrpo refuses (see :data:`REFUSALS`)."""
-    for refusal in REFUSALS:
+    """Raise ValueError for a TRL option × method combination psgrpo refuses (see :func:`all_refusals`)."""
+    for refusal in all_refusals():
         if refusal.applies(config):
             raise ValueError(refusal.message(config))

@@ -1,7 +1,7 @@
 """The compatibility matrix: every TRL GRPO option psgrpo knows of, and what each method does with it.
 
 :data:`TRL_OPTIONS` is the table; :func:`cell` decides each (option, method) cell from the rules in
-:mod:`psgrpo.compatibility` (:data:`~psgrpo.compatibility.REFUSALS`); :func:`render_table` writes the
+:mod:`psgrpo.compatibility` (:func:`~psgrpo.compatibility.all_refusals`); :func:`render_table` writes the
 markdown that docs/compatibility.md embeds (``python -m psgrpo.compatibility [--write PAGE]``), and
 tests/test_compatibility.py runs every row.
 """
@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Literal
 
-from psgrpo.compatibility import REFUSALS, Refusal
-from psgrpo.config.options import METHODS
+from psgrpo.compatibility import all_refusals
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
+from psgrpo.methods import Refusal, get_method, method_names
 
 Status = Literal["supported", "refused", "not tested on CPU"]
 
@@ -36,7 +36,8 @@ class TrlOption:
             ``unscorable``, ``generate``, ``peft``); None for a plain run.
         gpu: for an option that cannot run on this CPU-only suite, what it needs and what to expect;
             its cells read "not tested on CPU".
-        tree: how ``tree`` works with it, where that differs from ``token_credit``.
+        notes: per method, how it works with the option where that differs from ``token_credit``
+            (e.g. ``{"tree": "…"}``).
     """
 
     name: str
@@ -45,7 +46,7 @@ class TrlOption:
     token_credit: str = TOKEN_PATH
     setup: str | None = None
     gpu: str | None = None
-    tree: str | None = None
+    notes: dict[str, str] = field(default_factory=dict)
 
 
 GSPO_TOKEN = (
@@ -130,20 +131,20 @@ TRL_OPTIONS: tuple[TrlOption, ...] = (
         "test_train_scale_rewards",
         token_credit="ps: step scores centred per group, divided by the batch's step-score std (as A_i); "
         "vps: ΔC as usual",
-        tree="tree: ΔV divided by the batch's reward std, as A_i",
+        notes={"tree": "tree: ΔV divided by the batch's reward std, as A_i"},
     ),
     TrlOption(
         "`scale_rewards='none'`",
         {"scale_rewards": "none"},
         "test_train_scale_rewards",
-        tree="tree: ΔV stays in reward units like A_i, so the two share a scale",
+        notes={"tree": "tree: ΔV stays in reward units like A_i, so the two share a scale"},
     ),
     TrlOption(
         "`multi_objective_aggregation='normalize_then_sum'`",
         {"multi_objective_aggregation": "normalize_then_sum"},
         "test_train_normalize_then_sum_aggregation",
         token_credit="A_i is batch-normalised, so ps divides step scores by the batch's step-score std",
-        tree="tree: V from the per-function group-normalised rewards TRL sums, ΔV divided by their batch std",
+        notes={"tree": "tree: V from the per-function group-normalised rewards TRL sums, ΔV divided by their batch std"},
     ),
     TrlOption(
         "`reward_weights=[1.0, 0.5, 2.0]`",
@@ -156,7 +157,7 @@ TRL_OPTIONS: tuple[TrlOption, ...] = (
         "test_train_multiple_reward_funcs_with_None_output",
         token_credit="A_i = 0 as in TRL; the process term still credits the steps (it does not use the rewards)",
         setup="unscorable",
-        tree="tree: unscorable leaves are left out of every V and their rows get 0, as A_i",
+        notes={"tree": "tree: unscorable leaves are left out of every V and their rows get 0, as A_i"},
     ),
     TrlOption("`num_iterations=2`", _OFF_POLICY, "test_train_multiple_iterations"),
     TrlOption(
@@ -225,7 +226,7 @@ TRL_OPTIONS: tuple[TrlOption, ...] = (
         },
         "test_train_with_eval, test_train_with_num_generations_eval",
         setup="eval",
-        tree="tree: evaluation samples independently (a one-level tree, A_t = (w + λ)·A_i)",
+        notes={"tree": "tree: evaluation samples independently (a one-level tree, A_t = (w + λ)·A_i)"},
     ),
     TrlOption("iterable train dataset", {}, "test_train_with_iterable_dataset", setup="iterable"),
     TrlOption(
@@ -233,7 +234,7 @@ TRL_OPTIONS: tuple[TrlOption, ...] = (
         {"generation_kwargs": {"top_k": 5, "repetition_penalty": 1.1}},
         "test_train_with_generation_kwargs",
         setup="generate",
-        tree="tree: the real generation is tree sampling, one TRL generate() per level with these kwargs",
+        notes={"tree": "tree: the real generation is tree sampling, one TRL generate() per level with these kwargs"},
     ),
     TrlOption("LoRA (`peft_config`)", {}, "test_train_peft_config", setup="peft"),
     TrlOption(
@@ -315,7 +316,7 @@ def _namespace(option: TrlOption, method: str) -> Any:
 def refusal_for(option: TrlOption, method: str) -> Refusal | None:
     """The rule that refuses ``option`` with ``method`` at default settings, or None."""
     config = _namespace(option, method)
-    return next((r for r in REFUSALS if r.applies(config)), None)
+    return next((r for r in all_refusals() if r.applies(config)), None)
 
 
 @dataclass(frozen=True)
@@ -333,24 +334,24 @@ def cell(option: TrlOption, method: str) -> Cell:
         return Cell("refused", refusal.summary)
     if option.gpu is not None:
         return Cell("not tested on CPU", option.gpu)
-    if method == "grpo":
+    if get_method(method).signal is None:
         return Cell("supported", "TRL's own path (1-D A_i)")
-    if method == "tree" and option.tree is not None:
-        return Cell("supported", option.tree)
-    return Cell("supported", option.token_credit)
+    return Cell("supported", option.notes.get(method, option.token_credit))
 
 
 def render_table() -> str:
     """The matrix as a markdown table (embedded in docs/compatibility.md)."""
+    methods = method_names()
+    credit = [m for m in methods if get_method(m).signal is not None]  # the methods with a process signal
     lines = [
         "| # | option | exercised by (TRL test or field) | "
-        + " | ".join(METHODS)
-        + " | how, with token credit (ps, vps, tree); or what to expect |",
-        "|---|---|---|" + "---|" * len(METHODS) + "---|",
+        + " | ".join(methods)
+        + f" | how, with token credit ({', '.join(credit)}); or what to expect |",
+        "|---|---|---|" + "---|" * len(methods) + "---|",
     ]
     for number, option in enumerate(TRL_OPTIONS, start=1):
-        cells = [cell(option, method) for method in METHODS]
-        hows = dict.fromkeys(c.how for c in cells[1:])  # ps and vps; the same text once
+        cells = [cell(option, method) for method in methods]
+        hows = dict.fromkeys(c.how for m, c in zip(methods, cells, strict=True) if m in credit)  # each text once
         lines.append(
             f"| {number} | {option.name} | {option.source} | "
             + " | ".join(c.status for c in cells)

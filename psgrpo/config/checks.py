@@ -8,7 +8,6 @@ cross-field rules of the methods, and the TRL option × method combinations psgr
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,29 +18,19 @@ from psgrpo.config.options import (
     RETIRED_ESTIMATORS,
     Curriculum,
     KLSchedule,
-    Method,
-    PsAdvantageMode,
-    ScorerErrorPolicy,
     TrlImportanceSamplingLevel,
     TrlLossType,
     TrlMultiObjectiveAggregation,
     TrlScaleRewards,
-    TruncatedMode,
-    VpsBoundaries,
-    VpsProbe,
-    ZeroVarianceMode,
     check_choice,
     check_finite_floats,
-    check_keyword_arguments,
     check_number,
     check_registered,
-    json_object_option,
 )
-from psgrpo.ps.scorers import STEP_SCORERS
-from psgrpo.ps.segmentation import SEGMENTERS, get_segmenter
+from psgrpo.methods import all_methods, method_names
+from psgrpo.ps.spec import check_step_scorer  # noqa: F401  (psgrpo score-steps imports it from here)
 from psgrpo.rewards.functions import REWARD_FUNCS, resolve_reward_func
 from psgrpo.techniques.options import check_technique_options
-from psgrpo.tree.options import check_tree_options
 
 
 def check_config(config: Any) -> None:
@@ -52,18 +41,12 @@ def check_config(config: Any) -> None:
     """
     check_finite_floats(config)
     check_training_length(config)
-    check_choice("method", config.method, Method)
-    check_choice("ps_advantage_mode", config.ps_advantage_mode, PsAdvantageMode)
-    check_choice("ps_on_scorer_error", config.ps_on_scorer_error, ScorerErrorPolicy)
-    check_choice("vps_boundaries", config.vps_boundaries, VpsBoundaries)
-    check_choice("vps_probe", config.vps_probe, VpsProbe)
-    if config.vps_probe == "gold_suffix" and config.vps_boundaries != "markers":
+    if config.method not in method_names():
+        listed = ", ".join(repr(name) for name in method_names())
         raise ValueError(
-            "vps_probe='gold_suffix' compares the completion's k-th step with the gold solution's k-th step, "
-            f"so it needs step boundaries: set vps_boundaries='markers' (got {config.vps_boundaries!r})"
+            f"method={config.method!r} is not allowed; choose one of {listed}, or a method of your own as "
+            "path/to/file.py:NAME (a file that registers it)"
         )
-    check_choice("vps_zero_variance", config.vps_zero_variance, ZeroVarianceMode)
-    check_choice("vps_truncated", config.vps_truncated, TruncatedMode)
     check_choice("kl_schedule", config.kl_schedule, KLSchedule)
     check_choice("curriculum", config.curriculum, Curriculum)
     check_choice("loss_type", config.loss_type, TrlLossType)
@@ -73,60 +56,18 @@ def check_config(config: Any) -> None:
         "multi_objective_aggregation", config.multi_objective_aggregation, TrlMultiObjectiveAggregation
     )
     check_technique_options(config)
-    check_tree_options(config)
-    for name in ("segmenter_kwargs", "step_scorer_kwargs"):
-        setattr(config, name, json_object_option(name, getattr(config, name)))
+    for spec in all_methods():  # each method's options, whatever the method; its combinations when it is the one
+        spec.check(config)
     if isinstance(config.reward_funcs, str):  # YAML/CLI may give "correctness,format"
         config.reward_funcs = [name.strip() for name in config.reward_funcs.split(",") if name.strip()]
     check_number("correctness_rel_tol", config.correctness_rel_tol, low=0.0)
-    check_number("ps_lambda", config.ps_lambda, low=0.0)
-    check_number("ps_outcome_weight", config.ps_outcome_weight, low=0.0)
-    check_number("ps_min_temperature", config.ps_min_temperature, low=0.0, low_open=True)
-    check_number("vps_alpha", config.vps_alpha, low=0.0)
-    check_number("vps_max_segments", config.vps_max_segments, low=1)
-    check_number("vps_min_segment_tokens", config.vps_min_segment_tokens, low=1)
-    check_number("vps_entropy_quantile", config.vps_entropy_quantile, low=0.0, high=1.0)
-    check_number("vps_entropy_tolerance", config.vps_entropy_tolerance, low=0.0, high=1.0, high_open=True)
-    check_number("vps_boundary_jitter", config.vps_boundary_jitter, low=0)
-    check_number("vps_probe_chunk_size", config.vps_probe_chunk_size, low=1, allow_none=True)
     check_components(config)
     check_trl_compatibility(config)  # TRL option × method combinations psgrpo refuses
 
 
-def check_step_scorer(step_scorer: str, step_scorer_kwargs: dict[str, Any], hint: str = "") -> None:
-    """``step_scorer`` is a registered name and ``step_scorer_kwargs`` bind to it (``psgrpo train`` and
-    ``psgrpo score-steps``): unknown names and non-finite numbers fail before the scorer is built."""
-    check_registered("step_scorer", step_scorer, STEP_SCORERS, hint=hint)
-    check_keyword_arguments("step_scorer_kwargs", STEP_SCORERS.get(step_scorer), step_scorer_kwargs)
-
-
 def check_components(config: Any) -> None:
-    """Names and keyword arguments of the segmenter, step scorer, estimator and rewards, before any loading.
-
-    Builds the segmenter (cheap), and checks the step scorer's keyword arguments against its
-    signature: unknown names, and numbers that are not finite numbers, fail here instead of
-    after the model has loaded.
-    """
-    check_registered("segmenter", config.segmenter, SEGMENTERS)
-    try:
-        get_segmenter(config.segmenter, **config.segmenter_kwargs)
-    except (TypeError, ValueError, re.error) as err:
-        raise ValueError(
-            f"segmenter_kwargs={config.segmenter_kwargs!r} do not fit segmenter {config.segmenter!r}: {err}"
-        ) from None
-    if config.step_scorer == "prm" and "model" not in config.step_scorer_kwargs:
-        raise ValueError(
-            "step_scorer='prm' needs the process reward model to score with: set step_scorer_kwargs "
-            """'{"model": "PATH_OR_HUB_ID"}' (e.g. --step_scorer_kwargs '{"model": "Qwen/Qwen2.5-Math-PRM-7B"}')"""
-        )
-    check_step_scorer(
-        config.step_scorer, config.step_scorer_kwargs, hint=", or pass a callable to the trainer"
-    )
-    if config.step_scorer == "prm" and isinstance(config.step_scorer_kwargs["model"], str):
-        from psgrpo.loading import checkpoint_path
-
-        # a missing local PRM fails here, before the policy loads (and is never sent to the Hub)
-        checkpoint_path(config.step_scorer_kwargs["model"], option="step_scorer_kwargs['model']")
+    """Names of the estimator and the reward functions, before any loading (a method's own components,
+    such as ``ps``'s segmenter and step scorer, are checked by its spec)."""
     if config.advantage_estimator in RETIRED_ESTIMATORS:
         new = RETIRED_ESTIMATORS[config.advantage_estimator]
         raise ValueError(

@@ -17,7 +17,6 @@ from psgrpo.config.checks import check_config, named_batch_errors
 from psgrpo.config.options import (
     Curriculum,
     KLSchedule,
-    Method,
     PsAdvantageMode,
     ScorerErrorPolicy,
     TruncatedMode,
@@ -27,6 +26,7 @@ from psgrpo.config.options import (
     parameter_sections,
 )
 from psgrpo.config.precision import resolve_bf16, resolve_use_cpu
+from psgrpo.methods import all_methods, method_help, method_names
 from psgrpo.ps.scorers import STEP_SCORERS
 from psgrpo.ps.segmentation import SEGMENTERS
 from psgrpo.tree.options import TreeOptions
@@ -54,14 +54,8 @@ class ProcessGRPOConfig(TreeOptions, GRPOConfig):
             "--bf16 true / false forces it (psgrpo.config.precision)."
         },
     )
-    method: Method = field(
-        default="grpo",
-        metadata={
-            "help": "Credit assignment: 'grpo' (outcome, identical to TRL's GRPOTrainer), 'ps' (PS-GRPO, step "
-            "scores from a verifier or PRM), 'vps' (GRPO-VPS, policy confidence in the gold answer at segment "
-            "boundaries) or 'tree' (the group sampled as a tree; segment values from its own outcomes, no "
-            "verifier or gold solution; docs/tree.md). Default 'grpo'.",
-        },
+    method: str = field(  # every registered method (psgrpo/methods.py)
+        default="grpo", metadata={"help": method_help(), "choices": method_names()}
     )
     advantage_estimator: str | None = field(
         default=None,
@@ -380,8 +374,7 @@ class ProcessGRPOConfig(TreeOptions, GRPOConfig):
 CONFIG_SECTIONS: dict[str, tuple[str, ...]] = {
     "Method and precision": ("method", "advantage_estimator", "bf16"),
     "Rewards": ("reward_funcs", "correctness_exact", "correctness_close", "correctness_rel_tol"),
-    "PS-GRPO (method='ps')": ("segmenter", "segmenter_kwargs", "step_scorer", "step_scorer_kwargs", "ps_"),
-    "GRPO-VPS (method='vps')": ("vps_",),
+    **{spec.section: spec.section_fields for spec in all_methods() if spec.section},
     "Training techniques (docs/techniques.md; all off by default)": (
         "kl_schedule",
         "beta_min",
@@ -392,7 +385,6 @@ CONFIG_SECTIONS: dict[str, tuple[str, ...]] = {
         "memory_bank_",
         "warmup_lr",
     ),
-    "Tree sampling (method='tree', docs/tree.md)": ("tree_",),
     "Diagnostics": ("diagnostics",),
 }
 """Docstring sections of :class:`ProcessGRPOConfig`: field names, or prefixes ending in ``_``."""

@@ -43,7 +43,6 @@ from typing import Any
 import torch
 from accelerate.utils import gather_object
 
-from psgrpo.advantages import confidence_progress
 from psgrpo.diagnostics.measures import (
     BOUNDARY_PLACES,
     boundary_places,
@@ -55,6 +54,7 @@ from psgrpo.diagnostics.measures import (
     signal_quality,
     unnecessary_step_counts,
 )
+from psgrpo.methods import get_method
 from psgrpo.ps.segmentation import token_offsets
 from psgrpo.tree.values import segment_spans
 
@@ -197,21 +197,11 @@ class StepDiagnostics:
             token_offsets(self.tokenizer, row[:n].tolist())
             for row, n in zip(output["completion_ids"], lengths, strict=True)
         ]
+        method = get_method(config.method)
         pairs: list[tuple[float, bool]] = []
         places: list[str] = []
-        if config.method == "vps" and credit is not None:
-            delta = confidence_progress(credit.confidence.float().cpu(), log_form=config.vps_log_form)
-            for (text, offsets), cuts, row in zip(decoded, credit.boundaries, delta, strict=True):
-                row_pairs, row_places = vps_segments(text, offsets, cuts, row[: len(cuts)].tolist())
-                pairs += row_pairs
-                places += row_places
-        elif config.method == "ps" and credit is not None:
-            for steps, scores in zip(credit.steps, credit.step_scores, strict=True):
-                pairs += ps_segments(steps, scores)
-        elif config.method == "tree" and credit is not None:
-            rows = zip(decoded, credit.segment_advantages.tolist(), credit.segment_ends, strict=True)
-            for (text, offsets), gains, ends in rows:
-                pairs += tree_segments(text, offsets, gains, ends)
+        if method.diagnostics is not None and credit is not None:
+            pairs, places = method.diagnostics(decoded, credit, config)
         counts = unnecessary_step_counts([text for text, _ in decoded])
         gathered = gather_object([(pairs, places, counts)])  # one record per process
         all_pairs = [p for record in gathered for p in record[0]]
@@ -220,9 +210,9 @@ class StepDiagnostics:
         unnecessary = sum(record[2][1] for record in gathered)
         if judged:
             metrics["unnecessary_step_frac"] = unnecessary / judged
-        if config.method in ("ps", "vps", "tree"):
+        if method.diagnostics is not None:
             metrics |= signal_metrics(all_pairs)
-        if config.method == "vps" and all_places:
+        if all_places:
             shares = place_shares(all_places)
             metrics |= {f"boundary_{place}_frac": shares[place] for place in BOUNDARY_PLACES}
         return {PREFIX + key: float(value) for key, value in metrics.items() if math.isfinite(float(value))}

@@ -26,6 +26,7 @@ from psgrpo.commands.inspect_html import (
     page_scales,
     render_html,
 )
+from psgrpo.methods import get_method
 
 
 def _rgb(color: str) -> tuple[int, int, int]:
@@ -76,6 +77,9 @@ def _page(method: str = "vps") -> InspectPage:
         prompts=[PromptView("Question: is 1 < 2 & 3 > 2?\n<script>alert(1)</script>", "4", [good, bad])],
         settings={"vps_alpha": "1.2", "checkpoint": "<embedded>"},
         signal_label={"vps": "ΔC_k", "ps": "r̃"}.get(method),
+        legend=get_method(method).inspect.legend,
+        unit=get_method(method).inspect.unit,
+        probe_note=get_method(method).inspect.probe_note,
     )
 
 

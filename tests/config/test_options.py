@@ -14,7 +14,6 @@ from psgrpo.config.parsing import ConfigParser
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 
 LITERAL_FIELDS = {
-    "method": options.Method,
     "ps_advantage_mode": options.PsAdvantageMode,
     "ps_on_scorer_error": options.ScorerErrorPolicy,
     "vps_boundaries": options.VpsBoundaries,
@@ -46,6 +45,16 @@ def test_the_parser_offers_exactly_the_literal_values(name):
 def test_python_api_refuses_a_value_outside_the_literal(tmp_path, name):
     with pytest.raises(ValueError, match=f"{name}='bogus' is not allowed; choose one of"):
         _config(tmp_path, **{name: "bogus"})
+
+
+def test_method_takes_the_registered_methods_in_their_documented_order(tmp_path):
+    from psgrpo.methods import BUILTIN_METHODS, method_names
+
+    assert method_names()[:4] == list(BUILTIN_METHODS) == list(options.METHODS)  # the built-ins, then yours
+    for name in BUILTIN_METHODS:
+        assert _config(tmp_path, method=name).method == name
+    with pytest.raises(ValueError, match="method='bogus' is not allowed; choose one of 'grpo', 'ps', 'vps', 'tree'"):
+        _config(tmp_path, method="bogus")
 
 
 def test_defaults_are_allowed_values(tmp_path):

@@ -1,0 +1,1 @@
+"""Outcome GRPO (`method: grpo`): one reward per completion, normalised in its group: exactly ``trl.GRPOTrainer``."""
