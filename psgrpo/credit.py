@@ -1,8 +1,8 @@
 """The interface between a method's process signal and the trainer, and the record of the credit given.
 
 Each method with a process signal owns one module that turns a scored rollout into the keyword
-arguments of its advantage estimator (``ps``: :class:`psgrpo.ps.signal.PsSignal`, ``vps``:
-:class:`psgrpo.vps.signal.VpsSignal`). Both are called the same way::
+arguments of its advantage estimator (the method's spec builds it: ``MethodSpec.signal``). Every
+signal is called the same way::
 
     signal = method_signal(model, output, inputs, num_generations, step)   # -> SignalOutput
 
@@ -22,20 +22,17 @@ class SignalOutput:
     """What a method's signal stage hands the trainer for one batch.
 
     Attributes:
-        estimator_kwargs: the method estimator's own keyword arguments (tensors of the local rows
-            and the method's options, named as the config names them minus the method prefix).
+        estimator_kwargs: the method estimator's own keyword arguments: tensors of the local rows (the
+            method's options are bound to the estimator once: :func:`psgrpo.methods.estimator_options`).
         metrics: ``name → value`` over the whole generation batch (already reduced over
             processes); logged under the trainer's mode.
         credit: the method's per-completion record for ``psgrpo inspect`` (``PsCredit`` /
             ``VpsCredit``).
-        outcome_weight: the weight of A_i inside A_t, so that the process term A_t − w·A_i can be
-            measured whatever the estimator.
     """
 
     estimator_kwargs: dict[str, Any]
     metrics: dict[str, float] = field(default_factory=dict)
     credit: Any = None
-    outcome_weight: float = 1.0
 
 
 class ProcessSignal(Protocol):

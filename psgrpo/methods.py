@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
+import keyword
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -174,6 +176,26 @@ def method_help() -> str:
         f"Credit assignment: {listed}. A method of your own: path/to/file.py:NAME or package.module:NAME, "
         "a file that registers it (docs/design.md, 'Add a method')."
     )
+
+
+def estimator_options(spec: MethodSpec, config: Any, estimator: Callable[..., Any]) -> dict[str, Any]:
+    """``spec``'s options as its estimator's keywords, read once from ``config`` and bound by the trainer.
+
+    Option ``<method>_<name>`` becomes keyword ``<name>`` (``lambda`` → ``lambda_``: a Python keyword),
+    for the keywords ``estimator`` takes: ``ps_lambda`` → ``lambda_``, ``vps_alpha`` → ``alpha``. A signal
+    passes only tensors (and values it resolves itself, which win).
+    """
+    if spec.options is None:
+        return {}
+    parameters = inspect.signature(estimator).parameters
+    prefix, bound = f"{spec.name}_", {}
+    for option in fields(spec.options):
+        if option.name.startswith(prefix):
+            name = option.name.removeprefix(prefix)
+            name = f"{name}_" if keyword.iskeyword(name) else name
+            if name in parameters:
+                bound[name] = getattr(config, option.name)
+    return bound
 
 
 def load_method(value: str) -> str:

@@ -17,6 +17,7 @@ undoing it (docs/compatibility.md). Formulas: docs/design.md.
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from psgrpo.diagnostics.step_logger import StepDiagnostics
 from psgrpo.eval.vllm_backend import VLLM_INSTALL
 from psgrpo.guards import check_finite, check_loss_and_gradients, check_rewards
 from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
-from psgrpo.methods import get_method
+from psgrpo.methods import estimator_options, get_method
 from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
 from psgrpo.rewards.functions import get_reward_funcs
 from psgrpo.techniques.trainer_mixin import TechniquesMixin
@@ -62,7 +63,9 @@ class ProcessGRPOTrainer(
     Attributes:
         method_spec: the configured method (:class:`psgrpo.methods.MethodSpec`).
         signal: the method's process signal stage (``None`` for ``grpo``).
-        advantage_estimator: the registered estimator turning A_i and the signal into A_t (B, T).
+        advantage_estimator: the registered estimator turning A_i and the signal into A_t (B, T), with the
+            method's options bound (:func:`psgrpo.methods.estimator_options`).
+        outcome_weight: w, the weight of A_i inside A_t (1 unless the method's options set it).
         token_credit: whether TRL's loss gets A_t (B, T), or the 1-D A_i because the configuration has
             no process term (:func:`psgrpo.compatibility.has_token_credit`).
         last_credit: :class:`~psgrpo.credit.CreditRecord` of the last batch scored (local rows;
@@ -92,9 +95,12 @@ class ProcessGRPOTrainer(
                 "or drop --use_vllm to generate with transformers"
             )
         self.method_spec = get_method(args.method)  # everything about the method: psgrpo/<method>/spec.py
-        self.advantage_estimator = ADVANTAGE_ESTIMATORS.get(
-            estimator_name(args.method, args.advantage_estimator)
-        )
+        name = estimator_name(args.method, args.advantage_estimator)
+        estimator = ADVANTAGE_ESTIMATORS.get(name)
+        # the method's options (ps_lambda, vps_alpha …) bound once; the signal adds the batch's tensors
+        bound = estimator_options(self.method_spec, args, estimator) if name == self.method_spec.estimator else {}
+        self.advantage_estimator = functools.partial(estimator, **bound)
+        self.outcome_weight = bound.get("outcome_weight", 1.0)  # w of A_t = w·A_i + …, for process_share
         self.token_credit = has_token_credit(args)
         if reward_funcs is None:
             reward_funcs = get_reward_funcs(
@@ -160,7 +166,7 @@ class ProcessGRPOTrainer(
                 advantages,
                 output["advantages"],
                 output["completion_mask"],
-                signal.outcome_weight,
+                self.outcome_weight,
                 self.accelerator,
             )
             for key, value in process.items():

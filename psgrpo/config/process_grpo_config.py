@@ -17,24 +17,17 @@ from psgrpo.config.checks import check_config, named_batch_errors
 from psgrpo.config.options import (
     Curriculum,
     KLSchedule,
-    PsAdvantageMode,
-    ScorerErrorPolicy,
-    TruncatedMode,
-    VpsBoundaries,
-    VpsProbe,
-    ZeroVarianceMode,
     parameter_sections,
 )
 from psgrpo.config.precision import resolve_bf16, resolve_use_cpu
 from psgrpo.methods import all_methods, method_help, method_names
-from psgrpo.ps.scorers import STEP_SCORERS
-from psgrpo.ps.segmentation import SEGMENTERS
+from psgrpo.ps.options import PsOptions
 from psgrpo.tree.options import TreeOptions
-from psgrpo.vps.boundaries import DEFAULT_ENTROPY_TOLERANCE
+from psgrpo.vps.options import VpsOptions
 
 
 @dataclass
-class ProcessGRPOConfig(TreeOptions, GRPOConfig):
+class ProcessGRPOConfig(PsOptions, VpsOptions, TreeOptions, GRPOConfig):
     """``trl.GRPOConfig`` plus the process-supervision fields of psgrpo.
 
     Every field of ``trl.GRPOConfig`` / ``transformers.TrainingArguments`` works unchanged. The
@@ -85,196 +78,6 @@ class ProcessGRPOConfig(TreeOptions, GRPOConfig):
         metadata={
             "help": "Relative tolerance for 'numerically close' answers: |pred-gold| <= tol*max(1,|gold|) (default "
             "0.01). Set 0 to give credit to exact answers only."
-        },
-    )
-
-    # ---- PS-GRPO (method="ps") --------------------------------------------------------------
-    segmenter: str = field(
-        default="markers",
-        metadata={
-            "help": "How completions split into steps (method 'ps'): 'markers' (a regex, default 'Step N:'), "
-            "'newline', 'paragraph' or 'single'. Change it when your prompt asks for another step format.",
-            "choices": sorted(SEGMENTERS),  # the built-ins; Python users may register more
-        },
-    )
-    segmenter_kwargs: dict | str | None = field(
-        default=None,
-        metadata={
-            "help": "Keyword arguments of the segmenter, a dict (YAML) or JSON string (CLI), e.g. "
-            '{"pattern": "(?m)^[0-9]+[.]"} to split on numbered lines. Default: none.'
-        },
-    )
-    step_scorer: str = field(
-        default="arithmetic",
-        metadata={
-            "help": "Step scorer (method 'ps'): 'arithmetic' (default; verifier: equation correctness and necessity), "
-            "'reference' (the verifier + the gold solution's intermediate values, so it also sees logic errors; needs a "
-            "'solution' column) or 'prm' (a process reward model, path in step_scorer_kwargs). Or a callable `step_scorer=`.",
-            "choices": list(STEP_SCORERS),
-        },
-    )
-    step_scorer_kwargs: dict | str | None = field(
-        default=None,
-        metadata={
-            "help": "Keyword arguments of the step scorer as a dict or JSON, e.g. "
-            '\'{"correct_weight": 0.6, "necessary_weight": 0.4}\' or \'{"model": "path/to/prm", "style": '
-            '"token_classification"}\'.'
-        },
-    )
-    ps_advantage_mode: PsAdvantageMode = field(
-        default="auto",
-        metadata={
-            "help": "Token advantage from normalised step scores: 'auto' (default: 'step' for the arithmetic "
-            "verifier, 'min' for a PRM or your own scorer; the modes no gamed solution beats the honest one with, "
-            "docs/robustness.md), 'step' (each token gets its own step's score), 'min' (soft minimum over the "
-            "current and later steps), 'pure_min' (PURE's min-form: softmax(-r/T) weights over the trajectory, "
-            "then the sum over later steps) or 'reward_to_go' (sum over the current and later steps, DeepSeekMath; "
-            "padding and splitting steps pay).",
-        },
-    )
-    ps_outcome_weight: float = field(
-        default=1.0,
-        metadata={
-            "help": "Weight of the outcome advantage A_i in A_t = w·A_i + λ·A_proc_t (default 1.0; 0 gives pure "
-            "process supervision as in DeepSeekMath)."
-        },
-    )
-    ps_lambda: float = field(
-        default=1.0,
-        metadata={
-            "help": "λ, weight of the process advantage (default 1.0). Step scores are centred per group and "
-            "divided by the step-score std of the group or, when TRL divides A_i by a batch std (scale_rewards "
-            "'batch', normalize_then_sum), of the batch, so λ weighs two unitless terms; scale_rewards 'none' "
-            "is refused unless reward_norm_momentum is set (docs/compatibility.md)."
-        },
-    )
-    ps_min_temperature: float = field(
-        default=0.1,
-        metadata={
-            "help": "Temperature of the soft minimum in 'min' and 'pure_min' modes, in units of the normalised "
-            "step scores (default 0.1; smaller → closer to min)."
-        },
-    )
-    ps_on_scorer_error: ScorerErrorPolicy = field(
-        default="raise",
-        metadata={
-            "help": "When the step scorer fails on a completion (raises, wrong number of scores, NaN): 'raise' "
-            "(default, error names the scorer and sample) or 'outcome' (that completion falls back to the outcome "
-            "advantage; counted in the metric ps/scorer_fallbacks).",
-        },
-    )
-    ps_wrong_step_threshold: float = field(
-        default=0.5,
-        metadata={
-            "help": "A step whose raw score is below this counts as wrong in the logged metrics (default 0.5)."
-        },
-    )
-
-    # ---- GRPO-VPS (method="vps") ------------------------------------------------------------
-    vps_boundaries: VpsBoundaries = field(
-        default="entropy",
-        metadata={
-            "help": "Where segments end (method 'vps'): 'entropy' (adaptive: tokens whose policy entropy is in the "
-            "top quantile, default) or 'markers' (the PS segmenter's steps, e.g. 'Step N:').",
-        },
-    )
-    vps_probe: VpsProbe = field(
-        default="answer",
-        metadata={
-            "help": "What C_k measures (method 'vps'): 'answer' (the paper: p(gold answer | prompt, completion so far, "
-            "vps_probe_open); default) or 'gold_suffix' (an extension, not GRPO-VPS: the per-token geometric mean of "
-            "p(the gold worked solution's text after its k-th step | prompt, completion up to its k-th step), "
-            "psgrpo/vps/gold_suffix.py). Use 'gold_suffix' when the answer probe is flat on your model (psgrpo "
-            "diagnose: AUC 0.5); it needs vps_boundaries 'markers' and a vps_solution_column, and costs K + 1 "
-            "forwards of prompt + completion + gold per completion."
-        },
-    )
-    vps_solution_column: str = field(
-        default="solution",
-        metadata={
-            "help": "Dataset column holding the gold worked solution, for vps_probe 'gold_suffix' (default "
-            "'solution', as the arith and GSM8K loaders write it)."
-        },
-    )
-    vps_max_segments: int = field(
-        default=4,
-        metadata={"help": "K: at most K segments, i.e. K-1 probes after C_0 (default 4, as in the paper)."},
-    )
-    vps_entropy_quantile: float = field(
-        default=0.8,
-        metadata={"help": "Cut candidates: entropy ≥ this quantile of the completion's (default 0.8)."},
-    )
-    vps_min_segment_tokens: int = field(
-        default=4,
-        metadata={"help": "Minimum tokens per segment (default 4); short completions get fewer segments."},
-    )
-    vps_entropy_tolerance: float = field(
-        default=DEFAULT_ENTROPY_TOLERANCE,
-        metadata={
-            "help": "Cut candidates are ranked on a logarithmic entropy grid whose cells are this wide (relative; "
-            "default 0.01: one per cent); entropies in one cell tie and the earlier token wins. It makes boundaries a "
-            "function of the trajectory, not of float noise (batch shape, thread count, CPU kind). 0 ranks raw "
-            "values."
-        },
-    )
-    vps_snap_to_whitespace: bool = field(
-        default=False,
-        metadata={"help": "Move each cut back to the nearest whitespace/newline token (default False)."},
-    )
-    vps_boundary_jitter: int = field(
-        default=0,
-        metadata={"help": "Shift each cut by a random ±N tokens (boundary noise; default 0 = off)."},
-    )
-    vps_alpha: float = field(
-        default=1.2,
-        metadata={
-            "help": "α in Ã_k = A_i + α·ΔC_k (default 1.2, the paper's setting; 0 = outcome GRPO). "
-            "ΔC is a probability difference, unitless like A_i scaled by scale_rewards 'group' or 'batch'; "
-            "scale_rewards 'none' is refused unless reward_norm_momentum is set (docs/compatibility.md)."
-        },
-    )
-    vps_log_form: bool = field(
-        default=False,
-        metadata={"help": "Use ΔC_k = log C_k − log C_{k−1} (clipped to [−1, 1]) instead of probabilities."},
-    )
-    vps_zero_variance: ZeroVarianceMode = field(
-        default="keep",
-        metadata={
-            "help": "Groups whose outcome rewards are all equal (A_i = 0): 'keep' (learn from α·ΔC alone, default) "
-            "or 'drop' (no update from them).",
-        },
-    )
-    vps_truncated: TruncatedMode = field(
-        default="outcome",
-        metadata={
-            "help": "Completions cut at max_completion_length: 'outcome' (A_i only, no ΔC; default), 'keep' "
-            "(ΔC like any other) or 'zero' (no update).",
-        },
-    )
-    vps_probe_open: str = field(
-        default="</reasoning>\n<answer>",
-        metadata={
-            "help": "Probe text before the gold answer (default '</reasoning>\\n<answer>'); not scored."
-        },
-    )
-    vps_probe_close: str = field(
-        default="</answer>",
-        metadata={"help": "Probe text after the gold answer (default '</answer>'); scored."},
-    )
-    vps_answer_column: str = field(
-        default="answer", metadata={"help": "Dataset column holding the gold answer (default 'answer')."}
-    )
-    vps_answer_marker: str = field(
-        default="<answer>",
-        metadata={
-            "help": "Never cut at or after the model's own first occurrence of this text (default '<answer>')."
-        },
-    )
-    vps_probe_chunk_size: int | None = field(
-        default=16,
-        metadata={
-            "help": "Rows per packed probe forward (default 16: rows of similar length are packed together, which "
-            "cuts padding). None = all rows."
         },
     )
 
@@ -352,6 +155,26 @@ class ProcessGRPOConfig(TreeOptions, GRPOConfig):
             "below correct ones and (vps) where boundaries fall. No extra forward pass."
         },
     )
+    # ---- speed (psgrpo.timing, psgrpo.generation; docs/scaling.md) ----
+    phase_times: bool = field(
+        default=False,
+        metadata={
+            "help": "Log where each training step's time goes, as time/<phase>_s: generation, logprobs (reference "
+            "and old policy), rewards, rollout_other, process_signal, advantages, loss_forward, backward, guards, "
+            "optimizer, other, and time/step_s (psgrpo/timing.py). Default False (nothing is timed). Turn it on to "
+            "find a slow phase; on a GPU it synchronizes at each phase edge, so steps get slightly slower."
+        },
+    )
+    compiled_generation: bool = field(
+        default=False,
+        metadata={
+            "help": "Decode rollouts with a static KV cache through a torch.compile'd forward (transformers' "
+            "generate, which TRL builds with disable_compile=True; psgrpo/generation.py), for every method, "
+            "tree's per-level generations included. Default False: TRL's dynamic cache. Turn it on on a GPU "
+            "for long completions (H200, GSM8K recipe's shape: 16.0 → 3.8 ms per token; the first steps pay "
+            "about 30 s of compiling). On a CPU only the cache changes. Not with use_vllm."
+        },
+    )
     # ---- checkpoints (psgrpo.checkpoints): only the help changes; the trainer resolves the value ----
     resume_from_checkpoint: str | None = field(
         default=None,
@@ -386,6 +209,7 @@ CONFIG_SECTIONS: dict[str, tuple[str, ...]] = {
         "warmup_lr",
     ),
     "Diagnostics": ("diagnostics",),
+    "Speed (docs/scaling.md)": ("phase_times", "compiled_generation"),
 }
 """Docstring sections of :class:`ProcessGRPOConfig`: field names, or prefixes ending in ``_``."""
 

@@ -302,13 +302,8 @@ class PsSignal:
                 "step_advantages": tensors.step_advantages,
                 "segment_index": tensors.segment_index,
                 "process_valid": tensors.process_valid,
-                # the ps_* options, named as the config names them minus the prefix
-                "advantage_mode": self.advantage_mode,  # 'auto' resolved for the scorer
-                "outcome_weight": config.ps_outcome_weight,
-                "lambda_": config.ps_lambda,  # ps_lambda: `lambda` is a Python keyword
-                "min_temperature": config.ps_min_temperature,
-            },
+                "advantage_mode": self.advantage_mode,  # ps_advantage_mode 'auto' resolved for the scorer
+            },  # the other ps_* options are bound to the estimator once (psgrpo.methods.estimator_options)
             metrics=metrics,
             credit=PsCredit(segmentation.steps, segmentation.token_spans, raw, normalized),
-            outcome_weight=config.ps_outcome_weight,
         )

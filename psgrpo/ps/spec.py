@@ -23,6 +23,7 @@ from psgrpo.config.options import (
     json_object_option,
 )
 from psgrpo.methods import InspectView, MethodSpec, register_method
+from psgrpo.ps.options import PsOptions
 from psgrpo.ps.scorers import STEP_SCORERS
 from psgrpo.ps.segmentation import SEGMENTERS, get_segmenter
 
@@ -114,6 +115,7 @@ SPEC = register_method(
         name="ps",
         summary="PS-GRPO: a score per step from a verifier, a process reward model or your own function",
         estimator="ps",
+        options=PsOptions,
         section="PS-GRPO (method='ps')",
         section_fields=("segmenter", "segmenter_kwargs", "step_scorer", "step_scorer_kwargs", "ps_"),
         check=check_ps_options,

@@ -107,13 +107,9 @@ class TreeSignal:
                 "segment_advantages": local_gains,
                 "segment_index": levels.to(device),
                 "scorable": ~torch.isnan(rewards[rows]).to(device),
-                # the tree_* options, named as the config names them minus the prefix
-                "outcome_weight": config.tree_outcome_weight,
-                "lambda_": config.tree_lambda,
-            },
+            },  # the tree_* options are bound to the estimator once (psgrpo.methods.estimator_options)
             metrics=tree_metrics(values, gains, branching),
             credit=TreeCredit(branching, values[rows].detach(), local_gains.detach(), ends),
-            outcome_weight=config.tree_outcome_weight,
         )
 
     def segment_ends(self, lengths: list[int], branching: list[int]) -> list[list[int]]:

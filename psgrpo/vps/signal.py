@@ -175,15 +175,9 @@ class VpsSignal:
                 ).to(completion_ids.device),
                 "group_has_variance": has_variance[local_rows(self.accelerator, len(ids))],
                 "is_truncated": truncated,
-                # the vps_* options, named as the config names them minus the prefix
-                "alpha": config.vps_alpha,
-                "log_form": config.vps_log_form,
-                "zero_variance": config.vps_zero_variance,
-                "truncated": config.vps_truncated,
-            },
+            },  # the vps_* options are bound to the estimator once (psgrpo.methods.estimator_options)
             metrics=metrics,
             credit=VpsCredit(boundaries, confidence.detach(), truncated),
-            outcome_weight=1.0,
         )
 
     # ---- probe strategies (:data:`ProbeStrategy`), one chosen in __init__ ----------------------

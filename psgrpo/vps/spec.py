@@ -20,6 +20,7 @@ from psgrpo.config.options import (
     check_number,
 )
 from psgrpo.methods import InspectView, MethodSpec, register_method
+from psgrpo.vps.options import VpsOptions
 
 
 def check_vps_options(config: Any) -> None:
@@ -111,6 +112,7 @@ SPEC = register_method(
         name="vps",
         summary="GRPO-VPS: the policy's own probability of the gold answer, probed between segments",
         estimator="vps",
+        options=VpsOptions,
         section="GRPO-VPS (method='vps')",
         section_fields=("vps_",),
         check=check_vps_options,
