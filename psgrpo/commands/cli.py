@@ -18,10 +18,12 @@ import sys
 import warnings
 from collections.abc import Sequence
 
+from psgrpo.config.options import METHODS
+
 SUBCOMMANDS = {
     "train": (
         "psgrpo.commands.train:train",
-        "train a policy with grpo / ps / vps (default: the embedded demo)",
+        f"train a policy with --method {' / '.join(METHODS)} (default: the embedded demo recipe)",
     ),
     "eval": (
         "psgrpo.commands.evaluate:run_eval",
@@ -72,10 +74,11 @@ UNACTIONABLE_WARNINGS = (
 def _usage(argv: list[str]) -> int:
     top = argparse.ArgumentParser(
         prog="psgrpo",
-        description="Process-supervised GRPO on TRL. `psgrpo SUBCOMMAND --help` lists a subcommand's options.",
+        description="Process-supervised GRPO on TRL. `psgrpo SUBCOMMAND --help` lists a subcommand's options "
+        "(`--help-all`: every option, TRL's too).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="subcommands:\n"
-        + "\n".join(f"  {k:10s} {v[1]}" for k, v in SUBCOMMANDS.items())
+        + "\n".join(f"  {k:11s} {v[1]}" for k, v in SUBCOMMANDS.items())
         + f"\n\n{TRACEBACK_FLAG} (or PSGRPO_DEBUG=1) shows Python tracebacks of errors.",
     )
     top.add_argument("subcommand", choices=list(SUBCOMMANDS))
@@ -111,7 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     module_name, function_name = SUBCOMMANDS[argv[0]][0].split(":")
     command = getattr(importlib.import_module(module_name), function_name)
     try:
-        command(argv[1:])
+        from psgrpo.methods import resolve_method_flag  # --method my_methods.py:NAME: import it first
+
+        command(resolve_method_flag(argv[1:]))
     except KeyboardInterrupt as interrupt:
         if debug:
             raise

@@ -18,7 +18,14 @@ A component's keyword arguments belong to it (:data:`COMPONENT_KWARGS`): a recip
 ``step_scorer_kwargs`` are its ``step_scorer``'s, so ``--step_scorer prm`` over the demo recipe drops
 them (one log line) unless ``--step_scorer_kwargs`` is given too (:func:`drop_foreign_component_kwargs`).
 A malformed YAML file is one error naming the file and line; an unknown flag is one error with the
-nearest known options ("did you mean --dataset?").
+nearest known options ("did you mean --dataset?"). Every error argparse itself finds (a value outside
+the choices, an ambiguous prefix such as ``--lr``, a YAML value of the wrong type) is a
+:class:`ConfigError` in one line instead of argparse's usage dump (hundreds of lines for ``train``):
+the short usage line, the error, and a "did you mean" where one exists; a bad value that came from a
+YAML file names the file and the key (:meth:`ConfigParser.error`).
+
+**Help.** ``--help`` prints one line per option, the command's own options first, then the TRL
+options set most (:mod:`psgrpo.config.short_help`); ``--help-all`` prints argparse's full help.
 
 **Layers.** ``--config`` may be given several times: each file's values go over the earlier files',
 and flags over all of them, the kwargs rule above applying between files too. ``psgrpo train``,
@@ -43,7 +50,24 @@ from typing import Any
 
 from trl import TrlParser
 
+from psgrpo.config.short_help import HELP_ALL, short_help
+
 UNUSED_ARGUMENTS = re.compile(r"Some specified arguments are not used by the HfArgumentParser: (\[.*\])")
+ABBREVIATIONS = {
+    "lr": "learning_rate",
+    "batch_size": "per_device_train_batch_size",
+    "bs": "per_device_train_batch_size",
+    "epochs": "num_train_epochs",
+    "steps": "max_steps",
+    "model": "model_name_or_path",
+    "kl": "beta",
+    "kl_coef": "beta",
+    "grad_accum": "gradient_accumulation_steps",
+    "max_new_tokens": "max_completion_length",
+    "max_tokens": "max_completion_length",
+    "group_size": "num_generations",
+}
+"""Names people type from other tools → the option psgrpo (TRL) calls it, offered as "did you mean"."""
 COMPONENT_KWARGS = {"step_scorer": "step_scorer_kwargs", "segmenter": "segmenter_kwargs"}
 """``component option → its keyword-arguments option``: the kwargs of one layer belong to that layer's component."""
 
@@ -82,6 +106,10 @@ class ConfigParser(TrlParser):
         )
         for actions in (self._actions, self._optionals._group_actions):  # list it first, after --help
             actions.insert(1, actions.pop())
+        self.add_argument(
+            HELP_ALL, action=HelpAllAction, help="show every option (TRL's and transformers' too) and exit"
+        )
+        self.show_all_options = False
         self._initial_defaults = {id(action): action.default for action in self._actions}
 
     def parse_args_and_config(
@@ -100,6 +128,7 @@ class ConfigParser(TrlParser):
             action.default = self._initial_defaults.get(id(action), action.default)
         paths, args = split_config_args(args)
         self.config_path = str(paths[-1]) if paths else None
+        self._option_string_actions["--config"].shown_default = [path.name for path in paths]  # type: ignore[attr-defined]
         self.command_line = typed_options(args)
         try:
             config = self.load_layers(paths)
@@ -134,6 +163,47 @@ class ConfigParser(TrlParser):
             return (*output[:-1], remaining, output[-1])
         return (*output[:-1], remaining + output[-1])
 
+    def format_help(self) -> str:
+        """The short help (:func:`~psgrpo.config.short_help.short_help`), or argparse's after ``--help-all``."""
+        if self.show_all_options:
+            return super().format_help()
+        return short_help(self, self.dataclass_types)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        """argparse's error as one :class:`ConfigError` line (no usage dump), with a "did you mean"; a bad
+        value that came from a ``--config`` file names the file and the key. Prints the short usage line."""
+        sys.stderr.write(f"usage: {self.prog} [--config FILE_OR_NAME] [--OPTION VALUE ...] ({self.prog} --help)\n")
+        raise ConfigError(self.explain(message))
+
+    def explain(self, message: str) -> str:
+        """argparse's ``message`` in the user's terms (see :meth:`error`)."""
+        ambiguous = re.match(r"ambiguous option: --([\w-]+)(?:=\S*)? could match (.*)", message)
+        if ambiguous:
+            name = ambiguous.group(1).replace("-", "_")
+            matches = [m.strip() for m in ambiguous.group(2).split(",") if "-" not in m.strip()[2:]]
+            guess = ABBREVIATIONS.get(name)
+            hint = f"; did you mean --{guess}?" if guess else ""
+            listed = ", ".join(matches[:6]) + (" …" if len(matches) > 6 else "")
+            return f"--{name} is ambiguous: it starts {len(matches)} options ({listed}){hint}"
+        bad = re.match(r"argument (--[\w-]+)[^:]*: invalid (?:choice: '?(.*?)'? \(choose from (.*)\)|(.*))$", message)
+        if not bad:
+            return message
+        dest = bad.group(1)[2:].replace("-", "_")
+        flag = f"--{dest}"
+        if bad.group(2) is not None:
+            value, choices = bad.group(2), [c.strip(" '") for c in bad.group(3).split(",")]
+            close = difflib.get_close_matches(value, choices, n=1, cutoff=0.5)
+            problem = f"{value!r} is not allowed; choose one of {', '.join(choices)}"
+            problem += f"; did you mean {close[0]}?" if close else ""
+        else:
+            typed = re.match(r"invalid (\w+) value: (.*)", "invalid " + bad.group(4))
+            kind = {"int": "a whole number", "float": "a number"}.get(typed.group(1), typed.group(1)) if typed else ""
+            problem = f"{typed.group(2)} is not {kind}" if typed else bad.group(4)
+        source = self.config_sources.get(dest)
+        if source and dest not in self.command_line:
+            return f"{source}: {dest}: {problem}"
+        return f"{flag}: {problem}"
+
     def load_layers(self, paths: Sequence[Path]) -> dict[str, Any]:
         """:func:`layer_config_files`, recording :attr:`config_sources`."""
         merged, self.config_sources = layer_config_files(paths)
@@ -165,6 +235,19 @@ class ConfigParser(TrlParser):
                 source = self.config_sources.get(action.dest, self.config_path)
                 _check_config_value(action, kwargs[action.dest], source)
         return super().set_defaults_with_config(**kwargs)
+
+
+class HelpAllAction(argparse.Action):
+    """``--help-all``: argparse's full help, every option with its whole text, then exit."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.pop("default", None)
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        parser.show_all_options = True  # type: ignore[attr-defined]
+        parser.print_help()
+        parser.exit()
 
 
 def check_unique_keys(path: str) -> dict[str, Any]:
