@@ -25,25 +25,27 @@ from typing import Any
 from trl import GRPOTrainer
 from trl.import_utils import is_vllm_available
 
-from psgrpo.advantages import ADVANTAGE_ESTIMATORS, estimator_name
+from psgrpo.advantages import ADVANTAGE_ESTIMATORS
 from psgrpo.checkpoints.trainer_mixin import CheckpointMixin
 from psgrpo.compatibility import has_token_credit
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.credit import CreditRecord, ProcessSignal, SignalOutput, process_term_metrics
 from psgrpo.diagnostics.step_logger import StepDiagnostics
 from psgrpo.eval.vllm_backend import VLLM_INSTALL
+from psgrpo.generation import check_compiled_generation, enable_compiled_generation
 from psgrpo.guards import check_finite, check_loss_and_gradients, check_rewards
 from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
-from psgrpo.methods import estimator_options, get_method
+from psgrpo.methods import estimator_for, estimator_options, get_method
 from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
 from psgrpo.rewards.functions import get_reward_funcs
 from psgrpo.techniques.trainer_mixin import TechniquesMixin
+from psgrpo.timing import PhaseTimingMixin, timed
 from psgrpo.tiny import resolve_checkpoint
 from psgrpo.tree.sampling import TreeSamplingMixin
 
 
 class ProcessGRPOTrainer(
-    TokenCreditLossMixin, TechniquesMixin, CheckpointMixin, TreeSamplingMixin, GRPOTrainer
+    PhaseTimingMixin, TokenCreditLossMixin, TechniquesMixin, CheckpointMixin, TreeSamplingMixin, GRPOTrainer
 ):
     """GRPO trainer whose per-token advantages come from a registered estimator.
 
@@ -94,8 +96,9 @@ class ProcessGRPOTrainer(
                 f"use_vllm=True needs vLLM, which is not installed: {VLLM_INSTALL} (a CUDA machine), "
                 "or drop --use_vllm to generate with transformers"
             )
+        check_compiled_generation(args)
         self.method_spec = get_method(args.method)  # everything about the method: psgrpo/<method>/spec.py
-        name = estimator_name(args.method, args.advantage_estimator)
+        name = estimator_for(args)
         estimator = ADVANTAGE_ESTIMATORS.get(name)
         # the method's options (ps_lambda, vps_alpha …) bound once; the signal adds the batch's tensors
         bound = estimator_options(self.method_spec, args, estimator) if name == self.method_spec.estimator else {}
@@ -112,6 +115,10 @@ class ProcessGRPOTrainer(
         if isinstance(model, str):  # "embedded:arith" → the committed checkpoint, loaded offline by TRL
             model = resolve_checkpoint(model)
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
+        if args.compiled_generation:  # static cache + compiled decoding (psgrpo/generation.py)
+            enable_compiled_generation(self)
+        if args.phase_times:  # time/<phase>_s metrics (psgrpo/timing.py)
+            self.enable_phase_times()
         self.signal = self._build_signal(step_scorer)
         self.diagnostics = (  # --diagnostics: diag/* metrics (psgrpo/diagnostics/step_logger.py)
             StepDiagnostics(args, self._tokenizer, self.reward_func_names, self.reward_weights.tolist())
@@ -127,6 +134,7 @@ class ProcessGRPOTrainer(
         build = self.method_spec.signal
         return None if build is None else build(self, step_scorer)
 
+    @timed("advantages")  # psgrpo's own rollout code; TRL's rollout and the signal are their own phases
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         """TRL's rollout and outcome scoring, then the method's process signal, then token advantages (B, T).
 
@@ -142,11 +150,12 @@ class ProcessGRPOTrainer(
             local_tokens = output["completion_mask"].sum().reshape(1)
             self.completion_tokens_seen += int(self.accelerator.gather(local_tokens).sum().item())
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
-        signal = (  # the method's process signal: estimator inputs, ps/* or vps/* metrics, credit record
-            self.signal(self.model, output, inputs, num_generations, self.state.global_step)
-            if self.signal is not None
-            else SignalOutput(estimator_kwargs={})
-        )
+        with self.phase_timer.phase("process_signal"):
+            signal = (  # the method's process signal: estimator inputs, ps/* or vps/* metrics, credit record
+                self.signal(self.model, output, inputs, num_generations, self.state.global_step)
+                if self.signal is not None
+                else SignalOutput(estimator_kwargs={})
+            )
         start = time.perf_counter()
         advantages = self.advantage_estimator(  # (B, T) token advantages A_t, 0 on padding
             outcome_advantages=output["advantages"],
@@ -161,7 +170,7 @@ class ProcessGRPOTrainer(
         metrics["psgrpo/advantage_seconds"].append(time.perf_counter() - start)
         for key, value in signal.metrics.items():
             metrics[key].append(value)
-        if self.signal is not None:
+        if self.signal is not None or self.token_credit:  # how much of A_t is not w·A_i: <method>/process_*
             process = process_term_metrics(
                 advantages,
                 output["advantages"],
@@ -182,6 +191,7 @@ class ProcessGRPOTrainer(
         output["advantages"] = advantages
         return output
 
+    @timed("guards")  # the checks below; TRL's step is the backward phase (psgrpo/timing.py)
     def training_step(self, model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> Any:
         """TRL's forward and backward, then the loss and gradients must be finite before any optimizer step."""
         loss = super().training_step(model, inputs, num_items_in_batch)
