@@ -9,6 +9,9 @@
 * :func:`check_resume_target`: ``--resume_from_checkpoint`` resolved before loading; a checkpoint
   that has already reached ``--max_steps`` has nothing left to train (transformers would train one
   more step).
+* :func:`check_run_options`: the ``psgrpo train`` values that would otherwise fail after the model
+  loaded: the ``--report_to`` integrations importable, ``--temperature`` > 0,
+  ``--max_completion_length`` ≥ 1, vLLM importable with ``--use_vllm``, a chat template with ``--chat``.
 * :class:`TrainingInterrupted`: Ctrl-C during ``psgrpo train``, with the one line the CLI prints:
   the newest complete checkpoint and the command that resumes from it.
 """
@@ -23,6 +26,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 RESUME_FLAG = "--resume_from_checkpoint"
 
@@ -138,3 +142,104 @@ def interrupted_message(output_dir: str, argv: Sequence[str]) -> str:
             f"interrupted; no complete checkpoint in {output_dir} yet, so a new run starts from the beginning"
         )
     return f"interrupted; the newest complete checkpoint is {newest}; resume with: {resume_command(argv)}"
+
+
+REPORT_TO_PACKAGES = {
+    "azure_ml": ("is_azureml_available", "azureml-core"),
+    "clearml": ("is_clearml_available", "clearml"),
+    "codecarbon": ("is_codecarbon_available", "codecarbon"),
+    "comet_ml": ("is_comet_available", "comet-ml"),
+    "dagshub": ("is_dagshub_available", "dagshub"),
+    "dvclive": ("is_dvclive_available", "dvclive"),
+    "flyte": ("is_flytekit_available", "flytekit"),
+    "kubeflow": ("is_kubeflow_available", "kubeflow"),
+    "mlflow": ("is_mlflow_available", "mlflow"),
+    "neptune": ("is_neptune_available", "neptune"),
+    "swanlab": ("is_swanlab_available", "swanlab"),
+    "tensorboard": ("is_tensorboard_available", "tensorboard"),
+    "trackio": ("is_trackio_available", "trackio"),
+    "wandb": ("is_wandb_available", "wandb"),
+}
+"""``--report_to`` name → (transformers' availability check in ``transformers.integrations``, the pip package)."""
+
+
+def check_report_to(report_to: Sequence[str] | str | None) -> None:
+    """Every ``--report_to`` integration is known and importable (transformers would fail after the model
+    loaded and the held-out evaluation ran, with a 34-line traceback).
+
+    Raises:
+        ImportError: naming the integration, the package to install, and the installed alternatives.
+        ValueError: an integration transformers does not know.
+    """
+    from transformers.integrations import integration_utils
+
+    names = [report_to] if isinstance(report_to, str) else list(report_to or [])
+    installed = [
+        name for name, (check, _) in REPORT_TO_PACKAGES.items() if getattr(integration_utils, check)()
+    ]
+    for name in names:
+        if name in ("none", "all"):
+            continue
+        if name not in REPORT_TO_PACKAGES:
+            raise ValueError(
+                f"--report_to {name}: not an integration transformers knows; choose from "
+                f"{', '.join(REPORT_TO_PACKAGES)}, or none"
+            )
+        if name not in installed:
+            package = REPORT_TO_PACKAGES[name][1]
+            alternatives = ", ".join([*installed, "none"])
+            raise ImportError(
+                f"--report_to {name}: the {package} package is not installed; `pip install {package}`, or report "
+                f"to one that is: --report_to {alternatives}"
+            )
+
+
+def check_generation_options(temperature: float | None, max_completion_length: int | None) -> None:
+    """``--temperature`` > 0 and ``--max_completion_length`` ≥ 1, in the user's terms (transformers would name
+    ``do_sample`` and ``max_new_tokens``, options ``train`` does not have, after the model loaded)."""
+    if temperature is not None and temperature <= 0:
+        raise ValueError(
+            f"--temperature {temperature:g}: GRPO learns from the differences between a group's sampled "
+            "completions, so it samples with a temperature > 0 (1.0 samples the model as it is, 0.7 closer to "
+            "greedy); greedy decoding would give every completion of a group the same text. The held-out "
+            "evaluation is already greedy"
+        )
+    if max_completion_length is not None and max_completion_length < 1:
+        raise ValueError(
+            f"--max_completion_length {max_completion_length}: a completion needs at least 1 token; give the "
+            "most tokens a completion may have (the demo recipe uses 128)"
+        )
+
+
+def check_vllm(use_vllm: bool) -> None:
+    """With ``--use_vllm true``, vLLM must be importable (found without importing it: that takes seconds)."""
+    import importlib.util
+
+    if use_vllm and importlib.util.find_spec("vllm") is None:
+        raise ImportError(
+            "--use_vllm true: vLLM is not installed; `pip install 'psgrpo[vllm]'` (Linux with a CUDA GPU), or "
+            "leave --use_vllm false to generate with transformers"
+        )
+
+
+def check_chat_template(chat: bool, model_name_or_path: str | None) -> None:
+    """With ``--chat true``, the model's tokenizer (read without the weights) must have a chat template."""
+    if not chat:
+        return
+    from psgrpo.loading import load_tokenizer
+
+    tokenizer = load_tokenizer(model_name_or_path)
+    if not getattr(tokenizer, "chat_template", None):
+        name = model_name_or_path or "the embedded checkpoint"
+        raise ValueError(
+            f"--chat true: the tokenizer of {name} has no chat template, so prompts cannot be written as chat "
+            "messages; use --chat false (plain prompts), or an instruct model whose tokenizer has one"
+        )
+
+
+def check_run_options(task: Any, args: Any, model_args: Any) -> None:
+    """The checks above on a parsed ``psgrpo train`` command line, before anything loads."""
+    check_generation_options(args.temperature, args.max_completion_length)
+    check_report_to(args.report_to)
+    check_vllm(args.use_vllm)
+    check_chat_template(task.chat, model_args.model_name_or_path)

@@ -21,6 +21,8 @@ from dataclasses import MISSING, Field, fields
 from pathlib import Path
 from typing import Any
 
+from psgrpo.config.short_help import own_fields
+
 ROOT = Path(__file__).resolve().parents[1]
 
 HEADER = """\
@@ -91,17 +93,6 @@ def field_rows(cls: type, names: Iterable[str] | None = None) -> list[str]:
 
 
 TABLE_HEAD = ["| option | type | default | what it does |", "|---|---|---|---|"]
-
-
-def own_fields(cls: type) -> list[str]:
-    """Names of the fields that ``cls`` and its bases from the same package declare (new ones, and TRL fields
-    they override), in field order."""
-    package = cls.__module__.split(".")[0]
-    own: set[str] = set()
-    for base in cls.__mro__:
-        if base.__module__.split(".")[0] == package:
-            own |= set(base.__dict__.get("__annotations__", {}))
-    return [f.name for f in fields(cls) if f.name in own]
 
 
 def config_section(cls: type, sections: dict[str, tuple[str, ...]]) -> list[str]:

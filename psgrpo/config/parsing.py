@@ -172,7 +172,9 @@ class ConfigParser(TrlParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         """argparse's error as one :class:`ConfigError` line (no usage dump), with a "did you mean"; a bad
         value that came from a ``--config`` file names the file and the key. Prints the short usage line."""
-        sys.stderr.write(f"usage: {self.prog} [--config FILE_OR_NAME] [--OPTION VALUE ...] ({self.prog} --help)\n")
+        sys.stderr.write(
+            f"usage: {self.prog} [--config FILE_OR_NAME] [--OPTION VALUE ...] ({self.prog} --help)\n"
+        )
         raise ConfigError(self.explain(message))
 
     def explain(self, message: str) -> str:
@@ -185,7 +187,9 @@ class ConfigParser(TrlParser):
             hint = f"; did you mean --{guess}?" if guess else ""
             listed = ", ".join(matches[:6]) + (" …" if len(matches) > 6 else "")
             return f"--{name} is ambiguous: it starts {len(matches)} options ({listed}){hint}"
-        bad = re.match(r"argument (--[\w-]+)[^:]*: invalid (?:choice: '?(.*?)'? \(choose from (.*)\)|(.*))$", message)
+        bad = re.match(
+            r"argument (--[\w-]+)[^:]*: invalid (?:choice: '?(.*?)'? \(choose from (.*)\)|(.*))$", message
+        )
         if not bad:
             return message
         dest = bad.group(1)[2:].replace("-", "_")
@@ -197,7 +201,11 @@ class ConfigParser(TrlParser):
             problem += f"; did you mean {close[0]}?" if close else ""
         else:
             typed = re.match(r"invalid (\w+) value: (.*)", "invalid " + bad.group(4))
-            kind = {"int": "a whole number", "float": "a number"}.get(typed.group(1), typed.group(1)) if typed else ""
+            kind = (
+                {"int": "a whole number", "float": "a number"}.get(typed.group(1), typed.group(1))
+                if typed
+                else ""
+            )
             problem = f"{typed.group(2)} is not {kind}" if typed else bad.group(4)
         source = self.config_sources.get(dest)
         if source and dest not in self.command_line:

@@ -99,6 +99,7 @@ def first_clause(text: str) -> str:
     """The help text's first sentence, without the defaults it states (the line shows the run's own)."""
     text = " ".join(text.replace("%%", "%").split())
     text = re.sub(r"\s*\((?:the )?default[^()]*\)", "", text, flags=re.IGNORECASE)
+    text = re.sub(r",\s*default\b(?=[),;])", "", text)
     text = re.sub(r"\s*\bDefault(?:s to)?:?\s[^.;]*[.;]?", "", text)
     match = re.search(r"(?<!e\.g)(?<!i\.e)(?<!etc)\.\s|;\s", text)
     return (text[: match.start()] if match else text).rstrip(".;: ,")
@@ -139,18 +140,22 @@ def option_line(action: argparse.Action) -> str:
 
 def _sections_of(cls: type) -> Mapping[str, tuple[str, ...]]:
     """Groups of ``cls``'s own fields: ``CONFIG_SECTIONS`` for ProcessGRPOConfig, else one group."""
-    from psgrpo.config.process_grpo_config import CONFIG_SECTIONS, ProcessGRPOConfig
+    from psgrpo.config import process_grpo_config
 
-    if issubclass(cls, ProcessGRPOConfig):
-        return CONFIG_SECTIONS
+    if issubclass(
+        cls, process_grpo_config.ProcessGRPOConfig
+    ):  # with the sections of methods added from outside
+        sections = getattr(process_grpo_config, "config_sections", None)
+        return sections() if callable(sections) else process_grpo_config.CONFIG_SECTIONS
     title = TITLES.get(cls.__name__) or (cls.__doc__ or cls.__name__).strip().splitlines()[0].rstrip(".")
     return {title.replace("``", ""): tuple(own_fields(cls))}
 
 
 def grouped_own_options(dataclass_types: Iterable[type]) -> list[tuple[str, list[str]]]:
-    """``(title, option names)`` of the command's own options, in the order of its dataclasses."""
+    """``(title, option names)`` of the command's own options, its last dataclass first (``EvalConfig``,
+    ``InspectConfig``, ``ProcessGRPOConfig``: the command's own, before the task options it shares)."""
     groups: list[tuple[str, list[str]]] = []
-    for cls in dataclass_types:
+    for cls in reversed(list(dataclass_types)):
         if cls.__module__.split(".")[0] in FOREIGN_PACKAGES:
             continue
         names = own_fields(cls)

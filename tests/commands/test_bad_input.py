@@ -316,3 +316,76 @@ def test_ctrl_c_outside_training_is_one_line_too(monkeypatch, capsys):
     assert main(["eval", "--dataset", "arith"]) == INTERRUPTED_STATUS
     err = capsys.readouterr().err
     assert err.strip() == "psgrpo: interrupted" and "Traceback" not in err
+
+
+PRE_LOAD_ROWS = [
+    (["--report_to", "wandb"], "--report_to wandb: the wandb package is not installed; `pip install wandb`"),
+    (["--temperature", "0"], "--temperature 0: GRPO learns from the differences between a group's sampled"),
+    (["--max_completion_length", "0"], "--max_completion_length 0: a completion needs at least 1 token"),
+    (["--chat", "true"], "--chat true: the tokenizer of the embedded checkpoint has no chat template"),
+    (["--use_vllm", "true"], "--use_vllm true: vLLM is not installed; `pip install 'psgrpo[vllm]'`"),
+    (["--method", "foo"], "--method: 'foo' is not allowed; choose one of grpo, ps, vps, tree"),
+    (["--method", "pss"], "did you mean ps?"),
+    (["--step_scorer", "nonsense"], "--step_scorer: 'nonsense' is not allowed; choose one of"),
+    (["--lr", "1e-5"], "--lr is ambiguous: it starts 2 options (--lr_scheduler_type, --lr_scheduler_kwargs); did you mean --learning_rate?"),
+    (["--max_steps", "ten"], "--max_steps: 'ten' is not a whole number"),
+]  # fmt: skip
+"""``(flags, the start of the one error line)``: values transformers, TRL or argparse used to refuse only after
+the model loaded, or with hundreds of lines of usage (issue 38)."""
+
+
+@pytest.fixture()
+def nothing_optional_installed(monkeypatch):
+    """wandb and vLLM absent, whatever this machine has (the rows name them)."""
+    import importlib.util
+
+    from transformers.integrations import integration_utils
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(integration_utils, "is_wandb_available", lambda: False)
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else find_spec(name, *a)
+    )
+
+
+@pytest.mark.parametrize(("flags", "expected"), PRE_LOAD_ROWS, ids=[" ".join(r[0]) for r in PRE_LOAD_ROWS])
+def test_value_checked_before_the_model_loads(
+    flags, expected, tmp_path, capsys, no_model_loads, nothing_optional_installed
+):
+    out = tmp_path / "run"
+    assert run_train(out, *flags) == 2
+    line = error_line(capsys)
+    assert expected in line, line
+    assert "do_sample" not in line and "max_new_tokens" not in line  # options train does not have
+    assert not out.exists()
+
+
+def test_readme_promise_one_line_before_anything_loads(
+    tmp_path, capsys, no_model_loads, nothing_optional_installed
+):
+    """README: "A bad value stops with one `psgrpo: error: …` line before anything loads", for every row."""
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    assert "A bad value stops with one `psgrpo: error: …` line" in readme
+    failures = []
+    for flags, expected in PRE_LOAD_ROWS:
+        out = tmp_path / "-".join(flags).strip("-")
+        status = run_train(out, *flags)
+        err = capsys.readouterr().err
+        lines = [line for line in err.splitlines() if line.startswith("psgrpo: error:")]
+        if status != 2 or len(lines) != 1 or expected not in lines[0] or "Traceback" in err or out.exists():
+            failures.append((flags, status, err[-500:]))
+    assert not failures, failures
+
+
+def test_argparse_errors_print_no_usage_dump(tmp_path, capsys, no_model_loads):
+    assert run_train(tmp_path / "run", "--method", "foo") == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) <= 3, err  # the short usage line, the error, the traceback hint
+    assert err.startswith("usage: psgrpo train [--config FILE_OR_NAME]")
+
+
+def test_a_yaml_value_of_the_wrong_type_names_the_file_and_key(tmp_path, capsys, no_model_loads):
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("max_steps: ten\n")
+    assert run_train(tmp_path / "run", "--config", str(recipe)) == 2
+    assert f"{recipe}: max_steps: 'ten' is not a whole number" in error_line(capsys)

@@ -274,13 +274,15 @@ def test_help_lists_config_and_the_values_the_run_uses(tmp_path, capsys):
     with pytest.raises(SystemExit):
         _train("--help")
     demo_help = " ".join(capsys.readouterr().out.split())
-    assert "--config FILE_OR_NAME YAML recipe: a file, or a packaged recipe by name" in demo_help
-    assert "The initial learning rate for AdamW. (default: 3e-05)" in demo_help  # the demo's, used by a run
+    assert "--config CONFIG YAML recipe: a file, or a packaged recipe by name" in demo_help
+    assert "(default: demo.yaml)" in demo_help
+    assert "The initial learning rate for AdamW (default: 3e-05)" in demo_help  # the demo's, used by a run
     with pytest.raises(SystemExit):
         _train("--config", str(mine), "--help")
     mine_help = " ".join(capsys.readouterr().out.split())
-    assert "The initial learning rate for AdamW. (default: 7e-06)" in mine_help
-    assert "The batch size per device for training. (default: 64)" in mine_help  # still the demo's
+    assert "The initial learning rate for AdamW (default: 7e-06)" in mine_help
+    assert "The batch size per device for training (default: 64)" in mine_help  # still the demo's
+    assert "(default: demo.yaml mine.yaml)" in mine_help
 
 
 def test_eval_takes_short_names_too(tmp_path, monkeypatch):
