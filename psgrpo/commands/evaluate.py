@@ -237,6 +237,7 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
     from psgrpo.config.parsing import ConfigParser
     from psgrpo.data.tasks import TaskConfig, load_task_split
     from psgrpo.eval.generation import evaluate_samples
+    from psgrpo.eval.trained_on import apply_task_record, resolve_eval_checkpoint
     from psgrpo.loading import checkpoint_path, load_model_and_tokenizer, load_tokenizer
     from psgrpo.preflight import check_output_dir
 
@@ -244,11 +245,18 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
         (eval_task_config(), EvalConfig), prog="psgrpo eval", foreign_config_keys=training_options()
     )
     eval_task, cfg = parser.parse_args_and_config(list(argv))
-    task = TaskConfig(**asdict(eval_task))
     check_output_dir(cfg.output_dir)
     if cfg.output_file:
         check_output_dir(Path(cfg.output_file).parent, option="--output_file's folder")
     checkpoint_path(cfg.model_name_or_path)  # a checkpoint never written: one line, never a Hub lookup
+    cfg.model_name_or_path = resolve_eval_checkpoint(
+        cfg.model_name_or_path
+    )  # a run dir: its newest checkpoint
+    given = set(parser.command_line) | set(parser.config_sources)
+    trained_on = apply_task_record(eval_task, cfg.model_name_or_path, given, cfg.model_name_or_path or "")
+    if trained_on:
+        logger.info(trained_on)
+    task = TaskConfig(**asdict(eval_task))
     dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)
     if cfg.backend == "vllm":
         from psgrpo.eval.vllm_backend import import_vllm

@@ -68,6 +68,7 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
     from psgrpo.distributed import parameters_sharded
     from psgrpo.eval.generation import evaluate_model
     from psgrpo.eval.heldout import HeldOutEvalCallback
+    from psgrpo.eval.trained_on import task_record_callback, write_task_record
     from psgrpo.loading import load_policy
     from psgrpo.trainer import ProcessGRPOTrainer
 
@@ -101,6 +102,7 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
     )
+    trainer.add_callback(task_record_callback(task))  # each checkpoint names its task, for psgrpo eval
     if task.heldout_eval_steps:
         trainer.add_callback(
             HeldOutEvalCallback(
@@ -117,6 +119,8 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
     report["train_seconds"] = time.perf_counter() - start
     trainer.save_model(args.output_dir)
     tokenizer.save_pretrained(args.output_dir)
+    if trainer.is_world_process_zero():
+        write_task_record(args.output_dir, task)
     if task.eval_before_after:
         report["after"] = evaluate_model(trainer.model, tokenizer, eval_dataset, **eval_kwargs)
     if task.eval_before_after and trainer.is_world_process_zero():

@@ -165,6 +165,8 @@ def test_default_train_runs_on_the_embedded_checkpoint(tmp_path, capsys):
     assert report["before"]["format_rate"] > 0.9  # the warm start already follows the format
     assert "held-out accuracy" in capsys.readouterr().out
     assert (out / "checkpoint-2" / "model.safetensors").exists()  # checkpoints are written
+    for directory in (out, out / "checkpoint-2"):  # psgrpo eval reads what each was trained on
+        assert json.loads((directory / "psgrpo_task.json").read_text())["dataset"] == "arith"
 
 
 def test_embedded_checkpoint_is_committed_and_loads():

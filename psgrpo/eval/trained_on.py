@@ -1,0 +1,129 @@
+"""What a checkpoint was trained on, and which checkpoint of a run directory ``psgrpo eval`` reads.
+
+``psgrpo train`` writes :data:`TASK_RECORD` (the task options: dataset, splits, prompt format) into its
+output directory and into every checkpoint it saves (:class:`TaskRecordCallback`). ``psgrpo eval``
+reads it (:func:`read_task_record`, from the checkpoint or the run directory around it) and evaluates
+on that task unless ``--dataset`` (or a ``--config`` that sets it) says otherwise, saying so in one
+line: an ``arith-hard`` checkpoint used to be evaluated on ``arith/test`` without a word.
+
+A run directory that holds no final model, only ``checkpoint-N/`` folders (a run stopped, or the
+Python API without ``trainer.save_model()``), is evaluated from its newest complete checkpoint
+(:func:`resolve_eval_checkpoint`), or the error names the paths there are.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("psgrpo")
+
+TASK_RECORD = "psgrpo_task.json"
+"""The file, in a run directory and each of its checkpoints, naming the task the model was trained on."""
+
+RECORDED_FIELDS = ("dataset", "eval_split", "prompt_template", "chat", "system_prompt")
+"""The ``TaskConfig`` fields recorded, and applied by ``psgrpo eval`` unless given."""
+
+MODEL_FILES = ("config.json",)
+"""A directory holding these is a model checkpoint (weights beside them)."""
+
+
+def task_record(task: Any) -> dict[str, Any]:
+    """The :data:`RECORDED_FIELDS` of a ``TaskConfig`` (or any object with them) as a JSON-ready dict."""
+    return {name: getattr(task, name) for name in RECORDED_FIELDS}
+
+
+def write_task_record(directory: str | Path, task: Any) -> Path:
+    """Write :data:`TASK_RECORD` for ``task`` into ``directory`` (created if missing); return its path."""
+    path = Path(directory) / TASK_RECORD
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(task_record(task), indent=2) + "\n")
+    return path
+
+
+def read_task_record(model_path: str | Path | None) -> tuple[dict[str, Any], Path] | None:
+    """``(recorded task fields, the file)`` for a local checkpoint: its own record, else its run directory's;
+    ``None`` for a Hub id, the embedded checkpoint, or a checkpoint trained without ``psgrpo train``."""
+    if model_path is None:
+        return None
+    local = Path(model_path).expanduser()
+    for directory in (local, local.parent):
+        path = directory / TASK_RECORD
+        if path.is_file():
+            try:
+                record = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError):
+                return None
+            if isinstance(record, dict) and isinstance(record.get("dataset"), str):
+                return {k: v for k, v in record.items() if k in RECORDED_FIELDS}, path
+    return None
+
+
+def apply_task_record(
+    task: Any, model_path: str | None, given: Mapping[str, Any] | set[str], model_label: str
+) -> str | None:
+    """Set ``task``'s fields to those the checkpoint was trained with, except the ``given`` ones (typed or set by a
+    ``--config``); return the one line to log, or ``None`` when there is no record or ``--dataset`` was given."""
+    found = read_task_record(model_path)
+    if found is None or "dataset" in given:
+        return None
+    record, path = found
+    for name, value in record.items():
+        if name not in given:
+            setattr(task, name, value)
+    return (
+        f"psgrpo eval: {model_label} was trained on {record['dataset']} ({path}), so it is evaluated on "
+        f"{task.dataset}/{task.eval_split}; --dataset evaluates it on another task"
+    )
+
+
+def resolve_eval_checkpoint(model_path: str | None) -> str | None:
+    """``model_path``, or, for a run directory without a model but with ``checkpoint-N/`` folders, its newest
+    complete checkpoint (logged in one line).
+
+    Raises:
+        FileNotFoundError: a run directory whose checkpoints are all incomplete (naming them and why).
+    """
+    from psgrpo.checkpoints.atomic import last_complete_checkpoint
+
+    if model_path is None:
+        return None
+    local = Path(model_path).expanduser()
+    if not local.is_dir() or any((local / name).is_file() for name in MODEL_FILES):
+        return model_path
+    if not any(local.glob("checkpoint-*")) and not any(local.glob("partial-checkpoint-*")):
+        return model_path
+    newest, skipped = last_complete_checkpoint(local)
+    if newest is None:
+        found = "; ".join(f"{p} ({reason})" for p, reason in skipped)
+        raise FileNotFoundError(
+            f"--model_name_or_path {model_path}: holds no model (no config.json) and no complete checkpoint "
+            f"({found}); pass a checkpoint directory that holds config.json and the weights"
+        )
+    logger.info(
+        "psgrpo eval: %s holds no final model (no config.json), so its newest complete checkpoint %s is "
+        "evaluated (trainer.save_model() writes the final model there)",
+        model_path,
+        newest,
+    )
+    return str(newest)
+
+
+def task_record_callback(task: Any) -> Any:
+    """A ``TrainerCallback`` that writes :data:`TASK_RECORD` into every checkpoint when it is saved."""
+    from transformers import TrainerCallback
+
+    from psgrpo.checkpoints.atomic import checkpoint_name
+
+    class TaskRecordCallback(TrainerCallback):
+        """Writes the task record into ``output_dir/checkpoint-N`` after each save."""
+
+        def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            checkpoint = Path(args.output_dir) / checkpoint_name(state.global_step)
+            if checkpoint.is_dir() and state.is_world_process_zero:
+                write_task_record(checkpoint, task)
+
+    return TaskRecordCallback()

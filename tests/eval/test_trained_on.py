@@ -1,0 +1,104 @@
+"""psgrpo eval knows the task a checkpoint was trained on, and reads a run directory's newest checkpoint."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from psgrpo.checkpoints.atomic import write_marker
+from psgrpo.commands.cli import main
+from psgrpo.eval.trained_on import (
+    TASK_RECORD,
+    apply_task_record,
+    read_task_record,
+    resolve_eval_checkpoint,
+    task_record_callback,
+    write_task_record,
+)
+
+HARD = SimpleNamespace(
+    dataset="arith-hard", eval_split="test", prompt_template=None, chat=False, system_prompt=None
+)
+
+
+def embedded_checkpoint(run_dir: Path, step: int) -> Path:
+    """A complete ``checkpoint-step`` of ``run_dir`` holding the embedded tiny model (real weights, tokenizer)."""
+    from psgrpo.tiny import resolve_checkpoint
+
+    checkpoint = run_dir / f"checkpoint-{step}"
+    shutil.copytree(resolve_checkpoint(None), checkpoint)
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    write_marker(checkpoint, step)
+    return checkpoint
+
+
+def test_the_record_is_read_from_the_checkpoint_or_its_run_directory(tmp_path):
+    write_task_record(tmp_path, HARD)
+    (tmp_path / "checkpoint-3").mkdir()
+    for path in (tmp_path, tmp_path / "checkpoint-3"):
+        record, source = read_task_record(path)
+        assert record["dataset"] == "arith-hard" and source == tmp_path / TASK_RECORD
+    assert read_task_record(None) is None and read_task_record(tmp_path / "elsewhere" / "x") is None
+
+
+def test_the_record_applies_except_where_the_user_said_otherwise(tmp_path):
+    write_task_record(tmp_path, HARD)
+    task = SimpleNamespace(
+        dataset="arith", eval_split="test", prompt_template=None, chat=False, system_prompt=None
+    )
+    line = apply_task_record(task, str(tmp_path), set(), "run")
+    assert task.dataset == "arith-hard" and "run was trained on arith-hard" in line and "--dataset" in line
+    task.dataset = "arith"
+    assert apply_task_record(task, str(tmp_path), {"dataset"}, "run") is None and task.dataset == "arith"
+
+
+def test_a_run_directory_with_only_checkpoints_resolves_to_the_newest_complete_one(tmp_path):
+    for step in (1, 3):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        write_marker(tmp_path / f"checkpoint-{step}", step)
+    (tmp_path / "checkpoint-5").mkdir()  # a save that never finished: no marker
+    assert resolve_eval_checkpoint(str(tmp_path)) == str(tmp_path / "checkpoint-3")
+    (tmp_path / "config.json").write_text("{}")  # a final model: used as it is
+    assert resolve_eval_checkpoint(str(tmp_path)) == str(tmp_path)
+    assert resolve_eval_checkpoint("Qwen/Qwen2.5-0.5B-Instruct") == "Qwen/Qwen2.5-0.5B-Instruct"
+
+
+def test_only_incomplete_checkpoints_name_what_to_pass(tmp_path):
+    (tmp_path / "checkpoint-2").mkdir()
+    with pytest.raises(
+        FileNotFoundError, match=r"holds no model .*checkpoint-2 \(it has no psgrpo_checkpoint"
+    ):
+        resolve_eval_checkpoint(str(tmp_path))
+
+
+def test_the_callback_writes_the_record_into_each_saved_checkpoint(tmp_path):
+    from transformers import TrainerControl, TrainerState
+
+    (tmp_path / "checkpoint-4").mkdir()
+    state = TrainerState(global_step=4, is_world_process_zero=True)
+    task_record_callback(HARD).on_save(SimpleNamespace(output_dir=str(tmp_path)), state, TrainerControl())
+    assert json.loads((tmp_path / "checkpoint-4" / TASK_RECORD).read_text())["dataset"] == "arith-hard"
+
+
+def test_eval_of_a_run_directory_uses_its_newest_checkpoint_and_its_task(
+    tmp_path, caplog, capsys, monkeypatch
+):
+    """The README flow: a run that saved only checkpoint-N, trained on arith-hard, evaluated without --dataset."""
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+    run = tmp_path / "run"
+    embedded_checkpoint(run, 2)
+    write_task_record(run / "checkpoint-2", HARD)
+    flags = ["--max_eval_examples", "2", "--eval_max_new_tokens", "4", "--output_dir", str(tmp_path / "eval")]
+    with caplog.at_level(logging.INFO, logger="psgrpo"):
+        assert main(["eval", "--model_name_or_path", str(run), *flags]) == 0
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(f"its newest complete checkpoint {run / 'checkpoint-2'} is evaluated" in m for m in messages)
+    assert any("was trained on arith-hard" in m and "evaluated on arith-hard/test" in m for m in messages)
+    config = json.loads((tmp_path / "eval" / "summary.json").read_text())["config"]
+    assert config["dataset"] == "arith-hard" and config["model"] == str(run / "checkpoint-2")
+    assert "on arith-hard/test" in capsys.readouterr().out
