@@ -5,16 +5,26 @@ one (:func:`looks_like_local_path`: ``outputs/demo``, ``./x``, absolute paths, a
 trailing separator or more than one ``/``), so a checkpoint that was never written reads "no such
 checkpoint directory" at once instead of 50 seconds of Hub retries. A Hub id on a machine whose
 ``HF_HUB_OFFLINE`` is set must be in the local cache (:func:`check_cached_when_offline`, no
-network); without that variable the Hub is tried, and the error says how to set it
-(:func:`offline_hint`).
+network); without that variable one request (:func:`hub_reachable`, a few seconds at most, no retries)
+tells whether the Hub answers before anything is loaded from it (:func:`check_hub_reachable`): when it
+does not, a Hub id missing from the cache stops at once with one line, and one in the cache is loaded
+from it with offline mode switched on for the run (one log line), instead of 29–52 s of retries and
+a dozen repeated warnings either way.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
+logger = logging.getLogger("psgrpo")
+
 HUB_OFFLINE_ENV = "HF_HUB_OFFLINE"
+PROBE_TIMEOUT_S = 5.0
+"""Seconds the one reachability request may take (connect and answer)."""
+_REACHABLE: dict[str, str | None] = {}
+"""endpoint → ``None`` when it answered, else why not: one probe per process."""
 LOCAL_ROOTS = frozenset({"outputs", "output", "checkpoints", "runs", "results", "models", "data", "tmp"})
 """First path parts that name a local folder, not a Hub namespace: ``outputs/demo`` is psgrpo's own
 default output directory, and would otherwise read as the Hub repo ``demo`` of a user ``outputs``."""
@@ -83,3 +93,89 @@ def hub_error(option: str, name: str, err: BaseException) -> OSError:
         f"{option} {name}: not a local directory, and the Hugging Face Hub could not provide it "
         f"({type(err).__name__}: {cause}); {offline_hint()}"
     )
+
+
+def hub_reachable(endpoint: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
+    """``None`` when ``endpoint`` answers one HEAD request (any HTTP status) within ``timeout`` seconds, else
+    the reason in one line. No retries: it is the question "is there a network to the Hub", asked once."""
+    from huggingface_hub.utils import get_session  # the Hub's own HTTP client, with its proxy settings
+
+    try:
+        get_session().head(endpoint, timeout=timeout)
+    except Exception as err:  # noqa: BLE001 - whatever the transport raises, the Hub did not answer
+        return f"{type(err).__name__}: {' '.join(str(err).split()) or 'no answer'}"
+    return None
+
+
+def go_offline() -> None:
+    """Offline mode for the rest of this process: the Hub libraries then read their cache without retrying."""
+    os.environ[HUB_OFFLINE_ENV] = "1"
+    from huggingface_hub import constants
+
+    constants.HF_HUB_OFFLINE = True
+    try:
+        import datasets.config
+
+        datasets.config.HF_HUB_OFFLINE = True
+    except ImportError:  # pragma: no cover - datasets is a dependency
+        pass
+
+
+def check_hub_reachable(repo_id: str, option: str, filename: str = "config.json") -> None:
+    """Before loading the Hub id ``repo_id``: with ``HF_HUB_OFFLINE`` set, it must be cached
+    (:func:`check_cached_when_offline`); else the Hub must answer one request (:func:`hub_reachable`, asked
+    once per process), or ``repo_id`` be cached, which then loads offline (:func:`go_offline`).
+
+    Raises:
+        OSError: in one line, naming ``option``, ``repo_id``, why the Hub could not be reached and what to do.
+    """
+    if hub_offline():
+        check_cached_when_offline(repo_id, option, filename)
+        return
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    endpoint = constants.ENDPOINT
+    if endpoint not in _REACHABLE:
+        _REACHABLE[endpoint] = hub_reachable(endpoint)
+    why = _REACHABLE[endpoint]
+    if why is None:
+        return
+    if isinstance(try_to_load_from_cache(repo_id, filename), str):
+        logger.warning(
+            "the Hugging Face Hub (%s) cannot be reached (%s); %s is loaded from the local cache, with %s=1 "
+            "for this run",
+            endpoint,
+            why,
+            repo_id,
+            HUB_OFFLINE_ENV,
+        )
+        go_offline()
+        return
+    raise OSError(
+        f"{option} {repo_id}: not a local directory, and the Hugging Face Hub ({endpoint}) cannot be reached "
+        f"({why}) and the local cache holds no copy of it; connect to the network, or give a local checkpoint "
+        f"directory (with no network, `export {HUB_OFFLINE_ENV}=1` reads only the cache, without this request)"
+    )
+
+
+def prepare_hub_dataset(name: str) -> None:
+    """Before ``datasets`` loads the Hub dataset ``name``: when the Hub does not answer one request, offline mode
+    for the run (one log line), so the dataset comes from the local caches at once or fails in one line, not
+    after retries. (No error here: ``datasets`` keeps its own cache beside the Hub's.)"""
+    if hub_offline():
+        return
+    from huggingface_hub import constants
+
+    endpoint = constants.ENDPOINT
+    if endpoint not in _REACHABLE:
+        _REACHABLE[endpoint] = hub_reachable(endpoint)
+    if _REACHABLE[endpoint] is not None:
+        logger.warning(
+            "the Hugging Face Hub (%s) cannot be reached (%s); %s is read from the local cache only, with %s=1 "
+            "for this run",
+            endpoint,
+            _REACHABLE[endpoint],
+            name,
+            HUB_OFFLINE_ENV,
+        )
+        go_offline()

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from psgrpo.hub import check_cached_when_offline, hub_error, looks_like_local_path
+from psgrpo.hub import check_hub_reachable, hub_error, looks_like_local_path
 
 RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
 DEFAULT_RECIPE = RECIPES_DIR / "demo.yaml"
@@ -30,12 +30,13 @@ def checkpoint_path(model_name_or_path: str | None, option: str = "--model_name_
     committed one for ``embedded:NAME`` (:func:`psgrpo.tiny.resolve_checkpoint`).
 
     A local-looking name (:func:`psgrpo.hub.looks_like_local_path`: ``outputs/demo``, ``./x``, absolute)
-    is never sent to the Hub; a Hub id with ``HF_HUB_OFFLINE`` set must be in the local cache.
+    is never sent to the Hub; a Hub id with ``HF_HUB_OFFLINE`` set must be in the local cache, and without
+    it the Hub must answer (or the id be cached): :func:`psgrpo.hub.check_hub_reachable`.
     ``option`` names the option in messages.
 
     Raises:
         FileNotFoundError: when ``model_name_or_path`` is a filesystem path that does not exist.
-        OSError: a Hub id missing from the cache while ``HF_HUB_OFFLINE`` is set.
+        OSError: a Hub id missing from the cache while ``HF_HUB_OFFLINE`` is set or the Hub cannot be reached.
         ValueError: an unknown ``embedded:`` name.
     """
     from psgrpo.tiny import EMBEDDED_PREFIX, resolve_checkpoint
@@ -52,7 +53,7 @@ def checkpoint_path(model_name_or_path: str | None, option: str = "--model_name_
                 "(config.json + weights + tokenizer) or a Hub id such as Qwen/Qwen2.5-0.5B-Instruct"
             )
         return str(local)
-    check_cached_when_offline(model_name_or_path, option)
+    check_hub_reachable(model_name_or_path, option)  # offline: one line at once, not retries
     return model_name_or_path
 
 

@@ -237,9 +237,22 @@ def check_chat_template(chat: bool, model_name_or_path: str | None) -> None:
         )
 
 
+def prepare_dataset_source(dataset: str) -> None:
+    """A ``--dataset`` read from the Hub (``gsm8k``, a Hub id): offline mode at once when the Hub does not answer
+    (:func:`psgrpo.hub.prepare_hub_dataset`); nothing for the arith tasks and local files."""
+    from psgrpo.data.arith import ARITH_VARIANTS
+    from psgrpo.data.gsm8k import GSM8K_HUB_ID
+    from psgrpo.hub import looks_like_local_path, prepare_hub_dataset
+
+    if dataset in ARITH_VARIANTS or looks_like_local_path(dataset) or dataset.endswith((".jsonl", ".json")):
+        return
+    prepare_hub_dataset(GSM8K_HUB_ID if dataset == "gsm8k" else dataset)
+
+
 def check_run_options(task: Any, args: Any, model_args: Any) -> None:
     """The checks above on a parsed ``psgrpo train`` command line, before anything loads."""
     check_generation_options(args.temperature, args.max_completion_length)
     check_report_to(args.report_to)
     check_vllm(args.use_vllm)
     check_chat_template(task.chat, model_args.model_name_or_path)
+    prepare_dataset_source(task.dataset)

@@ -98,6 +98,7 @@ def test_hub_error_is_one_line_with_the_hint(monkeypatch):
 
 def test_load_tokenizer_turns_a_hub_failure_into_one_line(monkeypatch):
     import transformers
+    from hub_fakes import fake_hub
 
     from psgrpo.loading import load_tokenizer
 
@@ -106,9 +107,52 @@ def test_load_tokenizer_turns_a_hub_failure_into_one_line(monkeypatch):
             "We couldn't connect to 'https://huggingface.co' to load this file.\nCheck your connection."
         )
 
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    fake_hub(monkeypatch, why=None)  # the probe passes (no network in tests); the download then fails
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", unreachable)
     with pytest.raises(
         OSError, match=r"Qwen/Qwen2.5-0.5B-Instruct: not a local directory.*export HF_HUB_OFFLINE=1"
     ):
         load_tokenizer("Qwen/Qwen2.5-0.5B-Instruct")
+
+
+def test_an_unreachable_hub_stops_a_hub_id_at_once_with_one_probe(monkeypatch):
+    import huggingface_hub
+    from hub_fakes import fake_hub
+
+    from psgrpo.hub import check_hub_reachable
+
+    probed = fake_hub(monkeypatch)
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", lambda *args, **kwargs: None)
+    for _ in range(2):
+        with pytest.raises(OSError) as info:
+            check_hub_reachable("psgrpo-tests/no-such-model", "--model_name_or_path")
+        message = str(info.value)
+        assert "\n" not in message and message.startswith("--model_name_or_path psgrpo-tests/no-such-model: ")
+        assert "cannot be reached (ConnectError" in message and "export HF_HUB_OFFLINE=1" in message
+    assert len(probed) == 1  # asked once per process, never retried
+
+
+def test_an_unreachable_hub_loads_a_cached_model_offline(monkeypatch, caplog):
+    import huggingface_hub
+    from hub_fakes import fake_hub
+    from huggingface_hub import constants
+
+    from psgrpo.hub import check_hub_reachable, hub_offline
+
+    fake_hub(monkeypatch)
+    monkeypatch.setattr(
+        huggingface_hub, "try_to_load_from_cache", lambda *args, **kwargs: "/cache/config.json"
+    )
+    check_hub_reachable("Qwen/Qwen2.5-0.5B-Instruct", "--model_name_or_path")
+    assert hub_offline() and constants.HF_HUB_OFFLINE
+    assert "loaded from the local cache" in caplog.text
+
+
+def test_a_reachable_hub_changes_nothing(monkeypatch):
+    from hub_fakes import fake_hub
+
+    from psgrpo.hub import check_hub_reachable, hub_offline
+
+    probed = fake_hub(monkeypatch, why=None)
+    check_hub_reachable("Qwen/Qwen2.5-0.5B-Instruct", "--model_name_or_path")
+    assert probed and not hub_offline()

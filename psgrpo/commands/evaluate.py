@@ -239,7 +239,7 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
     from psgrpo.eval.generation import evaluate_samples
     from psgrpo.eval.trained_on import apply_task_record, resolve_eval_checkpoint
     from psgrpo.loading import checkpoint_path, load_model_and_tokenizer, load_tokenizer
-    from psgrpo.preflight import check_output_dir
+    from psgrpo.preflight import check_output_dir, prepare_dataset_source
 
     parser = ConfigParser(
         (eval_task_config(), EvalConfig), prog="psgrpo eval", foreign_config_keys=training_options()
@@ -257,6 +257,7 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
     if trained_on:
         logger.info(trained_on)
     task = TaskConfig(**asdict(eval_task))
+    prepare_dataset_source(task.dataset)  # a Hub dataset with no Hub: the cache at once, not retries
     dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)
     if cfg.backend == "vllm":
         from psgrpo.eval.vllm_backend import import_vllm

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hub_fakes import fake_hub
 
 from psgrpo.checkpoints.atomic import write_marker
 from psgrpo.commands.cli import INTERRUPTED_STATUS, main
@@ -88,13 +89,31 @@ def test_gsm8k_from_an_unreachable_hub(tmp_path, capsys, monkeypatch, no_model_l
         raise ConnectionError("Couldn't reach 'openai/gsm8k' on the Hub (LocalEntryNotFoundError)")
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    probed = fake_hub(monkeypatch)
     monkeypatch.setattr(datasets, "load_dataset", offline)
     out = tmp_path / "run"
     assert run_train(out, "--dataset", "gsm8k") == 2
     line = error_line(capsys)
     assert "--dataset gsm8k:" in line and "ConnectionError" in line
-    assert "export HF_HUB_OFFLINE=1" in line  # says how to fail fast next time
+    assert (
+        "HF_HUB_OFFLINE is set" in line
+    )  # the one probe failed, so the cache alone was read, without retries
+    assert len(probed) == 1
+    assert not out.exists()
+
+
+def test_hub_model_with_no_network_fails_at_once(tmp_path, capsys, monkeypatch, no_model_loads):
+    import huggingface_hub
+
+    probed = fake_hub(monkeypatch)
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", lambda *args, **kwargs: None)
+    out = tmp_path / "run"
+    assert run_train(out, "--model_name_or_path", "psgrpo-tests/no-such-model") == 2
+    line = error_line(capsys)
+    assert line.startswith(
+        "psgrpo: error: --model_name_or_path psgrpo-tests/no-such-model: not a local directory"
+    )
+    assert "cannot be reached (ConnectError" in line and len(probed) == 1
     assert not out.exists()
 
 
