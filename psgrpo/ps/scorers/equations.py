@@ -43,6 +43,7 @@ from psgrpo.ps.scorers.expressions import (
     tokenize,
     written_numbers,
 )
+from psgrpo.ps.scorers.latex import latex_to_text
 from psgrpo.ps.scorers.words import read_words
 
 
@@ -226,7 +227,7 @@ def _is_open(text: str, tokens: Sequence[Token], start: int, end: int) -> tuple[
     before = tokens[start - 1] if start > 0 else None
     after = tokens[end] if end < len(tokens) else None
     starts_binary = first.kind == "op" and (
-        OP_CANONICAL[first.text] in {"+", "*", "/"} or text[first.end : first.end + 1].isspace()
+        OP_CANONICAL[first.text] in {"+", "*", "/", "^"} or text[first.end : first.end + 1].isspace()
     )
     word_before = before is not None and before.kind == "word" and _operator_word(tokens, start - 1)
     rate_one = first.text == "1" and before is not None and before.text in {"in", "per", "each", "every"}
@@ -306,7 +307,7 @@ def extract_step(text: str, rel_tol: float = 1e-6) -> StepEquations:
     ``2.`` opening a line) are labels, not numbers of the step. A run of arithmetic beyond the
     verifier's limits adds nothing but one to ``unparsed``; this function never raises.
     """
-    text = _STEP_MARKER_RE.sub(lambda m: " " * len(m.group()), text)
+    text = _STEP_MARKER_RE.sub(lambda m: " " * len(m.group()), latex_to_text(text))
     budget = Budget(len(text))
     equations: list[Equation] = []
     uses: list[tuple[int, Fraction]] = []

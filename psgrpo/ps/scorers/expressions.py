@@ -4,7 +4,9 @@ Text is split into :class:`Token` s (:func:`tokenize`), a run of tokens is parse
 expression tree (:func:`parse_expression`, recursive descent with standard precedence, never
 ``eval``) and evaluated exactly with ``Fraction`` (:func:`evaluate`). Numbers are read as written:
 ``1,000``, ``$18``, ``2.5``, ``3/4``, ``3 1/2``, ``½`` and ``50%`` (a percentage: hundredths, or as
-written); operators ``+ - * / // × ÷ x`` (``x`` only between numbers) and Unicode minus.
+written); operators ``+ - * / // × ÷ x ^ **`` (``x`` only between numbers; ``^`` a power with a
+small integer exponent) and Unicode minus. Clock times (``3:30``) and scientific notation (``1e3``)
+are not numbers here: an equation holding one is left unread rather than misread.
 
 **Bounded work.** Every function here does a bounded amount of work on any input or raises
 :class:`BudgetExceeded`, which the verifier turns into "not checkable"
@@ -70,13 +72,18 @@ _FRACTION = r"\d+/\d+(?!\.?\d|,\d)"  # glued 3/4 is one number (so 1 1/2 / 1/2 =
 _VULGAR = "¼½¾⅐⅑⅒⅓⅔⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞"
 _SPACED = r"(?<=\$)\d{1,3}(?: \d{3})+(?:\.\d+)?(?![\d,/])"  # $350 000 (space-grouped amounts)
 NUMBER_PATTERN = rf"\$?(?:{_SPACED}|\d+ {_FRACTION}|{_FRACTION}|\d*[{_VULGAR}]|{_DECIMAL})%?"  # 3 1/2, 1½
+_UNREAD = (
+    r"\d{1,2}:\d{2}(?::\d{2})?(?!\d)|\d+(?:\.\d+)?[eE][-+]?\d+(?![\w.])"  # 3:30, 1e3: never read as 30, 3
+)
 _TOKEN_RE = re.compile(
-    rf"(?P<ws>\s+|\$(?=[-−]\d))|(?P<num>{NUMBER_PATTERN})|(?P<op>//|[-+*/×÷−–])|(?P<lpar>\()|(?P<rpar>\))"
+    rf"(?P<ws>\s+|\$(?=[-−]\d))|(?P<unread>{_UNREAD})|(?P<num>{NUMBER_PATTERN})|(?P<op>//|\*\*|[-+*/×÷−–^])"
+    r"|(?P<lpar>\()|(?P<rpar>\))"
     r"|(?P<eq>=)|(?P<word>[A-Za-z_]+)|(?P<other>.)",
     re.DOTALL,
 )
 OP_CANONICAL = {
-    "+": "+", "-": "-", "−": "-", "–": "-", "*": "*", "×": "*", "x": "*", "X": "*", "/": "/", "÷": "/", "//": "//"
+    "+": "+", "-": "-", "−": "-", "–": "-", "*": "*", "×": "*", "x": "*", "X": "*", "/": "/", "÷": "/", "//": "//",
+    "^": "^", "**": "^",
 }  # fmt: skip
 MATH_KINDS = {"num", "op", "lpar", "rpar", "eq"}
 
@@ -111,7 +118,10 @@ def times_signs(tokens: Sequence[Token]) -> list[Token]:
 
 
 def _kind(kind: str, text: str) -> str:
-    """The token kind, except that a number with a leading zero is ``other``."""
+    """The token kind, except that a number with a leading zero, a clock time (``3:30``) or a number
+    in scientific notation (``1e3``) is ``other``: never read, so never misread."""
+    if kind == "unread":
+        return "other"
     return "other" if kind == "num" and re.match(r"\$?0\d", text) else kind
 
 
@@ -135,7 +145,7 @@ def _times_sign(tokens: Sequence[Token], i: int) -> Token:
 # --------------------------------------------------------------------------- expressions
 
 Expr = Fraction | tuple[str, Any] | tuple[str, Any, Any]
-"""A parsed expression: a number, ``(op, left, right)`` with op in ``+ - * / //``, or a unary
+"""A parsed expression: a number, ``(op, left, right)`` with op in ``+ - * / // ^``, or a unary
 ``("neg", operand)`` / ``("%", operand)`` (a percentage, read as hundredths or as written)."""
 
 
@@ -177,7 +187,9 @@ class _Parser:
 
     expr := term (("+" | "-") term)*
     term := unary (("*" | "/" | "//") unary | "(" expr ")")*     # 3(47), (1/2) 278: implicit product
-    unary := ("-" | "+") unary | number | "(" expr ")"
+    unary := ("-" | "+") unary | power
+    power := primary ("^" unary)?                                 # 2^3, -2^2 = -4, 2^-1
+    primary := number | "(" expr ")"
 
     Recursion happens only for a sign or a parenthesis, at most :data:`MAX_NESTING` deep.
     """
@@ -216,7 +228,7 @@ class _Parser:
             if op := self.take_op({"*", "/", "//"}):
                 right = self.unary()
             elif self._implicit_factor(token):
-                op, right = "*", self.primary()
+                op, right = "*", self.power()
             else:
                 break
             left = None if right is None else (op, left, right)
@@ -231,11 +243,20 @@ class _Parser:
     def unary(self) -> Expr | None:
         op = self.take_op({"-", "+"})
         if op is None:
-            return self.primary()
+            return self.power()
         self.nest()
         operand = self.unary()
         self.depth -= 1
         return None if operand is None else (("neg", operand) if op == "-" else operand)
+
+    def power(self) -> Expr | None:
+        base = self.primary()
+        if base is None or not self.take_op({"^"}):
+            return base
+        self.nest()
+        exponent = self.unary()
+        self.depth -= 1
+        return None if exponent is None else ("^", base, exponent)
 
     def primary(self) -> Expr | None:
         token = self.peek()
@@ -300,7 +321,31 @@ def evaluate(tree: Expr, percent: Fraction = HUNDREDTHS) -> Fraction | None:
         return _bounded(a - b)
     if op == "*":
         return _bounded(a * b)
+    if op == "^":
+        return _power(a, b)
     return _bounded(a / b if op == "/" else Fraction(math.floor(a / b)))
+
+
+MAX_EXPONENT = 64
+"""Largest exponent of ``a ^ b`` evaluated (an integer); a larger or fractional one is not judged."""
+
+
+def _power(base: Fraction, exponent: Fraction) -> Fraction | None:
+    """``base ^ exponent`` exactly, ``None`` for ``0 ^ -n``.
+
+    Raises:
+        BudgetExceeded: a fractional exponent (``4^(1/2)``: irrational in general, not judged), one
+            beyond :data:`MAX_EXPONENT`, or a result beyond :data:`MAX_VALUE_BITS` bits.
+    """
+    if exponent.denominator != 1 or abs(exponent) > MAX_EXPONENT:
+        raise BudgetExceeded("a power with a fractional or large exponent")
+    n = int(exponent)
+    bits = max(base.numerator.bit_length(), base.denominator.bit_length())
+    if bits * abs(n) > MAX_VALUE_BITS + abs(n):
+        raise BudgetExceeded(f"a value beyond {MAX_VALUE_BITS} bits")
+    if base == 0 and n < 0:
+        return None
+    return _bounded(base**n)
 
 
 def has_operator(tree: Expr) -> bool:
@@ -374,7 +419,10 @@ def pass_through(
     for i, leaf in enumerate(leaves):
         if leaf != result:
             continue
-        shifted = evaluate(_substitute(tree, i, leaf + _NOOP_SHIFT, [0]), percent)
+        try:
+            shifted = evaluate(_substitute(tree, i, leaf + _NOOP_SHIFT, [0]), percent)
+        except BudgetExceeded:  # an exponent made fractional: 2^1 is not a pass-through of 1
+            continue
         if shifted == result + _NOOP_SHIFT:
             return tuple(leaves[:i] + leaves[i + 1 :])
     return None

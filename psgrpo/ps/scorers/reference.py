@@ -61,6 +61,7 @@ from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, StepScore, Verifier
 from psgrpo.ps.scorers.dependencies import answer_value, dependency_path
 from psgrpo.ps.scorers.equations import Equation, extract_step
 from psgrpo.ps.scorers.expressions import BudgetExceeded, number_value, partial_values, tokenize
+from psgrpo.ps.scorers.latex import latex_to_text
 from psgrpo.rewards.functions import extract_answer
 
 REQUIRED_COLUMNS = ("solution", "answer")
@@ -289,7 +290,7 @@ def conclusion_value(steps: Sequence[str], verdicts: Sequence[StepScore]) -> Fra
         return None
     stated = answer_value(extract_answer(steps[-1]))
     if stated is None:
-        numbers = [t for t in tokenize(steps[-1]) if t.kind == "num"]
+        numbers = [t for t in tokenize(latex_to_text(steps[-1])) if t.kind == "num"]
         stated = number_value(numbers[-1].text) if numbers else None
     return stated
 

@@ -203,6 +203,49 @@ def operator_words(tokens: Sequence[Token]) -> list[Token]:
     return out
 
 
+_UNITS_WORDS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+)
+_UNITS_WORDS += "sixteen seventeen eighteen nineteen"
+NUMBER_WORDS = {word: index for index, word in enumerate(_UNITS_WORDS.split())} | {
+    word: 10 * (index + 2)
+    for index, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())
+}
+"""Words for the numbers 0–19 and the tens, read as numbers (with ``twenty-five``)."""
+
+
+def number_words(tokens: Sequence[Token]) -> list[Token]:
+    """``tokens`` with each word for a number (``seven``, ``Twenty-five``) made that number's token.
+
+    Only the words of :data:`NUMBER_WORDS` and tens glued to a unit by a hyphen; ``hundred``,
+    ``a dozen`` and ordinals stay words. Prose stays prose: a number word becomes part of an
+    equation only where a digit would (an operator and ``=`` / ``is`` around it).
+    """
+    out: list[Token] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        value = NUMBER_WORDS.get(token.text.lower()) if token.kind == "word" else None
+        if value is None:
+            out.append(token)
+            i += 1
+            continue
+        end = token.end
+        if value >= 20 and i + 2 < len(tokens) and tokens[i + 1].text == "-" and tokens[i + 1].start == end:
+            unit = tokens[i + 2]
+            if (
+                unit.kind == "word"
+                and unit.start == end + 1
+                and 0 < NUMBER_WORDS.get(unit.text.lower(), 10) < 10
+            ):
+                value, end = value + NUMBER_WORDS[unit.text.lower()], unit.end
+                i += 2
+        out.append(Token("num", str(value), token.start, end))
+        i += 1
+    return out
+
+
 def read_words(tokens: Sequence[Token], text: str) -> list[Token]:
-    """The tokens of ``text`` with units taken out and operator words made operators."""
-    return operator_words(times_signs(drop_units(tokens, text)))
+    """The tokens of ``text`` with number words made numbers, units taken out and operator words made
+    operators."""
+    return operator_words(times_signs(drop_units(number_words(tokens), text)))

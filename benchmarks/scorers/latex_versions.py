@@ -1,0 +1,153 @@
+"""LaTeX versions of labelled solutions: every equation of every step rewritten in LaTeX, in one of
+several conventions, same steps, same labels (the LaTeX rows of docs/scorers.md).
+
+Models write their arithmetic in LaTeX in many ways. This deterministic converter finds each plain
+equation a step states (a number, operators with up to three unit words between the numbers, ``=``
+and a result) and rewrites it in one of these conventions:
+
+* ``inline``: ``\\(3 \\times \\$68 = \\$204\\)``, ``\\frac{a}{b}`` for a glued fraction, ``\\%``;
+* ``dollars``: ``$\\frac{30}{100} \\cdot 180 = 54$``, ``\\dfrac``, thousands as ``{,}``;
+* ``display``: ``\\[ 50 \\text{ km/hr} \\times 3 \\text{ days} = 150 \\text{ km} \\]``, ``\\div``;
+* ``double``: ``$$ 2 \\cdot 3 = 6 $$``, thousands as ``\\,``, a closing ``#### n`` as ``\\boxed{n}``;
+* ``mixed`` (default): the convention of each row chosen by a hash of its id.
+
+Equations it cannot delimit (words for numbers, algebra) stay as written, as they would in a
+model's LaTeX. Usage::
+
+    python benchmarks/scorers/latex_versions.py --data ../shared/data/gsm8k_step_labels/wrong_dev.jsonl \\
+        --convention mixed --output /tmp/wrong_dev_latex.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+from pathlib import Path
+
+CONVENTIONS = ("inline", "dollars", "display", "double")
+
+_NUM = r"\$?\d[\d,]*(?:\.\d+)?%?"
+_UNIT = r"(?:\s*(?!(?:x|X|times|is|and|of)\b)[A-Za-z]+(?:/[A-Za-z]+)?){0,3}"
+_OP = r"\s*(?:[-+*/×÷]|\bx\b)\s*"
+_EQUATION = re.compile(
+    rf"(?P<eq>\(?{_NUM}\)?{_UNIT}(?:{_OP}\(?{_NUM}\)?{_UNIT})+\s*=\s*{_NUM})(?P<unit>\s*[A-Za-z]+(?:/[A-Za-z]+)?)?",
+)
+_TOKEN = re.compile(
+    rf"(?P<num>{_NUM})|(?P<op>[-+*/×÷]|\bx\b)|(?P<word>[A-Za-z]+(?:/[A-Za-z]+)?)|(?P<other>\S)"
+)
+
+
+def _number(text: str, convention: str) -> str:
+    """A number as LaTeX: ``\\$``, ``\\%``, thousands ``{,}`` or ``\\,``, glued fractions ``\\frac``."""
+    dollar, body, percent = text.startswith("$"), text.lstrip("$").rstrip("%"), text.endswith("%")
+    if convention == "double":
+        body = body.replace(",", "\\,")
+    elif convention in {"dollars", "display"}:
+        body = body.replace(",", "{,}")
+    return ("\\$" if dollar else "") + body + ("\\%" if percent else "")
+
+
+def _math(equation: str, convention: str) -> str:
+    """The equation's tokens rewritten as LaTeX math (without delimiters)."""
+    times = {"inline": "\\times", "dollars": "\\cdot", "display": "\\times", "double": "\\cdot"}[convention]
+    frac = "\\dfrac" if convention == "dollars" else "\\frac"
+    tokens = [(m.lastgroup, m.group()) for m in _TOKEN.finditer(equation)]
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        kind, text = tokens[i]
+        nxt = tokens[i + 1 : i + 3]
+        glued_fraction = (
+            kind == "num"
+            and len(nxt) == 2
+            and nxt[0] == ("op", "/")
+            and nxt[1][0] == "num"
+            and convention != "display"
+            and "$" not in text + nxt[1][1]
+        )
+        if glued_fraction:
+            out.append(f"{frac}{{{_number(text, convention)}}}{{{_number(nxt[1][1], convention)}}}")
+            i += 3
+            continue
+        if kind == "num":
+            out.append(_number(text, convention))
+        elif kind == "op":
+            out.append(
+                {
+                    "*": times,
+                    "×": times,
+                    "x": times,
+                    "÷": "\\div",
+                    "/": "\\div" if convention == "display" else "/",
+                }.get(text, text)
+            )
+        elif kind == "word":
+            out.append(f"\\text{{ {text}}}")
+        else:
+            out.append(text)
+        i += 1
+    return " ".join(out)
+
+
+def _delimit(math: str, convention: str) -> str:
+    return {
+        "inline": f"\\({math}\\)",
+        "dollars": f"${math}$",
+        "display": f"\n\\[ {math} \\]\n",
+        "double": f"$$ {math} $$",
+    }[convention]
+
+
+def to_latex(step: str, convention: str) -> str:
+    """One step with each plain equation rewritten in ``convention``."""
+
+    def rewrite(match: re.Match[str]) -> str:
+        unit = match["unit"] or ""
+        if convention == "display" and unit.strip():
+            return _delimit(_math(match["eq"] + unit, convention), convention)
+        return _delimit(_math(match["eq"], convention), convention) + unit
+
+    text = _EQUATION.sub(rewrite, step)
+    if convention == "double":
+        text = re.sub(r"####\s*(\S+)", lambda m: f"The answer is $\\boxed{{{m.group(1)}}}$.", text)
+    return text
+
+
+def convention_of(row_id: object, convention: str) -> str:
+    """The convention of a row: ``convention``, or for ``mixed`` one chosen by a hash of the id."""
+    if convention != "mixed":
+        return convention
+    digest = hashlib.sha256(str(row_id).encode()).digest()
+    return CONVENTIONS[digest[0] % len(CONVENTIONS)]
+
+
+def convert_rows(rows: list[dict], convention: str) -> list[dict]:
+    """Each row with its steps in LaTeX and a ``latex_convention`` field."""
+    out = []
+    for row in rows:
+        chosen = convention_of(row["id"], convention)
+        out.append(
+            {**row, "steps": [to_latex(step, chosen) for step in row["steps"]], "latex_convention": chosen}
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", nargs="+", required=True, help="JSONL files in ProcessBench's format")
+    parser.add_argument("--convention", default="mixed", choices=(*CONVENTIONS, "mixed"))
+    parser.add_argument("--output", required=True)
+    args = parser.parse_args(argv)
+    rows = [
+        json.loads(line) for path in args.data for line in Path(path).read_text().splitlines() if line.strip()
+    ]
+    converted = convert_rows(rows, args.convention)
+    changed = sum(new["steps"] != old["steps"] for new, old in zip(converted, rows, strict=True))
+    Path(args.output).write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in converted))
+    print(f"{args.output}: {len(rows)} rows, {changed} with LaTeX ({args.convention})")
+
+
+if __name__ == "__main__":
+    main()

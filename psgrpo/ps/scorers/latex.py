@@ -1,0 +1,197 @@
+"""LaTeX as the equation reader reads plain text: one linear, bounded rewrite of a step's text.
+
+Models write their arithmetic in LaTeX, inside prose: ``\\(3 \\times \\$68 = \\$204\\)``,
+``$\\frac{30}{100}\\cdot 180 = 54$``, ``\\[ 50 \\text{ km/hr} \\times 3 = 150 \\text{ km} \\]``,
+``2{,}500``. :func:`latex_to_text` rewrites such text into the plain form the expression grammar of
+:mod:`psgrpo.ps.scorers.expressions` already reads (``3 * $68 = $204``, ``30/100 * 180 = 54``,
+``50 km/hr * 3 = 150 km``, ``2,500``), so plain and LaTeX steps are judged by one grammar:
+
+* math delimiters ``\\( \\)``, ``\\[ \\]``, ``$$`` and a ``$`` that opens or closes math are
+  dropped (a ``$`` before a number, or ``\\$``, is currency and stays); ``\\\\`` and ``&`` (aligned
+  environments) are spaces; ``\\begin{...}`` / ``\\end{...}`` are dropped;
+* ``\\times``, ``\\cdot``, ``\\ast``, ``·`` are ``*``; ``\\div`` is ``/``; ``\\%``, ``\\$``,
+  ``\\{ \\}`` are the characters; ``{,}`` and ``\\,`` between digits are thousands separators;
+  spacing commands (``\\,  \\;  \\!  \\quad  ~``) are spaces; ``\\left`` / ``\\right`` go;
+* ``\\frac{a}{b}``, ``\\dfrac``, ``\\tfrac`` (and ``\\frac12``) are ``a/b`` when both are numbers,
+  else ``(a)/(b)``; ``^{e}`` is ``^(e)`` (``^`` is a power in the grammar), ``^\\circ`` goes;
+* ``\\text{…}``, ``\\mathrm``, ``\\textbf``, ``\\mbox``, ``\\operatorname`` and ``\\boxed{…}`` are
+  their contents with spaces around (units inside math are then read past as in prose);
+* any other command (``\\approx``, ``\\le`` ...) stays a word (its backslash dropped), and a
+  function with its argument (``\\sqrt{16}``, ``\\log 8``, any unknown ``\\cmd{...}``) is fenced off
+  as ``sqrt⟦16⟧``: words and fences are never arithmetic, so an equation holding one is left
+  unread, never misread (``\\sqrt{16} + 1 = 5`` is not ``16 + 1 = 5``).
+
+Bounded work: one pass over the text, each character visited a bounded number of times (brace
+groups are matched by a scan that stops at :data:`MAX_GROUP_CHARS`); nothing is evaluated here.
+Text without a backslash, ``$``, ``{`` or ``·`` is returned unchanged at the cost of one scan.
+
+Why not math-verify's LaTeX parser (``latex2sympy2_extended``): it parses one whole expression into
+a SymPy tree, not equations embedded in prose, and evaluating that tree is unbounded on model text
+(``10^{10^{10}}``, nested factorials); math-verify bounds it with a timeout built on signals,
+which works only in the main thread. The rewrite here keeps the verifier's guarantees (exact
+``Fraction`` arithmetic, a work budget per step, no ``eval``) and costs microseconds.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_GROUP_CHARS = 400
+"""Longest brace group ``{...}`` read as an argument; a longer or unclosed one is left as it is."""
+
+_TRIGGERS = re.compile(r"[\\${·⋅]")
+_SYMBOLS = {
+    "times": " * ", "cdot": " * ", "ast": " * ", "div": " / ", "%": "%", "$": "$", "{": "{", "}": "}",
+    "left": "", "right": "", "displaystyle": "", "quad": " ", "qquad": " ", ";": " ", ":": " ", "!": "",
+    " ": " ", "cdotp": " * ", "colon": ":", "_": "_", "&": "&", "#": "#",
+}  # fmt: skip
+_TEXT_COMMANDS = {
+    "text", "textrm", "textnormal", "textit", "textbf", "mathrm", "mathbf", "mathit", "mbox", "operatorname",
+    "boxed", "fbox", "emph", "underline", "mathsf", "texttt", "hbox",
+}  # fmt: skip
+_FRACTIONS = {"frac", "dfrac", "tfrac", "cfrac"}
+_DROPPED_ARGUMENT = {"begin", "end", "label", "tag"}
+_FUNCTIONS = {
+    "sqrt", "log", "ln", "exp", "sin", "cos", "tan", "binom", "lfloor", "lceil", "floor", "ceil", "max", "min",
+    "overline", "bar", "hat", "vec", "sum", "prod", "int", "lim",
+}  # fmt: skip
+_NUMBER = re.compile(r"\s*\$?\d[\d,]*(?:\.\d+)?\s*")
+_COMMAND = re.compile(r"\\([A-Za-z]+|.)")
+
+
+def _group(text: str, i: int) -> tuple[str, int] | None:
+    """The argument starting at ``text[i]`` (after spaces): a brace group's contents, or one
+    character / digit (``\\frac12``); with the index after it; ``None`` if there is none."""
+    while i < len(text) and text[i] == " ":
+        i += 1
+    if i >= len(text):
+        return None
+    if text[i] != "{":
+        if text[i] == "\\":
+            match = _COMMAND.match(text, i)
+            return (match.group(), match.end()) if match else None
+        return text[i], i + 1
+    depth = 0
+    for j in range(i, min(len(text), i + MAX_GROUP_CHARS)):
+        if text[j] == "{" and (j == 0 or text[j - 1] != "\\"):
+            depth += 1
+        elif text[j] == "}" and text[j - 1] != "\\":
+            depth -= 1
+            if depth == 0:
+                return text[i + 1 : j], j + 1
+    return None
+
+
+def _fraction(numerator: str, denominator: str) -> str:
+    """``a/b`` for two numbers, else ``(a)/(b)``."""
+    if _NUMBER.fullmatch(numerator) and _NUMBER.fullmatch(denominator):
+        return f"{numerator.strip()}/{denominator.strip()}"
+    return f"({numerator})/({denominator})"
+
+
+def _dollar(text: str, i: int) -> str:
+    """A bare ``$`` at ``text[i]``: currency (kept) before a number, else a math delimiter (a space)."""
+    after = text[i + 1 : i + 3]
+    return "$" if after[:1].isdigit() or (after[:1] in "-−" and after[1:].isdigit()) else " "
+
+
+def latex_to_text(text: str, _depth: int = 0) -> str:
+    """``text`` with its LaTeX rewritten as plain arithmetic (see the module docstring).
+
+    Args:
+        text: a step of model text, prose and LaTeX mixed.
+
+    Returns:
+        The rewritten text (its length may differ: positions are those of the result).
+    """
+    if not _TRIGGERS.search(text):
+        return text
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char == "$":
+            if text.startswith("$$", i):
+                out.append(" ")
+                i += 2
+                continue
+            out.append(_dollar(text, i))
+            i += 1
+            continue
+        if char in "·⋅":
+            out.append(" * ")
+            i += 1
+            continue
+        if char == "{" and text.startswith("{,}", i):
+            out.append(",")
+            i += 3
+            continue
+        if char in "{}":  # grouping only: ^{2} and \frac{}{} are read below
+            i += 1
+            continue
+        if char == "^":
+            i = _power(text, i, out, _depth)
+            continue
+        if char != "\\":
+            out.append(char)
+            i += 1
+            continue
+        match = _COMMAND.match(text, i)
+        if match is None:  # a lone backslash at the end
+            i += 1
+            continue
+        name, i = match.group(1), match.end()
+        if name in "()[]":
+            out.append(" ")
+        elif name == "\\" or name == ",":
+            # \, between digits groups thousands (1\,000); elsewhere it is a space, as is \\
+            digits = name == "," and out and out[-1][-1:].isdigit() and text[i : i + 1].isdigit()
+            out.append("," if digits else " ")
+        elif name in _SYMBOLS:
+            out.append(_SYMBOLS[name])
+        elif name in _FRACTIONS and _depth < 8:
+            i = _frac(text, i, out, _depth)
+        elif name in _TEXT_COMMANDS or name in _DROPPED_ARGUMENT:
+            argument = _group(text, i)
+            if argument is None:
+                out.append(" ")
+                continue
+            body, i = argument
+            keep = name not in _DROPPED_ARGUMENT and _depth < 8
+            out.append(f" {latex_to_text(body, _depth + 1)} " if keep else " ")
+        elif name.isalpha() and (name in _FUNCTIONS or text[i : i + 1] == "{"):
+            argument = _group(
+                text, i
+            )  # \sqrt{16} + 1 = 5 is not 16 + 1 = 5: fenced, never read as arithmetic
+            body, i = argument if argument is not None else ("", i)
+            out.append(f" {name}⟦{body}⟧ ")
+        else:
+            out.append(f" {name} " if name.isalpha() else " ")
+    return "".join(out)
+
+
+def _frac(text: str, i: int, out: list[str], depth: int) -> int:
+    """Read ``{a}{b}`` at ``text[i]`` after ``\\frac`` into ``out``; the index after it."""
+    numerator = _group(text, i)
+    denominator = _group(text, numerator[1]) if numerator else None
+    if numerator is None or denominator is None:
+        out.append(" frac ")
+        return i
+    a = latex_to_text(numerator[0], depth + 1)
+    b = latex_to_text(denominator[0], depth + 1)
+    out.append(_fraction(a, b))
+    return denominator[1]
+
+
+def _power(text: str, i: int, out: list[str], depth: int) -> int:
+    """Read ``^e`` / ``^{e}`` at ``text[i]`` into ``out`` (``^\\circ`` dropped); the index after it."""
+    argument = _group(text, i + 1)
+    if argument is None:
+        out.append("^")
+        return i + 1
+    body, end = argument
+    if body.strip() in {"\\circ", "{\\circ}", "o"}:
+        return end
+    inner = latex_to_text(body, depth + 1) if depth < 8 else body
+    out.append(f"^{inner.strip()}" if _NUMBER.fullmatch(inner) else f"^({inner})")
+    return end

@@ -1,0 +1,90 @@
+"""Tests for benchmarks/scorers/latex_versions.py: each convention on hand-made steps, and (skipped
+without ../shared) the labelled rewrite set in LaTeX scored as its plain text is (a regression test)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from psgrpo.commands.score_steps import ScoreStepsConfig, run_score_steps
+from psgrpo.ps.scorers.equations import extract_equations
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "benchmarks" / "scorers" / "data" / "gsm8k_step_set_sample.jsonl"
+
+
+@pytest.fixture(scope="module")
+def lv(import_benchmark):
+    return import_benchmark("scorers.latex_versions")
+
+
+@pytest.mark.parametrize(
+    ("convention", "expected"),
+    [
+        ("inline", r"He pays \(3 \times \$68 = \$204\) in all."),
+        ("dollars", r"He pays $3 \cdot \$68 = \$204$ in all."),
+        ("double", r"He pays $$ 3 \cdot \$68 = \$204 $$ in all."),
+    ],
+)
+def test_each_convention_writes_the_equation_in_latex(lv, convention: str, expected: str) -> None:
+    assert lv.to_latex("He pays 3 * $68 = $204 in all.", convention) == expected
+
+
+def test_display_keeps_units_inside_text_and_fractions_become_frac(lv) -> None:
+    display = lv.to_latex("distance = 50 km/hr * 3 days = 150 km.", "display")
+    assert r"\[ 50 \text{ km/hr} \times 3 \text{ days} = 150 \text{ km} \]" in display
+    assert (
+        lv.to_latex("So 30/100 * 180 = 54 students", "dollars")
+        == r"So $\dfrac{30}{100} \cdot 180 = 54$ students"
+    )
+    assert lv.to_latex("It costs 2,500 + 500 = 3,000", "dollars") == r"It costs $2{,}500 + 500 = 3{,}000$"
+    assert lv.to_latex("#### 18", "double") == r"The answer is $\boxed{18}$."
+
+
+@pytest.mark.parametrize("convention", ["inline", "dollars", "display", "double"])
+def test_the_scorer_reads_what_the_converter_writes(lv, convention: str) -> None:
+    for plain in [
+        "He pays 3 * $68 = $204 in all.",
+        "So 30/100 * 180 = 54 students",
+        "It is 2,500 + 500 = 3,000.",
+    ]:
+        written = lv.to_latex(plain, convention)
+        assert written != plain
+        assert [(e.lhs_value, e.rhs_value, e.holds) for e in extract_equations(written)] == [
+            (e.lhs_value, e.rhs_value, e.holds) for e in extract_equations(plain)
+        ]
+
+
+def test_mixed_is_deterministic_and_keeps_steps_and_labels(lv) -> None:
+    rows = [json.loads(line) for line in SAMPLE.read_text().splitlines()[:60]]
+    first, second = lv.convert_rows(rows, "mixed"), lv.convert_rows(rows, "mixed")
+    assert first == second
+    assert {row["latex_convention"] for row in first} == set(lv.CONVENTIONS)
+    assert all(
+        len(a["steps"]) == len(b["steps"]) and a["label"] == b["label"]
+        for a, b in zip(first, rows, strict=True)
+    )
+
+
+def _shared_gsm8k_dir() -> Path:
+    env = os.environ.get("PSGRPO_GSM8K_DIR")
+    return Path(env) if env else REPO / ".." / "shared" / "data" / "gsm8k"
+
+
+@pytest.mark.skipif(not (_shared_gsm8k_dir() / "test.jsonl").is_file(), reason="no GSM8K copy in ../shared")
+def test_the_rewrite_set_in_latex_scores_as_in_plain_text(lv, tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+    latex = tmp_path / "latex.jsonl"
+    latex.write_text("".join(json.dumps(row) + "\n" for row in lv.convert_rows(rows, "mixed")))
+    kwargs = '{"correct_weight": 0.0, "reference_weight": 1.0}'
+    gold = str(_shared_gsm8k_dir() / "test.jsonl")
+    plain_run = run_score_steps(ScoreStepsConfig(str(SAMPLE), gold, "reference", kwargs))
+    latex_run = run_score_steps(ScoreStepsConfig(str(latex), gold, "reference", kwargs))
+    assert abs(plain_run["summary"]["f1"] - latex_run["summary"]["f1"]) <= 0.03  # 0.954 and 0.948 measured
+    same = sum(
+        a.prediction == b.prediction for a, b in zip(plain_run["rows"], latex_run["rows"], strict=True)
+    )
+    assert same >= 0.97 * len(rows)

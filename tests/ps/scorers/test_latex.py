@@ -1,0 +1,164 @@
+"""psgrpo.ps.scorers.latex and the equation reader on LaTeX, clock times, scientific notation, number
+words and powers: read as plain text is read, or left unread, never misread."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier
+from psgrpo.ps.scorers.equations import extract_equations
+from psgrpo.ps.scorers.expressions import evaluate_text
+from psgrpo.ps.scorers.latex import MAX_GROUP_CHARS, latex_to_text
+from psgrpo.ps.scorers.reference import ReferenceVerifier
+
+
+def read(text: str) -> list[tuple[Fraction | None, Fraction | None, bool]]:
+    """``(lhs value, rhs value, holds)`` of every equation read from ``text``."""
+    return [(eq.lhs_value, eq.rhs_value, eq.holds) for eq in extract_equations(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "lhs", "rhs"),
+    [
+        (r"So he pays \(3 \times \$68 = \$204\).", 204, 204),
+        (r"$\frac{30}{100}\cdot 180 = 54$ students", 54, 54),
+        (r"\[ 50 \text{ km/hr} \times 3 \text{ hr} = 150 \text{ km} \]", 150, 150),
+        (r"$$ \dfrac{1}{2} \times 30 = 15 $$", 15, 15),
+        (r"\(2{,}500 + 500 = 3{,}000\) dollars", 3000, 3000),
+        (r"\(1\,200 \div 4 = 300\)", 300, 300),
+        (r"\(20\% \text{ of } 80 = 16\)", 16, 16),
+        (r"\(10\% \times \$50 = \$5\)", 5, 5),
+        (r"\(\tfrac{3}{4} \cdot 24 = 18\)", 18, 18),
+        (r"\(\frac{3 + 5}{2} = 4\)", 4, 4),
+        (r"\(3^{2} + 1 = 10\)", 10, 10),
+        (r"The total is \(\boxed{5 + 3 = 8}\)", 8, 8),
+        (r"\(\left(4 + 2\right) \times 3 = 18\)", 18, 18),
+        ("2^3 = 8", 8, 8),
+        ("2**10 = 1024", 1024, 1024),
+        (r"12 \cdot 3 = 36", 36, 36),
+        ("12 · 3 = 36", 36, 36),
+        ("seven plus two is nine", 9, 9),
+        ("twenty-five minus five equals twenty", 20, 20),
+    ],
+)
+def test_latex_powers_and_number_words_are_read_as_plain_text(text: str, lhs: int, rhs: int) -> None:
+    assert read(text) == [(Fraction(lhs), Fraction(rhs), True)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        r"So he pays \(3 \times \$68 = \$214\).",
+        r"$\frac{30}{100}\cdot 180 = 60$",
+        "seven plus two is ten",
+        "2^3 = 9",
+        r"12 \cdot 3 = 38",
+    ],
+)
+def test_a_false_latex_or_word_equation_is_read_and_fails(text: str) -> None:
+    [(_, _, holds)] = read(text)
+    assert not holds
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "3:30 pm + 2 hours = 5:30 pm",  # was read as 30 pm + 2 = 5
+        "He left at 10:15 + 45 minutes = 11:00",
+        "1e3 + 1 = 1001",  # was read as 3 + 1 = 1001
+        "2.5e2 * 2 = 500",
+        r"\(\sqrt{16} + 1 = 5\)",  # not 16 + 1 = 5
+        r"\(\log 8 + 1 = 4\)",
+        r"\(4^{1/2} = 2\)",  # a fractional power is not judged
+        "2^0.5 = 1.41",
+        "2^1000 = 5",  # beyond the exponent limit
+        r"\(\frac{\sqrt{4}}{2} + 1 = 2\)",
+        r"\(x \approx 3.33\)",
+    ],
+)
+def test_times_scientific_notation_and_functions_are_left_unread_not_misread(text: str) -> None:
+    assert read(text) == []
+
+
+def test_text_without_latex_is_unchanged() -> None:
+    text = "She sells 16 - 3 - 4 = 9 eggs at $2 each: 9 * $2 = $18."  # $ before a number: currency
+    assert latex_to_text(text) == text
+    prose = "She sells 16 - 3 - 4 = 9 eggs."
+    assert latex_to_text(prose) is prose
+
+
+@pytest.mark.parametrize(
+    ("latex", "plain"),
+    [
+        (r"\(3 \times \$68 = \$204\)", "3 * $68 = $204"),
+        (r"$\frac{30}{100}\cdot 180 = 54$", "30/100 * 180 = 54"),
+        (r"\text{km}", "km"),
+        (r"2{,}500", "2,500"),
+        (r"90^\circ", "90"),
+        (r"\frac{a+1}{2}", "(a+1)/(2)"),
+        (r"\boxed{18}", "18"),
+    ],
+)
+def test_latex_to_text_rewrites_into_the_plain_grammar(latex: str, plain: str) -> None:
+    assert " ".join(latex_to_text(latex).split()) == plain  # up to spacing
+
+
+def test_unclosed_and_oversized_groups_are_left_alone() -> None:
+    assert extract_equations(r"\(\frac{3}{4 = 1\)") == []
+    long_group = r"\text{" + "a" * (MAX_GROUP_CHARS + 10) + "} 2 + 2 = 4"
+    assert [eq.holds for eq in extract_equations(long_group)] == [True]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("\\${}^_()[]=+-*/ 0123456789.,%fractimesdivbx·")), max_size=120))
+def test_any_latex_like_text_is_rewritten_and_read_without_raising(text: str) -> None:
+    rewritten = latex_to_text(text)
+    assert isinstance(rewritten, str)
+    assert isinstance(extract_equations(text), list)
+
+
+_OPS = {"+": ("+", "+"), "-": ("-", "-"), "*": ("*", "\\times"), "/": ("/", "\\div")}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(1, 99), min_size=2, max_size=3),  # below 10^6: an offset of 1 is beyond rel_tol
+    st.lists(st.sampled_from(sorted(_OPS)), min_size=4, max_size=4),
+    st.integers(-2, 2),
+    st.sampled_from(["\\(%s\\)", "$%s$", "\\[ %s \\]", "$$ %s $$"]),
+)
+def test_a_latex_equation_gets_the_verdict_of_its_plain_form(
+    numbers: list[int], ops: list[str], offset: int, delimiters: str
+) -> None:
+    plain_lhs = " ".join(f"{n} {_OPS[o][0]}" for n, o in zip(numbers, ops, strict=False)).rsplit(" ", 1)[0]
+    latex_lhs = " ".join(f"{n} {_OPS[o][1]}" for n, o in zip(numbers, ops, strict=False)).rsplit(" ", 1)[0]
+    value = evaluate_text(plain_lhs)
+    if value is None or value.denominator != 1:
+        return
+    result = value + offset
+    plain = read(f"{plain_lhs} = {result}")
+    latex = read("So " + delimiters % f"{latex_lhs} = {result}" + " in all.")
+    assert latex == plain
+    assert [holds for _, _, holds in latex] == [offset == 0]
+
+
+def test_scorers_score_a_latex_solution_as_its_plain_form() -> None:
+    plain = [
+        "She has 16 - 3 - 4 = 9 eggs left.",
+        "She sells them: 9 * $2 = $18.",
+        "She makes 18 + 1 = 20.\n#### 20",
+    ]
+    latex = [
+        r"She has \(16 - 3 - 4 = 9\) eggs left.",
+        r"She sells them: $9 \times \$2 = \$18$.",
+        r"She makes \[ 18 + 1 = 20 \] The answer is \(\boxed{20}\).",
+    ]
+    gold = {"solution": ["16 - 3 - 4 = <<16-3-4=9>>9\n9 * 2 = <<9*2=18>>18\n#### 18"], "answer": ["18"]}
+    for scorer in (ArithmeticVerifier(), ReferenceVerifier(correct_weight=0.0, reference_weight=1.0)):
+        kwargs = gold if isinstance(scorer, ReferenceVerifier) else {}
+        assert scorer(["q"], [latex], **kwargs) == scorer(["q"], [plain], **kwargs)
+    assert ReferenceVerifier(0.0, 1.0)(["q"], [latex], **gold) == [[1.0, 1.0, 0.0]]
