@@ -17,7 +17,12 @@ model too), chat template, on
   model's cost does not depend on what the questions say.
 
 The sections are ``grpo``, ``ps`` and ``vps`` (run in this process, one after the other; ``tree`` when
-``--methods`` names it). Then,
+``--methods`` names it), or those ``--sections`` lists, in its order: ``<trainer>[-static]``, where the
+trainer is a method or ``trl`` (stock ``trl.GRPOTrainer`` through the same ``psgrpo train`` code path,
+data, model and options: :func:`stock_trainer`) and ``-static`` adds ``--compiled_generation true``
+(a static KV cache decoded through a compiled forward, :mod:`psgrpo.generation`); without it the
+rollouts use TRL's default dynamic cache. Every section runs with ``--phase_times true``
+(:mod:`psgrpo.timing`), so each step's time is broken down by phase. Then,
 clearly apart, the optional backends: ``vllm-<method>`` (``--use_vllm true --vllm_mode colocate``)
 and ``liger-<method>`` (``--use_liger_kernel true``) for each method of ``--optional_methods``
 (grpo, ps, vps; ``tree`` when named: its vLLM path has run nowhere else), each in a fresh process and only when its package imports in a fresh Python
@@ -26,8 +31,11 @@ and ``liger-<method>`` (``--use_liger_kernel true``) for each method of ``--opti
 (``--eval_before_after false``): it is generation only, which the training steps already run.
 
 Reported per section: s/step (TRL's ``step_time`` of each step: generation, rewards, process
-signal, loss and backward; step 1 includes CUDA warm-up) and train seconds / steps (the whole
-``trainer.train()``, optimizer included); peak GPU memory (``torch.cuda.max_memory_allocated``
+signal, loss and backward; step 1 includes CUDA warm-up and, with ``-static``, compiling) and train
+seconds / steps (the whole ``trainer.train()``, optimizer included); the last step's phases
+(``time/<phase>_s``: generation, logprobs, rewards, …, optimizer, other; they add up to ``time/step_s``,
+the whole optimizer step); each section's last step against stock TRL's with the same cache (``trl``
+or ``trl-static``), against ``grpo``'s, and a static section against its dynamic twin; peak GPU memory (``torch.cuda.max_memory_allocated``
 and ``max_memory_reserved`` since the section began, GiB) on CUDA, peak RSS (MiB) on CPU.
 Results go to ``<output_dir>/gpu_check.json`` (rewritten after every section, so a run cut
 short keeps what finished) and ``gpu_check.md``. Sections that would start after
@@ -40,22 +48,32 @@ short keeps what finished) and ``gpu_check.md``. Sections that would start after
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import gc
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 from _common import current_rss_mib, markdown_table, peak_rss_mib, reset_peak_rss
+from trl import GRPOConfig, GRPOTrainer
 
+import psgrpo.trainer
 from psgrpo.commands.train import train as psgrpo_train
 from psgrpo.data.arith import make_arith_dataset
+from psgrpo.generation import enable_compiled_generation
 from psgrpo.loading import RECIPES_DIR
+from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
+from psgrpo.rewards.functions import get_reward_funcs
+from psgrpo.timing import PHASES, PhaseTimingMixin, metric_name
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.tiny.qwen_tokenizer import (
     QWEN2_5_VOCAB_SIZE,
@@ -98,6 +116,9 @@ OPTIONAL = {
 
 METHODS = ("grpo", "ps", "vps")
 CHOICES = (*METHODS, "tree")
+STOCK = "trl"
+STATIC_SUFFIX = "-static"
+SECTION_CHOICES = tuple(f"{base}{suffix}" for base in (*CHOICES, STOCK) for suffix in ("", STATIC_SUFFIX))
 """The default sections; ``tree`` on request (``--methods tree``, ``--optional_methods tree``: its vLLM path)."""
 
 
@@ -156,13 +177,78 @@ def build_model_dir(output_dir: Path, smoke: bool) -> tuple[Path, dict[str, Any]
     return model_dir, {**shapes, "vocab_size": QWEN2_5_VOCAB_SIZE, "parameters": params}
 
 
+def parse_section(name: str) -> tuple[str, str]:
+    """``"ps-static"`` → ``("ps", "static")``; ``"trl"`` → ``("trl", "dynamic")`` (trainer, generation cache)."""
+    if name not in SECTION_CHOICES:
+        raise ValueError(f"unknown section {name!r}; expected one of {', '.join(SECTION_CHOICES)}")
+    if name.endswith(STATIC_SUFFIX):
+        return name[: -len(STATIC_SUFFIX)], "static"
+    return name, "dynamic"
+
+
+class StockTRLTrainer(PhaseTimingMixin, GRPOTrainer):
+    """Stock ``trl.GRPOTrainer`` plus psgrpo's phase timers (wrappers around TRL's own members, nothing else)."""
+
+
+def stock_trainer(
+    model: Any, args: Any, train_dataset: Any, processing_class: Any, peft_config: Any = None
+) -> GRPOTrainer:
+    """What ``psgrpo train`` gets instead of ``ProcessGRPOTrainer`` in a ``trl`` section: stock TRL.
+
+    The same model, data, tokenizer and every ``trl.GRPOConfig`` field of ``args`` (psgrpo's own fields,
+    e.g. ``warmup_lr``, are dropped), the reward functions ``args.reward_funcs`` names; compiled
+    generation, phase times and the metrics file as ``args`` asks, so the section reports like the others.
+    """
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(GRPOConfig) if f.init}
+    values["generation_batch_size"] = None  # TRL derives it from steps_per_generation again
+    reward_funcs = get_reward_funcs(
+        args.reward_funcs,
+        exact=args.correctness_exact,
+        close=args.correctness_close,
+        rel_tol=args.correctness_rel_tol,
+    )
+    trainer = StockTRLTrainer(
+        model=model,
+        reward_funcs=reward_funcs,
+        args=GRPOConfig(**values),
+        train_dataset=train_dataset,
+        processing_class=processing_class,
+        peft_config=peft_config,
+    )
+    if args.compiled_generation:
+        enable_compiled_generation(trainer)
+    if args.phase_times:
+        trainer.enable_phase_times()
+    trainer.add_callback(JsonlMetricsCallback(Path(args.output_dir) / METRICS_FILE))
+    return trainer
+
+
+@contextlib.contextmanager
+def trainer_class(trainer: str) -> Iterator[None]:
+    """``psgrpo train`` builds :func:`stock_trainer` for ``trainer == "trl"``, its own trainer otherwise."""
+    if trainer != STOCK:
+        yield
+        return
+    original = psgrpo.trainer.ProcessGRPOTrainer
+    psgrpo.trainer.ProcessGRPOTrainer = stock_trainer  # psgrpo train imports it when it builds the trainer
+    try:
+        yield
+    finally:
+        psgrpo.trainer.ProcessGRPOTrainer = original
+
+
 def section_argv(spec: dict[str, Any]) -> list[str]:
     """``psgrpo train`` arguments of one section (the recipe plus the check's overrides)."""
     argv = ["--config", str(RECIPE), "--model_name_or_path", spec["model_dir"]]
     argv += ["--dataset", spec["dataset"], "--method", spec["method"], "--output_dir", spec["run_dir"]]
     argv += ["--max_steps", str(spec["steps"]), "--max_train_examples", "64", "--eval_before_after", "false"]
     argv += ["--save_strategy", "no", "--report_to", "none", "--logging_steps", "1", "--disable_tqdm", "true"]
-    return argv + (SMOKE_FLAGS if spec["smoke"] else []) + spec["extra"]
+    argv += ["--phase_times", "true"] if spec.get("phase_times", True) else []
+    argv += [
+        "--compiled_generation",
+        "true" if spec.get("cache") == "static" else "false",
+    ]  # whatever the recipe says
+    return argv + (SMOKE_FLAGS if spec["smoke"] else []) + spec.get("train_flags", []) + spec["extra"]
 
 
 def run_section(spec: dict[str, Any]) -> dict[str, Any]:
@@ -177,7 +263,8 @@ def run_section(spec: dict[str, Any]) -> dict[str, Any]:
         reset_peak_rss()
         start_rss = current_rss_mib()
     start = time.perf_counter()
-    psgrpo_train(section_argv(spec))  # not the CLI's main: an error must raise, not become exit status 2
+    with trainer_class(spec.get("trainer", spec["method"])):
+        psgrpo_train(section_argv(spec))  # not the CLI's main: an error must raise, not become exit status 2
     wall = time.perf_counter() - start
     run_dir = Path(spec["run_dir"])
     report = json.loads((run_dir / "report.json").read_text())
@@ -191,6 +278,11 @@ def run_section(spec: dict[str, Any]) -> dict[str, Any]:
         "loss": [r.get("loss") for r in logs if "loss" in r],
         "process_share": [r[key] for r in steps if (key := f"{spec['method']}/process_share") in r],
         "section_wall_s": wall,
+        "trainer": spec.get("trainer", spec["method"]),
+        "generation_cache": spec.get("cache", "dynamic"),
+        # per step: seconds per phase (psgrpo/timing.py), and the whole optimizer step
+        "phases_s": [{p: r[metric_name(p)] for p in PHASES if metric_name(p) in r} for r in steps],
+        "whole_step_s": [r[metric_name("step")] for r in steps if metric_name("step") in r],
     }
     if cuda:
         result |= {
@@ -254,6 +346,61 @@ def environment(device: str) -> dict[str, Any]:
     return env
 
 
+def last_step_s(section: dict[str, Any]) -> float | None:
+    """The last step's whole wall time (``time/step_s``; TRL's ``step_time`` without phase times), or ``None``."""
+    if section.get("status") != "ok":
+        return None
+    times = section.get("whole_step_s") or section.get("step_time_s")
+    return times[-1] if times else None
+
+
+def summary(sections: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per section, its last step (s) and, where the other section ran, the ratios the issue's targets use.
+
+    ``vs_trl``: against stock TRL with the same generation cache (``trl`` / ``trl-static``); ``vs_grpo``:
+    against ``grpo`` with the same cache; ``static_speedup`` (a ``-static`` section): its dynamic twin's
+    last step / its own. Optional-backend sections (``liger-…``, ``vllm-…``) get their step only.
+    """
+    steps = {name: last_step_s(section) for name, section in sections.items()}
+    out: dict[str, dict[str, float]] = {}
+    for name, step in steps.items():
+        if step is None:
+            continue
+        row = {"step_s": step}
+        if name in SECTION_CHOICES:
+            base, cache = parse_section(name)
+            suffix = STATIC_SUFFIX if cache == "static" else ""
+            others = {} if base == STOCK else {"vs_trl": f"{STOCK}{suffix}"}
+            if base not in (STOCK, "grpo"):
+                others["vs_grpo"] = f"grpo{suffix}"
+            for key, other in others.items():
+                if steps.get(other):
+                    row[key] = step / steps[other]
+            if cache == "static" and steps.get(base):
+                row["static_speedup"] = steps[base] / step
+        out[name] = row
+    return out
+
+
+def breakdown_table(report: dict[str, Any]) -> str:
+    """One row per section that ran: its last step's seconds per phase (psgrpo/timing.py), then the ratios."""
+    headers = ["section", "step s", *PHASES, "× trl", "× grpo", "static speed-up"]
+    rows = []
+    for name, r in report["sections"].items():
+        if r.get("status") != "ok" or not r.get("phases_s"):
+            continue
+        phases, ratios = r["phases_s"][-1], report.get("summary", {}).get(name, {})
+        rows.append(
+            [
+                name,
+                f"{last_step_s(r):.2f}",
+                *(f"{phases.get(p, 0.0):.2f}" for p in PHASES),
+                *(f"{ratios[k]:.2f}" if k in ratios else "" for k in ("vs_trl", "vs_grpo", "static_speedup")),
+            ]
+        )
+    return markdown_table(headers, rows) if rows else ""
+
+
 def markdown(report: dict[str, Any]) -> str:
     """The results table (one row per section) under a line naming the model, data and device."""
     cuda = report["environment"]["device"] == "cuda"
@@ -287,7 +434,16 @@ def markdown(report: dict[str, Any]) -> str:
         f"{m['num_kv_heads']} KV, vocabulary {m['vocab_size']} ({m['parameters'] / 1e6:.1f} M parameters); "
         f"data: {report['dataset']}; {report['environment']}"
     )
-    return lead + "\n\n" + markdown_table(headers, rows) + "\n"
+    text = lead + "\n\n" + markdown_table(headers, rows) + "\n"
+    breakdown = breakdown_table(report)
+    if breakdown:
+        text += (
+            "\nWhere the last step's time goes (s; psgrpo/timing.py; a `-static` section decodes with the compiled "
+            "static cache; × trl / × grpo: this step against that section's with the same cache):\n\n"
+            + breakdown
+            + "\n"
+        )
+    return text
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -298,6 +454,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--output_dir", default=str(REPO / "outputs" / "gpu_check"))
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=CHOICES)
     parser.add_argument(
+        "--sections",
+        nargs="+",
+        default=None,
+        choices=SECTION_CHOICES,
+        help="sections in this order instead of --methods: <method or trl>[-static] (see module doc)",
+    )
+    parser.add_argument(
+        "--optional_compiled",
+        action="store_true",
+        help="the Liger sections generate with --compiled_generation true (vLLM has its own)",
+    )
+    parser.add_argument(
         "--optional", nargs="*", default=list(OPTIONAL), choices=list(OPTIONAL), help="optional backends"
     )
     parser.add_argument(
@@ -306,6 +474,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--optional_only", action="store_true", help="only the optional backends' sections")
     parser.add_argument("--dataset", default=None, help="GSM8K JSONL directory (default: see module doc)")
     parser.add_argument("--steps", type=int, default=2, help="optimizer steps per section (default 2)")
+    parser.add_argument(
+        "--train_flags",
+        default="",
+        help="more psgrpo train flags for every section, one string (e.g. '--per_device_train_batch_size 128')",
+    )
     parser.add_argument(
         "--time_budget_s", type=float, default=540.0, help="start no section after this many seconds (540)"
     )
@@ -339,10 +512,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "sections": {},
     }
 
-    def spec(name: str, method: str, extra: list[str]) -> dict[str, Any]:
+    def spec(name: str, method: str, extra: list[str], cache: str = "dynamic") -> dict[str, Any]:
         run_dir = str(output_dir / "runs" / name)
+        trainer, method = (STOCK, "grpo") if method == STOCK else (method, method)
         return dict(
-            model_dir=str(model_dir), dataset=str(dataset), method=method, run_dir=run_dir, extra=extra
+            model_dir=str(model_dir),
+            dataset=str(dataset),
+            method=method,
+            trainer=trainer,
+            cache=cache,
+            run_dir=run_dir,
+            extra=extra,
         )
 
     def record(name: str, result: dict[str, Any]) -> None:
@@ -351,15 +531,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         (output_dir / "gpu_check.json").write_text(json.dumps(report, indent=2) + "\n")
         print(f"[gpu_check] {name}: {result['status']}", flush=True)
 
-    common = {"steps": cli.steps, "smoke": cli.smoke}
-    for method in [] if cli.optional_only else cli.methods:
+    common = {"steps": cli.steps, "smoke": cli.smoke, "train_flags": shlex.split(cli.train_flags)}
+    for name in [] if cli.optional_only else (cli.sections or cli.methods):
         if time.perf_counter() - began > cli.time_budget_s:
-            record(method, {"status": "skipped: time budget"})
+            record(name, {"status": "skipped: time budget"})
             continue
+        base, cache = parse_section(name)
         try:
-            record(method, run_section({**spec(method, method, []), **common}))
+            record(name, run_section({**spec(name, base, [], cache), **common}))
         except Exception as error:  # reported; the other sections still run
-            record(method, {"status": f"failed: {type(error).__name__}: {error}"})
+            record(name, {"status": f"failed: {type(error).__name__}: {error}"})
 
     # ---- optional backends (vLLM colocate, Liger): only where their packages import -----------------
     for backend in cli.optional:
@@ -375,7 +556,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             elif remaining < 60:
                 record(name, {"status": "skipped: time budget"})
             else:
-                record(name, run_in_child({**spec(name, method, flags), **common}, timeout_s=remaining))
+                cache = "static" if cli.optional_compiled and backend != "vllm" else "dynamic"
+                section = {**spec(name, method, flags, cache), **common}
+                record(name, run_in_child(section, timeout_s=remaining))
+    report["summary"] = summary(report["sections"])
+    (output_dir / "gpu_check.json").write_text(json.dumps(report, indent=2) + "\n")
     text = markdown(report)
     (output_dir / "gpu_check.md").write_text(text)
     print("\n" + text + f"\nJSON: {output_dir / 'gpu_check.json'}  (total {report['wall_s']:.0f} s)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -139,3 +140,79 @@ def test_cpu_smoke_runs_every_method_and_reports(tmp_path, qwen_tokenizer):
         assert f"[gpu_check] {name}: skipped: " in done.stdout  # the line a GPU session reads
     table = (out / "gpu_check.md").read_text()
     assert "| vps | ok |" in table and table in done.stdout
+
+
+def test_a_section_name_is_a_trainer_and_a_cache(gpu_check):
+    assert gpu_check.parse_section("ps-static") == ("ps", "static")
+    assert gpu_check.parse_section("trl") == ("trl", "dynamic")
+    assert gpu_check.parse_section("tree") == ("tree", "dynamic")
+    with pytest.raises(ValueError, match="unknown section 'ps-fast'"):
+        gpu_check.parse_section("ps-fast")
+
+
+def test_a_static_section_compiles_generation_and_every_section_times_its_phases(gpu_check):
+    spec = dict(model_dir="m", dataset="d", method="grpo", run_dir="r", steps=2, smoke=False, extra=[])
+    static = gpu_check.section_argv({**spec, "cache": "static"})
+    dynamic = gpu_check.section_argv({**spec, "cache": "dynamic"})
+    for argv, compiled in ((static, "true"), (dynamic, "false")):  # said either way: the recipe may set it
+        assert argv[argv.index("--compiled_generation") + 1] == compiled
+        assert argv[argv.index("--phase_times") + 1] == "true"
+
+
+def _section(steps: list[float], **phases: float) -> dict:
+    return {"status": "ok", "whole_step_s": steps, "phases_s": [phases] * len(steps)}
+
+
+def test_the_summary_compares_like_with_like(gpu_check):
+    sections = {
+        "grpo-static": _section([30.0, 4.0], generation=1.0),
+        "ps-static": _section([31.0, 4.4]),
+        "trl-static": _section([30.0, 4.2]),
+        "grpo": _section([60.0, 20.0]),
+        "trl": {"status": "skipped: time budget"},
+        "liger-grpo": _section([5.0, 3.0]),
+    }
+    summary = gpu_check.summary(sections)
+    assert summary["ps-static"] == pytest.approx({"step_s": 4.4, "vs_trl": 4.4 / 4.2, "vs_grpo": 1.1})
+    assert summary["grpo-static"] == pytest.approx(
+        {"step_s": 4.0, "vs_trl": 4.0 / 4.2, "static_speedup": 5.0}
+    )
+    assert summary["grpo"] == {"step_s": 20.0}  # its stock TRL section did not run
+    assert summary["trl-static"] == {"step_s": 4.2} and "trl" not in summary
+    assert summary["liger-grpo"] == {"step_s": 3.0}
+    table = gpu_check.breakdown_table({"sections": sections, "summary": summary})
+    header, _, first, *rest = table.splitlines()
+    assert header.split(" | ")[2:4] == ["generation", "logprobs"]
+    assert first.startswith("| grpo-static | 4.00 | 1.00 | 0.00 |") and first.endswith("| 0.95 |  | 5.00 |")
+    assert len(rest) == 4  # the skipped section has no row
+
+
+def test_a_trl_section_trains_stock_trl_with_the_same_options(gpu_check, tmp_path, char_tokenizer):
+    from trainer_helpers import save_tiny_model, tiny_run_args
+    from transformers import AutoModelForCausalLM
+    from trl import GRPOConfig, GRPOTrainer
+
+    from psgrpo.config.process_grpo_config import ProcessGRPOConfig
+    from psgrpo.data.arith import make_arith_dataset
+    from psgrpo.trainer import ProcessGRPOTrainer
+
+    args = ProcessGRPOConfig(
+        **tiny_run_args(
+            tmp_path, beta=0.05, warmup_lr=1e-6, warmup_steps=1, compiled_generation=True, phase_times=True
+        )
+    )
+    model = AutoModelForCausalLM.from_pretrained(save_tiny_model(tmp_path / "model", char_tokenizer))
+    dataset = make_arith_dataset("train", n=8)
+    with gpu_check.trainer_class("trl"):
+        import psgrpo.trainer
+
+        trainer = psgrpo.trainer.ProcessGRPOTrainer(
+            model=model, args=args, train_dataset=dataset, processing_class=char_tokenizer
+        )
+    assert psgrpo.trainer.ProcessGRPOTrainer is ProcessGRPOTrainer  # restored
+    assert isinstance(trainer, GRPOTrainer) and not isinstance(trainer, ProcessGRPOTrainer)
+    assert type(trainer.args) is GRPOConfig
+    shared = [f.name for f in dataclasses.fields(GRPOConfig) if f.init and f.name != "generation_batch_size"]
+    assert all(getattr(trainer.args, name) == getattr(args, name) for name in shared)
+    assert trainer.reward_func_names == ["correctness_reward", "format_reward"]
+    assert trainer.generation_config.cache_implementation == "static" and trainer.phase_timer.enabled

@@ -1,0 +1,342 @@
+"""One prepared device check (issue 35): tests, step-time breakdown and caches on a CUDA GPU, in one command.
+
+    bash benchmarks/device_check.sh [--cpu-smoke] [--report_dir DIR] [--output_dir DIR] [--budget_s 480]
+
+``device_check.sh`` installs the carried wheels when the image lacks trl / datasets / math-verify, then runs
+this script, which runs, each in its own process and within one time budget (``--budget_s``, counted from
+the shell script's start; default 480 s = 8 minutes):
+
+1. **tests**: the fast suite (``pytest -m "not slow"``) with pytest-xdist (``-n --workers``, default 14 on
+   16 cores); its counts and the ids of failed tests, from a JUnit XML file (``--tests_timeout_s`` caps it);
+2. **gpu_check** (:mod:`gpu_check`) at the GSM8K recipe's shape, 2 steps per section, with
+   ``--phase_times``: ``--sections`` (default grpo, ps, vps, tree with the compiled static cache, stock TRL
+   with it, then grpo and stock TRL with TRL's default dynamic cache), then the Liger sections (compiled
+   cache too); gpu_check starts no section after the budget left minus ``--reserve_s``;
+3. **generation** (:mod:`bench_generation`): transformers' ``generate`` at 32 × 150-token prompts + 128
+   new tokens, dynamic cache against compiled static cache, when at least ``--generation_min_s`` remain.
+
+It writes ``device_check.json`` (every part's results and wall time, the environment) and
+``device_check.md`` (the tests' line, gpu_check's tables with the per-phase breakdown and the stock-TRL
+ratios, the generation table and the issue's step-time targets, each met, missed or not measured) to
+``--output_dir``, and copies them with gpu_check's JSON and markdown and the test log to ``--report_dir``
+(at most 6 files, nothing nested: what the device tool's ``$OUT`` brings back). A part that fails or runs
+out of time is recorded as such; the others still run.
+
+``--cpu-smoke``: the same script on CPU, small: ``tests/test_timing.py`` with 2 xdist workers, gpu_check's
+``--cpu-smoke`` shapes with 1 step per section, bench_generation's ``--cpu-smoke``. It checks the script,
+not the GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+from typing import Any
+
+from _common import markdown_table
+
+REPO = Path(__file__).resolve().parents[1]
+BENCHMARKS = REPO / "benchmarks"
+
+GPU_SECTIONS = ["grpo-static", "ps-static", "vps-static", "tree-static", "trl-static", "grpo", "trl"]
+"""gpu_check's sections on the GPU, most needed first (a section the budget leaves out is recorded as skipped)."""
+
+SMOKE_TESTS = ["tests/test_timing.py"]
+
+STEP_TARGET_S = 5.0
+"""The issue's target for grpo's step at the recipe's shape on an H200-class GPU (s)."""
+
+TARGETS: list[tuple[str, str, str, float]] = [
+    ("grpo step ≤ 5 s", "grpo", "step_s", STEP_TARGET_S),
+    ("ps ≤ 1.10 × grpo", "ps", "vs_grpo", 1.10),
+    ("vps ≤ 1.10 × grpo", "vps", "vs_grpo", 1.10),
+    ("tree ≤ 1.10 × grpo", "tree", "vs_grpo", 1.10),
+    ("grpo ≤ 1.05 × stock TRL", "grpo", "vs_trl", 1.05),
+    ("ps ≤ 1.05 × stock TRL", "ps", "vs_trl", 1.05),
+    ("vps ≤ 1.05 × stock TRL", "vps", "vs_trl", 1.05),
+    ("tree ≤ 1.05 × stock TRL", "tree", "vs_trl", 1.05),
+]
+"""``(target, method, summary key of gpu_check, bound)``: issue 35's step-time targets, checked per cache."""
+
+
+def seconds_since_start() -> float:
+    """Seconds since ``device_check.sh`` started (``$DEVICE_CHECK_STARTED``), else since this process did."""
+    started = float(os.environ.get("DEVICE_CHECK_STARTED") or STARTED)
+    return time.time() - started
+
+
+STARTED = time.time()
+
+
+def run_logged(command: list[str], log: Path, timeout_s: float) -> dict[str, Any]:
+    """Run ``command`` with its output in ``log``; its exit status (``None`` when killed at ``timeout_s``) and wall s."""
+    start = time.perf_counter()
+    with log.open("w") as out:
+        try:
+            done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=max(timeout_s, 1.0))
+            status = done.returncode
+        except subprocess.TimeoutExpired:
+            status = None
+    return {"exit_status": status, "wall_s": time.perf_counter() - start, "timed_out": status is None}
+
+
+def parse_junit(path: Path) -> dict[str, Any]:
+    """Counts of a pytest JUnit XML report (tests, failures, errors, skipped, passed, seconds) and the failed ids."""
+    root = ElementTree.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    counts = {
+        key: sum(int(s.get(key, 0)) for s in suites) for key in ("tests", "failures", "errors", "skipped")
+    }
+    failed = [
+        f"{case.get('classname')}::{case.get('name')}"
+        for case in root.iter("testcase")
+        if case.find("failure") is not None or case.find("error") is not None
+    ]
+    return {
+        **counts,
+        "passed": counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"],
+        "seconds": sum(float(s.get("time", 0.0)) for s in suites),
+        "failed": failed,
+    }
+
+
+def run_tests(cli: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """The fast suite (or ``--tests``) with xdist when it imports; counts from its JUnit report."""
+    xml, log = work / "tests.xml", work / "tests.log"
+    xdist = importlib.util.find_spec("xdist") is not None
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-m",
+        "not slow",
+        "-p",
+        "no:cacheprovider",
+        f"--junitxml={xml}",
+    ]
+    if xdist and cli.workers > 1:
+        command += ["-n", str(cli.workers)]
+    command += cli.tests or (SMOKE_TESTS if cli.smoke else [])
+    result = run_logged(command, log, min(cli.tests_timeout_s, budget_left(cli)))
+    result |= {"command": " ".join(command[1:]), "xdist": xdist}
+    if xml.is_file():
+        result |= parse_junit(xml)
+    return result
+
+
+def budget_left(cli: argparse.Namespace) -> float:
+    return cli.budget_s - seconds_since_start()
+
+
+def run_gpu_check(cli: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """gpu_check in its own process; its report (rewritten after every section, so a cut-short run keeps some)."""
+    out = work / "gpu_check"
+    command = [
+        sys.executable,
+        str(BENCHMARKS / "gpu_check.py"),
+        "--output_dir",
+        str(out),
+        "--steps",
+        str(cli.steps),
+    ]
+    command += ["--sections", *cli.sections, "--optional", *cli.optional]
+    if cli.optional:
+        command += ["--optional_methods", *cli.optional_methods, "--optional_compiled"]
+    command += ["--time_budget_s", f"{max(budget_left(cli) - cli.reserve_s, 0.0):.0f}"]
+    command += ["--cpu-smoke"] if cli.smoke else []
+    result = run_logged(command, work / "gpu_check.log", budget_left(cli) - cli.generation_min_s / 2)
+    result["command"] = " ".join(command[1:])
+    if (out / "gpu_check.json").is_file():
+        result["report"] = json.loads((out / "gpu_check.json").read_text())
+    return result
+
+
+def run_generation(cli: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """bench_generation in its own process, when at least ``--generation_min_s`` of the budget is left."""
+    left = budget_left(cli)
+    if left < cli.generation_min_s:
+        return {"status": f"skipped: time budget ({left:.0f} s left)"}
+    output = work / "generation.json"
+    command = [sys.executable, str(BENCHMARKS / "bench_generation.py"), "--output", str(output)]
+    command += ["--new_tokens", str(cli.new_tokens), "--repeats", "1"]
+    command += (
+        ["--cpu-smoke", "--batch", "4", "--prompt_tokens", "16", "--new_tokens", "8"] if cli.smoke else []
+    )
+    result = run_logged(command, work / "generation.log", left - 5)
+    result["command"] = " ".join(command[1:])
+    if output.is_file():
+        result["report"] = json.loads(output.read_text())
+    return result
+
+
+def target_rows(summary: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+    """Each of :data:`TARGETS` for the static and the dynamic cache: measured value, bound, met (None: not run)."""
+    rows = []
+    for cache, suffix in (("static", "-static"), ("dynamic", "")):
+        for target, method, key, bound in TARGETS:
+            value = summary.get(f"{method}{suffix}", {}).get(key)
+            met = None if value is None else value <= bound
+            rows.append({"target": target, "cache": cache, "value": value, "bound": bound, "met": met})
+    return rows
+
+
+def environment() -> dict[str, Any]:
+    """Python, the CPU count, the installed versions of the packages that matter, and the GPU's name."""
+    env: dict[str, Any] = {"python": platform.python_version(), "cpus": os.cpu_count()}
+    for package in ("torch", "transformers", "trl", "accelerate", "datasets", "math-verify", "liger-kernel"):
+        try:
+            env[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:  # reported, not fatal: the parts that need it say so
+            env[package] = "missing"
+    import torch
+
+    if torch.cuda.is_available():
+        env["gpu"] = torch.cuda.get_device_name(0)
+    return env
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """device_check.md: tests, gpu_check's tables, generation, targets."""
+    env, parts = report["environment"], report["parts"]
+    lines = [f"# Device check ({'CPU smoke' if report['smoke'] else env.get('gpu', 'no GPU')})", ""]
+    lines += [
+        f"{json.dumps(env)}; total {report['wall_s']:.0f} s of a {report['budget_s']:.0f} s budget.",
+        "",
+    ]
+    tests = parts["tests"]
+    if "tests" in tests:
+        lines.append(
+            f"**Tests** (`{tests['command']}`): {tests['passed']} passed, {tests['failures']} failed, "
+            f"{tests['errors']} errors, {tests['skipped']} skipped in {tests['wall_s']:.0f} s"
+            + (" (timed out)" if tests["timed_out"] else "")
+        )
+        lines += [f"- failed: `{name}`" for name in tests["failed"][:40]]
+    else:
+        lines.append(f"**Tests**: no report (exit status {tests.get('exit_status')}; see tests.log)")
+    gpu = parts["gpu_check"]
+    lines += ["", f"## gpu_check (`{gpu.get('command', '')}`)", ""]
+    gpu_md = Path(report["output_dir"]) / "gpu_check" / "gpu_check.md"
+    lines.append(
+        gpu_md.read_text() if gpu_md.is_file() else f"no table (exit status {gpu.get('exit_status')})"
+    )
+    generation = parts["generation"]
+    lines += ["", "## transformers generate: dynamic vs compiled static cache", ""]
+    if "report" in generation:
+        gen = generation["report"]
+        rows = [
+            [cache, f"{r['first_call_s']:.1f}", f"{r['median_call_s']:.2f}", f"{r['ms_per_token']:.1f}"]
+            for cache, r in gen["caches"].items()
+        ]
+        lines.append(f"{gen['device']}, {gen['shape']}")
+        lines += ["", markdown_table(["cache", "first call s", "call s", "ms / token"], rows)]
+    else:
+        lines.append(generation.get("status", f"no report (exit status {generation.get('exit_status')})"))
+    lines += ["", "## Issue 35's step-time targets (last step of each section)", ""]
+    if report["smoke"]:
+        lines += ["CPU smoke: tiny shapes on a CPU, so met / missed says nothing about the targets.", ""]
+    rows = [
+        [
+            t["target"],
+            t["cache"],
+            "" if t["value"] is None else f"{t['value']:.2f}",
+            {True: "met", False: "missed", None: "not measured"}[t["met"]],
+        ]
+        for t in report["targets"]
+        if t["cache"] == "static" or t["met"] is not None  # the dynamic cache: only what ran
+    ]
+    lines.append(markdown_table(["target", "cache", "measured", ""], rows))
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--cpu-smoke", dest="smoke", action="store_true", help="the script on CPU, small")
+    parser.add_argument(
+        "--output_dir", default=str(REPO / "outputs" / "device_check"), help="work and results"
+    )
+    parser.add_argument("--report_dir", default=None, help="also copy the result files here (e.g. $OUT)")
+    parser.add_argument("--budget_s", type=float, default=480.0, help="the whole check's time budget (480)")
+    parser.add_argument("--workers", type=int, default=None, help="xdist workers (14; smoke: 2)")
+    parser.add_argument("--tests", nargs="*", default=None, help="test paths (default: the fast suite)")
+    parser.add_argument("--tests_timeout_s", type=float, default=170.0, help="cap on the test part (170)")
+    parser.add_argument("--sections", nargs="+", default=None, help="gpu_check's sections (see module doc)")
+    parser.add_argument("--optional", nargs="*", default=["liger"], help="gpu_check's optional backends")
+    parser.add_argument("--optional_methods", nargs="+", default=["grpo", "vps", "ps"])
+    parser.add_argument("--steps", type=int, default=None, help="steps per gpu_check section (2; smoke: 1)")
+    parser.add_argument(
+        "--reserve_s",
+        type=float,
+        default=100.0,
+        help="gpu_check starts no section with less left than this (100)",
+    )
+    parser.add_argument(
+        "--generation_min_s",
+        type=float,
+        default=60.0,
+        help="run bench_generation only with this much left (60)",
+    )
+    parser.add_argument("--new_tokens", type=int, default=128, help="bench_generation's new tokens (128)")
+    cli = parser.parse_args(argv)
+    if cli.workers is None:
+        cli.workers = 2 if cli.smoke else min(14, max((os.cpu_count() or 2) - 2, 1))
+    if cli.steps is None:
+        cli.steps = 1 if cli.smoke else 2
+    if cli.sections is None:
+        cli.sections = GPU_SECTIONS
+    return cli
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    cli = parse_args(argv)
+    work = Path(cli.output_dir).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {
+        "smoke": cli.smoke,
+        "budget_s": cli.budget_s,
+        "output_dir": str(work),
+        "environment": environment(),
+        "parts": {},
+    }
+    for name, part in (("tests", run_tests), ("gpu_check", run_gpu_check), ("generation", run_generation)):
+        print(f"[device_check] {name}: starting at {seconds_since_start():.0f} s", flush=True)
+        report["parts"][name] = part(cli, work)
+        shown = {k: v for k, v in report["parts"][name].items() if k not in ("report", "failed")}
+        print(f"[device_check] {name}: {json.dumps(shown)}", flush=True)
+    summary = report["parts"]["gpu_check"].get("report", {}).get("summary", {})
+    report["targets"] = target_rows(summary)
+    report["wall_s"] = seconds_since_start()
+    (work / "device_check.json").write_text(json.dumps(report, indent=2) + "\n")
+    text = markdown(report)
+    (work / "device_check.md").write_text(text)
+    print("\n" + text, flush=True)
+    if cli.report_dir:
+        target = Path(cli.report_dir)
+        target.mkdir(parents=True, exist_ok=True)
+        for source in (
+            work / "device_check.json",
+            work / "device_check.md",
+            work / "gpu_check" / "gpu_check.json",
+            work / "tests.log",
+            work / "gpu_check.log",
+            work / "generation.log",
+        ):
+            if source.is_file():
+                shutil.copy(source, target / source.name)
+    return report
+
+
+if __name__ == "__main__":
+    main()
