@@ -34,7 +34,6 @@ from collections.abc import Callable
 import torch
 
 from psgrpo.config.options import (
-    AdvantageEstimator,
     ProcessMode,
     TruncatedMode,
     ZeroVarianceMode,
@@ -53,12 +52,10 @@ def estimator_name(method: str, advantage_estimator: str | None = None) -> str:
     """The registered estimator a config selects: ``advantage_estimator`` if set, else the method's own.
 
     The built-in estimators carry their method's name (:data:`psgrpo.config.options.AdvantageEstimator`), so
-    ``method="ps"`` uses the estimator ``"ps"``.
+    ``method="ps"`` uses the estimator ``"ps"``; a method's spec may name another
+    (:func:`psgrpo.methods.estimator_for` reads it). The method itself is checked with the config.
     """
-    if advantage_estimator is not None:
-        return advantage_estimator
-    check_choice("method", method, AdvantageEstimator)
-    return method
+    return method if advantage_estimator is None else advantage_estimator
 
 
 def group_has_variance(advantages: torch.Tensor, num_generations: int) -> torch.Tensor:

@@ -147,6 +147,14 @@ def register_method(spec: MethodSpec) -> MethodSpec:
     return spec
 
 
+def unregister_method(name: str) -> None:
+    """Remove a method registered from outside (tests, notebooks); the built-ins stay."""
+    if name in BUILTIN_METHODS:
+        raise ValueError(f"{name!r} is a built-in method; it cannot be removed")
+    _METHODS.unregister(name)
+    _config_classes.clear()
+
+
 def _load_builtins() -> None:
     if BUILTIN_METHODS[0] not in _METHODS:
         for name in BUILTIN_METHODS:
@@ -176,6 +184,11 @@ def method_help() -> str:
         f"Credit assignment: {listed}. A method of your own: path/to/file.py:NAME or package.module:NAME, "
         "a file that registers it (docs/design.md, 'Add a method')."
     )
+
+
+def estimator_for(config: Any) -> str:
+    """The registered estimator ``config`` selects: ``advantage_estimator`` if set, else its method's own."""
+    return config.advantage_estimator or get_method(config.method).estimator
 
 
 def estimator_options(spec: MethodSpec, config: Any, estimator: Callable[..., Any]) -> dict[str, Any]:
@@ -233,6 +246,21 @@ def load_method(value: str) -> str:
     return name
 
 
+def resolve_method_flag(argv: list[str]) -> list[str]:
+    """A command line with ``--method path/to/file.py:NAME`` (or ``=``) as ``--method NAME``, the file imported.
+
+    The commands call it before they build their parser, so the method's options are in it (``--help``
+    lists them) and its name is among ``--method``'s choices.
+    """
+    argv = list(argv)
+    for i, arg in enumerate(argv):
+        if arg == "--method" and i + 1 < len(argv):
+            argv[i + 1] = load_method(argv[i + 1])
+        elif arg.startswith("--method="):
+            argv[i] = "--method=" + load_method(arg.partition("=")[2])
+    return argv
+
+
 # --------------------------------------------------------------------------------------------
 # The config class: TRL's GRPOConfig plus every registered method's options
 
@@ -274,8 +302,9 @@ def config_class() -> type:
                 raise ValueError(f"{options.__name__} redefines config options {clash}; prefix them with the method's name")
         help_and_choices = {"help": method_help(), "choices": method_names()}  # every method, yours too
         method = ("method", str, field(default="grpo", metadata=help_and_choices))
-        cls = make_dataclass("ProcessGRPOConfig", [method], bases=(*extra, ProcessGRPOConfig))
-        cls.__module__ = ProcessGRPOConfig.__module__
-        cls.__doc__ = ProcessGRPOConfig.__doc__
+        name = "ProcessGRPOConfig_" + "_".join(o.__name__ for o in extra)
+        cls = make_dataclass(name, [method], bases=(*extra, ProcessGRPOConfig))
+        cls.__module__, cls.__doc__ = __name__, ProcessGRPOConfig.__doc__  # (module= is Python ≥ 3.12)
+        setattr(sys.modules[__name__], name, cls)  # picklable by name (transformers saves training_args.bin)
         _config_classes[extra] = cls
     return _config_classes[extra]

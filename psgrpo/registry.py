@@ -39,6 +39,10 @@ class Registry(Generic[T]):
 
         return decorator
 
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (a test's or a notebook's own entry); an unknown name is ignored."""
+        self._entries.pop(name, None)
+
     def get(self, name: str) -> T:
         """The object registered as ``name``; ValueError listing the registered names otherwise."""
         try:

@@ -25,7 +25,7 @@ from typing import Any
 from trl import GRPOTrainer
 from trl.import_utils import is_vllm_available
 
-from psgrpo.advantages import ADVANTAGE_ESTIMATORS, estimator_name
+from psgrpo.advantages import ADVANTAGE_ESTIMATORS
 from psgrpo.checkpoints.trainer_mixin import CheckpointMixin
 from psgrpo.compatibility import has_token_credit
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
@@ -35,7 +35,7 @@ from psgrpo.eval.vllm_backend import VLLM_INSTALL
 from psgrpo.generation import check_compiled_generation, enable_compiled_generation
 from psgrpo.guards import check_finite, check_loss_and_gradients, check_rewards
 from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
-from psgrpo.methods import estimator_options, get_method
+from psgrpo.methods import estimator_for, estimator_options, get_method
 from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
 from psgrpo.rewards.functions import get_reward_funcs
 from psgrpo.techniques.trainer_mixin import TechniquesMixin
@@ -98,7 +98,7 @@ class ProcessGRPOTrainer(
             )
         check_compiled_generation(args)
         self.method_spec = get_method(args.method)  # everything about the method: psgrpo/<method>/spec.py
-        name = estimator_name(args.method, args.advantage_estimator)
+        name = estimator_for(args)
         estimator = ADVANTAGE_ESTIMATORS.get(name)
         # the method's options (ps_lambda, vps_alpha …) bound once; the signal adds the batch's tensors
         bound = estimator_options(self.method_spec, args, estimator) if name == self.method_spec.estimator else {}
@@ -170,7 +170,7 @@ class ProcessGRPOTrainer(
         metrics["psgrpo/advantage_seconds"].append(time.perf_counter() - start)
         for key, value in signal.metrics.items():
             metrics[key].append(value)
-        if self.signal is not None:
+        if self.signal is not None or self.token_credit:  # how much of A_t is not w·A_i: <method>/process_*
             process = process_term_metrics(
                 advantages,
                 output["advantages"],

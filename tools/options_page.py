@@ -2,6 +2,7 @@
 
     python tools/options_page.py --write docs/options.md   # regenerate the page
     python tools/options_page.py                           # print it
+    python tools/options_page.py --method my_methods.py:position   # with a method of your own
 
 The page is a pure function of the code: the fields' ``help`` metadata, their defaults and
 ``Literal`` types (:mod:`psgrpo.config.options`), and the ``__init__`` signatures and ``Args:`` docstring
@@ -176,15 +177,17 @@ def render() -> str:
     from psgrpo.commands.evaluate import EvalConfig
     from psgrpo.commands.inspect_credit import InspectConfig
     from psgrpo.commands.score_steps import ScoreStepsConfig
-    from psgrpo.config.process_grpo_config import CONFIG_SECTIONS, ProcessGRPOConfig
+    from psgrpo.config.process_grpo_config import config_sections
     from psgrpo.data.tasks import TaskConfig
+    from psgrpo.methods import config_class
     from psgrpo.ps.scorers import STEP_SCORERS
     from psgrpo.ps.segmentation import SEGMENTERS
     from psgrpo.tiny.warmstart import WarmstartConfig
 
     lines = [HEADER.rstrip("\n")]
-    lines += ["", "## `psgrpo train`: `ProcessGRPOConfig`", "", summary(ProcessGRPOConfig)]
-    lines += config_section(ProcessGRPOConfig, CONFIG_SECTIONS)
+    config = config_class()  # ProcessGRPOConfig, plus the options of methods registered from outside
+    lines += ["", "## `psgrpo train`: `ProcessGRPOConfig`", "", summary(config)]
+    lines += config_section(config, config_sections())
     lines += [
         "",
         "## The task: `TaskConfig`",
@@ -224,13 +227,18 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
+    from psgrpo.methods import load_method
+
+    while argv[:1] == ["--method"] and len(argv) >= 2:  # --method my_methods.py:NAME: a method of your own too
+        load_method(argv[1])
+        argv = argv[2:]
     if argv[:1] == ["--write"] and len(argv) == 2:
         Path(argv[1]).write_text(render())
         return 0
     if not argv:
         sys.stdout.write(render())
         return 0
-    print("usage: python tools/options_page.py [--write docs/options.md]", file=sys.stderr)
+    print("usage: python tools/options_page.py [--method FILE.py:NAME ...] [--write docs/options.md]", file=sys.stderr)
     return 2
 
 

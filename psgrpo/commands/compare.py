@@ -123,9 +123,9 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
     from trl import ModelConfig
 
     from psgrpo.config.parsing import ConfigParser, split_config_args
-    from psgrpo.config.process_grpo_config import ProcessGRPOConfig
     from psgrpo.data.tasks import TaskConfig
     from psgrpo.loading import DEFAULT_RECIPE, with_default_recipe
+    from psgrpo.methods import config_class
 
     paths, flags = split_config_args(list(argv))  # short names resolved
     if len(paths) > 1:
@@ -135,7 +135,7 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
     config_path = paths[0] if paths else DEFAULT_RECIPE
     if not paths:
         flags = [*COMPARE_DEFAULTS, *flags]
-    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig, CompareConfig), prog="psgrpo compare")
+    parser = ConfigParser((TaskConfig, config_class(), ModelConfig, CompareConfig), prog="psgrpo compare")
     _, args, _, cfg = parser.parse_args_and_config(
         with_default_recipe(["--config", str(config_path), *flags])
     )

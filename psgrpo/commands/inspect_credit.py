@@ -56,13 +56,13 @@ def inspect(argv: Sequence[str]) -> InspectPage:
     from trl import ModelConfig
 
     from psgrpo.config.parsing import ConfigParser
-    from psgrpo.config.process_grpo_config import ProcessGRPOConfig
     from psgrpo.data.tasks import TaskConfig, load_task_split
     from psgrpo.loading import load_policy, with_default_recipe
+    from psgrpo.methods import config_class
     from psgrpo.preflight import check_output_dir, check_output_file
     from psgrpo.trainer import ProcessGRPOTrainer
 
-    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig, InspectConfig), prog="psgrpo inspect")
+    parser = ConfigParser((TaskConfig, config_class(), ModelConfig, InspectConfig), prog="psgrpo inspect")
     # No trackers: nothing is trained or logged; a later --report_to flag still wins.
     task, args, model_args, cfg = parser.parse_args_and_config(
         with_default_recipe(["--report_to", "none", *argv])

@@ -31,9 +31,9 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     from trl import ModelConfig
 
     from psgrpo.config.parsing import ConfigParser
-    from psgrpo.config.process_grpo_config import ProcessGRPOConfig
     from psgrpo.data.tasks import TaskConfig
     from psgrpo.loading import checkpoint_path, with_default_recipe
+    from psgrpo.methods import config_class
     from psgrpo.preflight import (
         TrainingInterrupted,
         check_output_dir,
@@ -43,7 +43,7 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
         output_dir_removed_on_failure,
     )
 
-    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig), prog="psgrpo train")
+    parser = ConfigParser((TaskConfig, config_class(), ModelConfig), prog="psgrpo train")
     task, args, model_args = parser.parse_args_and_config(with_default_recipe(argv))
     check_output_dir(args.output_dir)
     checkpoint_path(model_args.model_name_or_path)  # a missing local checkpoint: before anything loads

@@ -31,8 +31,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from psgrpo.advantages import estimator_name
-from psgrpo.methods import Refusal, all_methods, get_method
+from psgrpo.methods import Refusal, all_methods, estimator_for, get_method
 
 ProcessScale = Literal["group", "batch"]
 
@@ -44,7 +43,7 @@ def has_token_credit(config: Any) -> bool:
     process term weighted 0, for a one-level tree); the estimator ``grpo`` never gives token credit and
     any other custom ``advantage_estimator`` always does.
     """
-    estimator = estimator_name(config.method, config.advantage_estimator)
+    estimator = estimator_for(config)
     if estimator == "grpo":
         return False
     spec = get_method(config.method)

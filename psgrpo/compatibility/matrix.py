@@ -14,8 +14,7 @@ from types import SimpleNamespace
 from typing import Any, Literal
 
 from psgrpo.compatibility import all_refusals
-from psgrpo.config.process_grpo_config import ProcessGRPOConfig
-from psgrpo.methods import Refusal, get_method, method_names
+from psgrpo.methods import Refusal, config_class, get_method, method_names
 
 Status = Literal["supported", "refused", "not tested on CPU"]
 
@@ -303,9 +302,9 @@ OUTSIDE_THE_LOSS: tuple[tuple[str, str], ...] = (
 
 
 def _namespace(option: TrlOption, method: str) -> Any:
-    """ProcessGRPOConfig's defaults with the row's fields and the method, without building a config."""
+    """The config's defaults with the row's fields and the method, without building a config."""
     values: dict[str, Any] = {}
-    for f in dataclasses.fields(ProcessGRPOConfig):
+    for f in dataclasses.fields(config_class()):  # the options of methods registered from outside too
         if f.default is not dataclasses.MISSING:
             values[f.name] = f.default
         elif f.default_factory is not dataclasses.MISSING:

@@ -214,6 +214,12 @@ CONFIG_SECTIONS: dict[str, tuple[str, ...]] = {
 """Docstring sections of :class:`ProcessGRPOConfig`: field names, or prefixes ending in ``_``."""
 
 
+def config_sections() -> dict[str, tuple[str, ...]]:
+    """:data:`CONFIG_SECTIONS` and the sections of methods registered from outside (``psgrpo.methods.config_class``)."""
+    extra = {s.section: s.section_fields for s in all_methods() if s.section and s.section not in CONFIG_SECTIONS}
+    return {**CONFIG_SECTIONS, **extra}
+
+
 ProcessGRPOConfig.__doc__ = (ProcessGRPOConfig.__doc__ or "") + parameter_sections(
     ProcessGRPOConfig, CONFIG_SECTIONS
 )
