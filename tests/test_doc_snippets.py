@@ -93,6 +93,13 @@ def test_the_front_page_examples_set_no_device(page, code):
     assert "use_cpu" not in code and "no_cuda" not in code
 
 
+@pytest.mark.parametrize(("page", "code"), FRONT)
+def test_the_front_page_examples_end_by_saving_the_model(page, code):
+    """So that `psgrpo eval --model_name_or_path OUTPUT_DIR`, which the pages show next, finds a model."""
+    if "trainer.train()" in code:
+        assert code.rstrip().splitlines()[-1].startswith("trainer.save_model()"), code
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("page", "code"), SNIPPETS)
 def test_every_block_runs_as_written(tmp_path, page, code):
