@@ -19,16 +19,32 @@ option there only swaps the cache; a ``CompileConfig`` with ``_compile_all_devic
 bf16) decoding took 16.0 ms per token with TRL's dynamic cache and 3.8 ms once compiled, whose first
 call took 27 s (docs/scaling.md).
 
-The static cache is sized per call (prompt + ``max_new_tokens``, never below the largest size seen,
-transformers' ``_prepare_static_cache``) and a new batch size or cache length compiles again, so the
-first steps (and tree's first level of each shape) pay compile time.
+A new cache length or batch size compiles again. transformers sizes the static cache per call (prompt +
+``max_new_tokens``, never below the largest size seen), so batches with longer prompts would recompile;
+:func:`enable_compiled_generation` therefore also sets the generation config's ``max_cache_len`` (where
+transformers has it, 5.17 on) before each rollout to the batch's longest prompt + ``max_completion_length``
+rounded up to a multiple of :data:`CACHE_BUCKET` tokens, so the cache length changes only when a batch
+crosses a bucket. Tree's levels (prompt + prefix + the level's budget) fit in that ceiling; their batch
+sizes differ, so each distinct one compiles once (dynamo then makes the batch size dynamic).
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Any
 
+from transformers import GenerationConfig
+
 STATIC_CACHE = "static"
+CACHE_BUCKET = 256
+"""The static cache's length is a multiple of this many tokens (prompt + completion, rounded up)."""
+
+
+def cache_ceiling(prompt_lengths: list[int], max_completion_length: int, bucket: int = CACHE_BUCKET) -> int:
+    """The static cache length for a batch: longest prompt + ``max_completion_length``, rounded up to ``bucket``."""
+    needed = max(prompt_lengths, default=0) + max_completion_length
+    return max(bucket, math.ceil(needed / bucket) * bucket)
 
 
 def compiled_generation_error(config: Any) -> str | None:
@@ -92,3 +108,19 @@ def enable_compiled_generation(trainer: Any, compile_config: Any = None) -> None
     if compile_config is not None:
         config.compile_config = compile_config
     trainer.generation_kwargs["cache_implementation"] = STATIC_CACHE
+    if hasattr(GenerationConfig(), "max_cache_len"):  # transformers >= 5.17: size the cache in buckets
+        _size_cache_per_rollout(trainer)
+
+
+def _size_cache_per_rollout(trainer: Any) -> None:
+    """Before each rollout, set ``max_cache_len`` to :func:`cache_ceiling` of its prompts (an instance wrapper of
+    TRL's ``_generate_single_turn``, so stock TRL and psgrpo get it alike; tree's levels run inside it)."""
+    generate = trainer._generate_single_turn
+
+    @functools.wraps(generate)
+    def sized(prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> Any:
+        ceiling = cache_ceiling([len(p) for p in prompt_ids], trainer.max_completion_length)
+        trainer.generation_config.max_cache_len = max(ceiling, trainer.generation_config.max_cache_len or 0)
+        return generate(prompt_ids, *args, **kwargs)
+
+    trainer._generate_single_turn = sized

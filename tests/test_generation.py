@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from trainer_helpers import length_reward, tiny_run_args
-from transformers import CompileConfig
+from transformers import CompileConfig, GenerationConfig
 from transformers.cache_utils import Cache
 from transformers.generation.utils import GenerationMixin
 
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
-from psgrpo.generation import compiled_generation_error, enable_compiled_generation
+from psgrpo.generation import cache_ceiling, compiled_generation_error, enable_compiled_generation
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.trainer import ProcessGRPOTrainer
 
@@ -30,6 +32,7 @@ class GenerateSpy:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.caches: list[list[str]] = []
+        self.lengths: list[int | None] = []  # each static cache's max_cache_len
         self.compiled: list[bool] = []
         prepare, criteria = (
             GenerationMixin._prepare_cache_for_generation,
@@ -38,7 +41,9 @@ class GenerateSpy:
 
         def spy_prepare(model, generation_config, model_kwargs, *args, **kwargs):
             result = prepare(model, generation_config, model_kwargs, *args, **kwargs)
-            self.caches.append([type(v).__name__ for v in model_kwargs.values() if isinstance(v, Cache)])
+            caches = [v for v in model_kwargs.values() if isinstance(v, Cache)]
+            self.caches.append([type(v).__name__ for v in caches])
+            self.lengths += [v.layers[0].max_cache_len for v in caches if type(v).__name__ == "StaticCache"]
             return result
 
         def spy_criteria(model, model_kwargs, generation_config):
@@ -94,6 +99,8 @@ def test_the_static_cache_reaches_generate_and_gives_the_same_completions(
     levels = 2 if method == "tree" else 1
     assert spy.caches == [["StaticCache"]] * levels
     assert spy.compiled == [False] * levels  # a CPU: transformers compiles on accelerators only
+    if hasattr(GenerationConfig(), "max_cache_len"):  # sized in buckets: prompt + completion, rounded up
+        assert spy.lengths == [256] * levels  # arith prompts + 24 tokens < 256
 
 
 def test_the_dynamic_cache_stays_without_the_option(tmp_path, char_tokenizer, monkeypatch):
@@ -149,3 +156,10 @@ def test_allowed_settings_pass(tmp_path):
     ):
         config = ProcessGRPOConfig(**tiny_run_args(tmp_path, **{"compiled_generation": True, **overrides}))
         assert compiled_generation_error(config) is None
+
+
+@given(st.lists(st.integers(0, 5000), max_size=16), st.integers(1, 4096), st.sampled_from([1, 64, 256]))
+def test_the_cache_ceiling_holds_the_longest_row_in_whole_buckets(lengths, completion, bucket):
+    ceiling = cache_ceiling(lengths, completion, bucket)
+    assert ceiling % bucket == 0 and ceiling >= max(lengths, default=0) + completion
+    assert ceiling - bucket < max(max(lengths, default=0) + completion, 1)  # no whole bucket to spare
