@@ -1,7 +1,8 @@
 """Training-step time, throughput and peak RSS of psgrpo against stock ``trl.GRPOTrainer``, in one process.
 
     python benchmarks/bench_step.py [--sizes tiny 24m qwen-vocab] [--lengths 64 256] [--steps 5] [--warmup 1]
-        [--trainers trl grpo ps vps] [--prompts 4] [--generations 4] [--isolated] [--output FILE.json]
+        [--trainers trl grpo ps vps] [--prompts 4] [--generations 4] [--isolated] [--compiled_generation]
+        [--output FILE.json]
 
 For every (model size, completion length) it builds stock ``trl.GRPOTrainer`` (``trl``) and
 ``ProcessGRPOTrainer`` with ``--method grpo / ps / vps`` on the same model weights, data, seed,
@@ -29,6 +30,10 @@ what VPS's extra forward adds — weigh as they do in Qwen2.5. It needs Qwen's r
 (``python -m psgrpo.tiny.qwen_tokenizer``; see :mod:`psgrpo.tiny.qwen_tokenizer`). A random model
 writes random tokens, so the PS arithmetic verifier finds few or no ``a op b = c`` steps to check
 and VPS's confidences are near zero: the cost is what is measured here, not learning.
+``qwen2.5-0.5b`` is the GSM8K recipe's model (gpu_check's random Qwen2 with Qwen2.5-0.5B's shapes and
+vocabulary, 494 M parameters), for a GPU: ``--sizes qwen2.5-0.5b --lengths 512 --prompts 8
+--compiled_generation`` is the recipe's shape with psgrpo's compiled static-cache decoding given to
+every trainer, stock TRL included (:func:`psgrpo.generation.enable_compiled_generation`).
 
 Measured for each trainer over the steps after ``--warmup`` (JSON field names in brackets):
 
@@ -74,10 +79,12 @@ from _common import (
     reset_peak_rss,
     run_isolated,
 )
+from gpu_check import QWEN2_5_0_5B_SHAPES
 from transformers import PrinterCallback, TrainerCallback, set_seed
 from trl import GRPOTrainer
 
 from psgrpo.data.tasks import load_task_split
+from psgrpo.generation import enable_compiled_generation
 from psgrpo.loading import load_model_and_tokenizer
 from psgrpo.rewards.functions import get_reward_funcs
 from psgrpo.tiny.model import build_tiny_model
@@ -92,10 +99,12 @@ SIZES: dict[str, dict[str, int] | None] = {
     "tiny": None,  # the embedded warm-started checkpoint
     "24m": dict(WIDTH_512, num_layers=8),
     "qwen-vocab": dict(WIDTH_512, num_layers=4, vocab_size=QWEN2_5_VOCAB_SIZE),
+    # the GSM8K recipe's model (gpu_check's shapes; a GPU): 494 M parameters
+    "qwen2.5-0.5b": dict(QWEN2_5_0_5B_SHAPES, vocab_size=QWEN2_5_VOCAB_SIZE),
 }
 """Model sizes: ``None`` is the embedded checkpoint, a dict is a random-init Qwen2 config."""
 
-QWEN_TOKENIZER_SIZES = frozenset({"qwen-vocab"})
+QWEN_TOKENIZER_SIZES = frozenset({"qwen-vocab", "qwen2.5-0.5b"})
 """Sizes built with Qwen2.5's real tokenizer; the others use the embedded character-level one."""
 
 AIMS = {"grpo": 1.02, "ps": 1.10, "vps": 1.15}
@@ -249,6 +258,8 @@ def build_trainer(
         processing_class=tokenizer,
     )
     trainer.remove_callback(PrinterCallback)  # per-step log dicts on stdout: noise, for every trainer
+    if kind == "trl" and overrides.get("compiled_generation"):  # psgrpo's trainers do it from their config
+        enable_compiled_generation(trainer)
     return trainer
 
 
@@ -277,7 +288,14 @@ def run_in_lockstep(
 
 
 def measure(
-    size: str, length: int, trainers: list[str], steps: int, warmup: int, prompts: int, generations: int
+    size: str,
+    length: int,
+    trainers: list[str],
+    steps: int,
+    warmup: int,
+    prompts: int,
+    generations: int,
+    compiled_generation: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Train ``trainers`` in lockstep for ``warmup + steps`` steps; per trainer, its measurements (see module doc).
 
@@ -289,6 +307,7 @@ def measure(
         num_generations=generations,
         max_completion_length=length,
         generation_kwargs={"min_new_tokens": length},  # every completion exactly `length` tokens
+        compiled_generation=compiled_generation,  # stock TRL too (build_trainer)
     )
     with tempfile.TemporaryDirectory() as tmp:
         _, reference = recipe_configs("grpo", tmp, **overrides)
@@ -347,6 +366,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="run each trainer alone in a fresh process (no interleaving) so peak RSS is its own",
     )
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    parser.add_argument(
+        "--compiled_generation",
+        action="store_true",
+        help="every trainer, stock TRL included, decodes with the compiled static cache (psgrpo/generation.py)",
+    )
     parser.add_argument("--output", default="outputs/bench_step.json", help="JSON report path")
     cli = parser.parse_args(argv)
     if "trl" not in cli.trainers:
@@ -374,7 +398,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     output.parent.mkdir(parents=True, exist_ok=True)
     for size in cli.sizes:
         for length in cli.lengths:
-            shape = (size, length, cli.steps, cli.warmup, cli.prompts, cli.generations)
+            shape = (
+                size,
+                length,
+                cli.steps,
+                cli.warmup,
+                cli.prompts,
+                cli.generations,
+                cli.compiled_generation,
+            )
             if cli.isolated:
                 measured = {k: run_isolated(measure, size, length, [k], *shape[2:])[k] for k in cli.trainers}
             else:
