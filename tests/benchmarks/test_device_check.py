@@ -66,8 +66,8 @@ def test_the_gpu_defaults_fit_the_device(device_check, monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
     cli = device_check.parse_args([])
     assert cli.workers == 14 and cli.steps == 2 and cli.budget_s == 480
-    assert cli.sections[:4] == ["grpo-static", "ps-static", "vps-static", "tree-static"]
-    assert {"trl-static", "grpo", "trl"} <= set(cli.sections) and cli.optional == ["liger"]
+    assert cli.sections[:5] == ["grpo-static", "grpo", "ps-static", "vps-static", "tree-static"]
+    assert cli.sections[5:] == ["trl-static", "trl"] and cli.optional == ["liger"]
     smoke = device_check.parse_args(["--cpu-smoke"])
     assert smoke.workers == 2 and smoke.steps == 1
 
