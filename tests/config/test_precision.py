@@ -80,7 +80,9 @@ def test_pytorch_capped_at_avx2_counts_as_no_native_bf16():
 def test_help_states_the_rule():
     from psgrpo.config.parsing import ConfigParser
 
-    help_text = " ".join(ConfigParser((ProcessGRPOConfig,)).format_help().split())
+    parser = ConfigParser((ProcessGRPOConfig,))
+    parser.show_all_options = True  # --help-all: the full texts (--help shows each one's first clause)
+    help_text = " ".join(parser.format_help().split())
     assert "native bf16" in help_text and "--bf16 true / false forces it" in help_text
 
 
