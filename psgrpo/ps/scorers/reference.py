@@ -60,8 +60,16 @@ from typing import Any
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, StepScore, VerifierCounts
 from psgrpo.ps.scorers.dependencies import answer_value, dependency_path
 from psgrpo.ps.scorers.equations import Equation, extract_step
-from psgrpo.ps.scorers.expressions import BudgetExceeded, number_value, partial_values, tokenize
+from psgrpo.ps.scorers.expressions import (
+    BudgetExceeded,
+    _leaves,
+    number_value,
+    partial_values,
+    tokenize,
+    written_numbers,
+)
 from psgrpo.ps.scorers.latex import latex_to_text
+from psgrpo.ps.scorers.words import number_words
 from psgrpo.rewards.functions import extract_answer
 
 REQUIRED_COLUMNS = ("solution", "answer")
@@ -295,6 +303,90 @@ def conclusion_value(steps: Sequence[str], verdicts: Sequence[StepScore]) -> Fra
     return stated
 
 
+BLAME_STOP = ("last_equation", "conclusion")
+"""Where a solution that stops short (on the gold path to its last equation, then a conclusion
+stating a wrong answer) is blamed: its last step with equations (default), or the conclusion."""
+CREDIT_VALID = ("none", "question", "chain")
+"""Which valid steps off the gold route are credited (:func:`credit_valid_steps`): none (default),
+those using only the question's numbers, or those and the steps built on them."""
+
+QUESTION_CONSTANTS = frozenset(Fraction(n) for n in (1, 2, 7, 12, 24, 52, 60, 100, 365, 1000, 3600))
+"""Numbers a step may use as if the question stated them: a double, and the common conversions
+(days a week, months or a dozen, hours a day, weeks a year, minutes or seconds, per cent, days a
+year, thousands, seconds an hour)."""
+
+_QUESTION_WORDS = {"half": Fraction(1, 2), "twice": Fraction(2), "double": Fraction(2), "triple": Fraction(3),
+                   "dozen": Fraction(12), "quarter": Fraction(1, 4), "third": Fraction(1, 3)}  # fmt: skip
+
+
+def prompt_text(prompt: Any) -> str:
+    """The text of a prompt: a string as it is, a chat (a list of ``{"role", "content"}``) as its contents."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, Sequence):
+        return "\n".join(str(m.get("content", "")) if isinstance(m, dict) else str(m) for m in prompt)
+    return str(prompt)
+
+
+def question_numbers(question: str) -> frozenset[Fraction]:
+    """The numbers a question states (digits, number words, ``half`` ...; a percentage also as a
+    fraction: ``5%`` gives 5 and 1/20), with :data:`QUESTION_CONSTANTS`."""
+    tokens = number_words(tokenize(latex_to_text(question)))
+    found = set(QUESTION_CONSTANTS)
+    for token in tokens:
+        if token.kind == "num":
+            values = written_numbers(token.text)
+            found.update(values)
+            if token.text.endswith("%"):
+                found.update(v / 100 for v in values)
+        elif token.kind == "word" and token.text.lower() in _QUESTION_WORDS:
+            found.add(_QUESTION_WORDS[token.text.lower()])
+    return frozenset(found)
+
+
+def credit_valid_steps(
+    verdicts: Sequence[StepScore], flags: list[bool], known: frozenset[Fraction], chain: bool = False
+) -> int:
+    """Put on the path, in place, the steps off it whose equations all hold and whose operands the
+    question states (``known``: :func:`question_numbers`), or (``chain``) earlier steps credited
+    this way or on the path computed: a valid partial result off the gold route (``300 songs × 10
+    hours = 3000 hours`` against the gold ``20 × 300``, then ``× 10``) is not blamed; a step using a
+    value no such step computed still is. Returns the number of steps credited."""
+    available = set(known)
+    added = 0
+    for j, verdict in enumerate(verdicts):
+        results = _results(verdict)
+        if verdict.correct == 1 and not flags[j] and not verdict.noop:
+            operands = set()
+            for equation in verdict.equations:
+                if equation.lhs_tree is not None:
+                    operands.update(_leaves(equation.lhs_tree))
+            if operands <= available | results:
+                flags[j] = True
+                added += 1
+        if chain and verdict.correct == 1 and flags[j]:
+            available |= results
+    return added
+
+
+def credit_before_slip(verdicts: Sequence[StepScore], flags: list[bool]) -> int:
+    """Put on the path, in place, the steps off it whose equations all hold, that a later step uses
+    and that come before the first step with a false equation (a calculation slip, a certain
+    error): blame then falls on the slip, not on a valid partial result before it that the gold
+    solution lacks. No-ops and results nothing uses (a distractor computed) stay off. Returns the
+    number of steps credited (none when no equation is false)."""
+    slip = next((j for j, v in enumerate(verdicts) if v.correct is not None and v.correct < 1), None)
+    if slip is None:
+        return 0
+    used = set().union(*(v.depends_on for v in verdicts))
+    added = 0
+    for j in range(slip):
+        if verdicts[j].correct == 1 and not flags[j] and not verdicts[j].noop and j in used:
+            flags[j] = True
+            added += 1
+    return added
+
+
 @dataclass
 class ReferenceCounts(VerifierCounts):
     """:class:`VerifierCounts` plus the steps with equations that reach no reference value, the
@@ -321,6 +413,14 @@ class ReferenceVerifier(ArithmeticVerifier):
         final_step_reaches_answer: the last step with equations must reach the gold answer to be
             on reference (default True; see the module docstring). False judges every step on its
             own, so a solution that stops short scores like a right one in every step it wrote.
+        blame_stop: where a solution on the gold path up to its last equation, then concluding a
+            wrong answer, is blamed (:data:`BLAME_STOP`): ``"last_equation"`` (default; where
+            people's labels put it on real GSM8K solutions) or ``"conclusion"`` (score 0 there).
+        credit_before_slip: credit the valid steps a later step uses that come before the first
+            false equation (:func:`credit_before_slip`; default True).
+        credit_valid: also credit valid steps off the gold route built from the question's
+            numbers (:data:`CREDIT_VALID`, :func:`credit_valid_steps`; default ``"none"``: on the
+            real dev files it halves early blame but moves more blame late, docs/scorers.md).
     """
 
     required_columns = REQUIRED_COLUMNS
@@ -332,10 +432,20 @@ class ReferenceVerifier(ArithmeticVerifier):
         neutral_score: float = 0.5,
         rel_tol: float = 1e-6,
         final_step_reaches_answer: bool = True,
+        credit_valid: str = "none",
+        blame_stop: str = "last_equation",
+        credit_before_slip: bool = True,
     ) -> None:
         super().__init__(correct_weight, 0.0, neutral_score, rel_tol)
         self.reference_weight = reference_weight
         self.final_step_reaches_answer = final_step_reaches_answer
+        if blame_stop not in BLAME_STOP:
+            raise ValueError(f"blame_stop must be one of {BLAME_STOP}, got {blame_stop!r}")
+        if credit_valid not in CREDIT_VALID:
+            raise ValueError(f"credit_valid must be one of {CREDIT_VALID}, got {credit_valid!r}")
+        self.credit_valid = credit_valid
+        self.blame_stop = blame_stop
+        self.credit_before_slip = credit_before_slip
         self.counts = ReferenceCounts()
         self._reference_cache: dict[tuple[str, str | None], Counter[Fraction]] = {}
         self._parts_cache: dict[tuple[str, str | None], GoldParts] = {}
@@ -364,6 +474,7 @@ class ReferenceVerifier(ArithmeticVerifier):
         reference: Counter[Fraction],
         final: Fraction | None = None,
         parts: GoldParts | None = None,
+        question: str | None = None,
     ) -> list[float]:
         """Scores of one completion's steps against its row's reference values, gold answer and
         :class:`GoldParts` (``None``: no support is carried, :func:`carry_support`)."""
@@ -379,10 +490,26 @@ class ReferenceVerifier(ArithmeticVerifier):
             if stated is None:
                 self.counts.stop_short += stops_short(verdicts, flags, final)
             elif stated != final and flags[last]:  # on the gold path up to its last equation, then stops
-                conclusion = len(steps) - 1
+                if self.blame_stop == "last_equation" and final not in _results(verdicts[last]):
+                    flags[last] = False
+                else:
+                    conclusion = len(steps) - 1
                 self.counts.stop_short += 1
         if parts is not None:
             carry_support(verdicts, flags, reference, parts, final)
+        if self.credit_before_slip and reference:
+            credit_before_slip(verdicts, flags)
+        if self.credit_valid != "none" and question is not None and reference:
+            last = max((j for j, v in enumerate(verdicts) if v.correct is not None), default=-1)
+            keep_last = flags[last] if last >= 0 else False
+            credit_valid_steps(verdicts, flags, question_numbers(question), self.credit_valid == "chain")
+            if (
+                self.final_step_reaches_answer
+                and final is not None
+                and last >= 0
+                and final not in _results(verdicts[last])
+            ):
+                flags[last] = keep_last
         self.counts.off_reference += sum(
             v.correct is not None and not f for v, f in zip(verdicts, flags, strict=True)
         )
@@ -417,16 +544,18 @@ class ReferenceVerifier(ArithmeticVerifier):
                 f"got {len(prompts)} prompts, steps for {len(steps)} completions, {len(solution)} solutions and "
                 f"{len(answer)} answers; expected one of each per completion"
             )
+        questions = columns.get("question") or [prompt_text(p) for p in prompts]
         scores = []
-        for sample, gold, gold_answer in zip(steps, solution, answer, strict=True):
+        for sample, gold, gold_answer, question in zip(steps, solution, answer, questions, strict=True):
             text = None if gold_answer is None else str(gold_answer)
             reference, parts = self.reference(str(gold), text), self.parts(str(gold), text)
-            scores.append(self.score_against(sample, reference, answer_value(text), parts))
+            scores.append(self.score_against(sample, reference, answer_value(text), parts, str(question)))
         return scores
 
     def __repr__(self) -> str:
         return (
             f"ReferenceVerifier(correct_weight={self.correct_weight}, reference_weight={self.reference_weight}, "
             f"neutral_score={self.neutral_score}, rel_tol={self.rel_tol}, "
-            f"final_step_reaches_answer={self.final_step_reaches_answer})"
+            f"final_step_reaches_answer={self.final_step_reaches_answer}, blame_stop={self.blame_stop!r}, "
+            f"credit_before_slip={self.credit_before_slip}, credit_valid={self.credit_valid!r})"
         )

@@ -13,7 +13,13 @@ from psgrpo.data.arith import make_arith_dataset, split_problems, with_wrong_ste
 from psgrpo.ps.credit_gaming import HOSTILE_STEPS
 from psgrpo.ps.scorers import STEP_SCORERS, build_step_scorer, check_scorer_columns
 from psgrpo.ps.scorers.arithmetic import score_steps
-from psgrpo.ps.scorers.reference import ReferenceCounts, ReferenceVerifier, on_reference, reference_values
+from psgrpo.ps.scorers.reference import (
+    ReferenceCounts,
+    ReferenceVerifier,
+    on_reference,
+    question_numbers,
+    reference_values,
+)
 from psgrpo.ps.signal import resolve_process_mode
 
 GOLD = "<reasoning>\nStep 1: 7 + 5 = 12\nStep 2: 12 - 3 = 9\n</reasoning>\n<answer>9</answer>"
@@ -121,12 +127,16 @@ def test_a_solution_that_stops_short_is_off_reference_at_its_last_step():
     assert score(short, GOLD3, "18", final_step_reaches_answer=False) == [1.0, 1.0]  # the old rule
 
 
-def test_a_wrong_conclusion_of_its_own_is_blamed_where_the_solution_fails():
-    """A last step without equations that states a wrong answer (``So the answer is 9.``) takes the
-    blame with score 0, and the last step with equations, right and on the gold path, keeps its credit."""
+def test_a_wrong_conclusion_of_its_own_is_blamed_at_the_last_step_with_equations():
+    """A last step without equations that states a wrong answer (``So the answer is 9.``) after
+    reasoning on the gold path: the reasoning stopped short at its last step with equations, which
+    takes the blame (as people label real solutions: 5 more exact on wrong_dev.jsonl than blaming
+    the conclusion); ``blame_stop="conclusion"`` blames the conclusion, with score 0, instead."""
     short = ["Step 1: 7 + 5 = 12", "Step 2: 12 - 3 = 9", "<answer>9</answer>"]
-    assert score(short, GOLD3, "18") == [1.0, 1.0, 0.0]
-    assert score(short[:2] + ["So the answer is 9."], GOLD3, "18") == [1.0, 1.0, 0.0]
+    assert score(short, GOLD3, "18") == [1.0, 0.5, 0.5]
+    assert score(short[:2] + ["So the answer is 9."], GOLD3, "18") == [1.0, 0.5, 0.5]
+    assert score(short, GOLD3, "18", blame_stop="conclusion") == [1.0, 1.0, 0.0]
+    assert score(short[:2] + ["So the answer is 9."], GOLD3, "18", blame_stop="conclusion") == [1.0, 1.0, 0.0]
     assert score(short, GOLD3, "18", final_step_reaches_answer=False) == [1.0, 1.0, 0.5]  # the old rule
     # a conclusion that states the gold answer: the reasoning reached it in words the verifier does not read
     worded = ["Step 1: 7 + 5 = 12", "Step 2: 12 - 3 = 9", "Twice that makes 18, so the answer is 18."]
@@ -136,7 +146,7 @@ def test_a_wrong_conclusion_of_its_own_is_blamed_where_the_solution_fails():
     verifier = ReferenceVerifier()
     verifier(["q", "q"], [short, right], solution=[GOLD3, GOLD3], answer=["18", "18"])
     counts = verifier.pop_counts()
-    assert (counts["stop_short"], counts["off_reference"]) == (1, 0)  # the conclusion has no equation
+    assert (counts["stop_short"], counts["off_reference"]) == (1, 1)  # its last step with equations is off
     # after a step that left the gold path, the blame is already there: the conclusion stays neutral
     logic = ["Step 1: 7 + 5 = 12", "Step 2: 12 + 3 = 15", "So the answer is 15."]
     assert score(logic, GOLD3, "18") == [1.0, 0.5, 0.5]
@@ -274,3 +284,43 @@ def test_a_gold_solution_without_equations_judges_steps_on_their_arithmetic():
         1.0,
         0.0,
     ]
+
+
+# --------------------------------------------------------------------------- valid steps off the gold route
+
+
+def test_a_valid_step_before_a_slip_is_not_blamed_and_the_slip_is():
+    """``3 * 2 = 6`` is off the gold route (gold: 7 + 5, 12 - 3, 9 * 2), valid, and used by the slip
+    after it: the slip is the certain error, so it takes the blame."""
+    steps = ["Step 1: 3 * 2 = 6", "Step 2: 6 + 7 + 5 = 19", "Step 3: 19 - 1 = 18"]
+    assert score(steps, GOLD3, "18") == [1.0, 0.0, 1.0]
+    assert score(steps, GOLD3, "18", credit_before_slip=False) == [0.5, 0.0, 1.0]
+    # an unused valid step (a distractor computed) stays blamed, and so does a no-op
+    unused = ["Step 1: 3 * 2 = 6", "Step 2: 7 + 5 = 13"]
+    assert score(unused, GOLD3, "18")[0] == 0.5
+
+
+def test_credit_valid_question_credits_steps_built_from_the_question_numbers():
+    steps = ["Step 1: 300 * 10 = 3000", "Step 2: 3000 / 20 = 150"]
+    gold = "20 * 300 = <<20*300=6000>>6000\n6000 * 10 = <<6000*10=60000>>60000"
+    question = (
+        "The number of songs in a playlist is 300. If John has 20 playlists, and each song is 10 hours long"
+    )
+    verifier = ReferenceVerifier(0.5, 0.5, credit_valid="question")
+    scores = verifier([question], [steps], solution=[gold], answer=["60000"])[0]
+    assert scores == [1.0, 0.5]  # the valid partial result is credited, the step off the answer is not
+    assert score(steps, gold, "60000") == [0.5, 0.5]
+    assert question_numbers("ten apples and 5% of $1,200, half of them") >= {
+        Fraction(10),
+        Fraction(5),
+        Fraction(1, 20),
+        Fraction(1200),
+        Fraction(1, 2),
+        Fraction(60),
+    }
+
+
+@pytest.mark.parametrize("kwargs", [{"blame_stop": "nowhere"}, {"credit_valid": "all"}])
+def test_unknown_option_values_are_refused(kwargs):
+    with pytest.raises(ValueError, match="must be one of"):
+        ReferenceVerifier(**kwargs)
