@@ -1,4 +1,4 @@
-"""psgrpo: process-supervised GRPO (outcome, PS-GRPO, GRPO-VPS) on Hugging Face TRL.
+"""psgrpo: process-supervised GRPO on Hugging Face TRL: step-level credit methods beside outcome GRPO.
 
 Data flow of one training step (docs/design.md)::
 

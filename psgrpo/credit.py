@@ -35,6 +35,27 @@ class SignalOutput:
     credit: Any = None
 
 
+@dataclass
+class StepRecord:
+    """What the stages of one generation batch hand each other: made anew by the trainer for every batch.
+
+    The trainer's mixins write into it and the signal reads it, instead of attributes one class sets and
+    another reads.
+
+    Attributes:
+        inputs: the batch's dataset rows, as TRL passes them to ``_generate_and_score_completions`` (the
+            memory bank reads their gold answers).
+        rewards_per_func: (N, F) each reward function's raw value for all processes' rows, NaN where a
+            function skipped a row; recorded from TRL's ``_calculate_rewards``.
+        segment_ends: per local row, the D − 1 inner segment ends tree sampling cut (``method='tree'``);
+            ``None`` where the batch was not tree-sampled.
+    """
+
+    inputs: list[dict[str, Any]]
+    rewards_per_func: torch.Tensor | None = None
+    segment_ends: list[list[int]] | None = None
+
+
 class ProcessSignal(Protocol):
     """A method's signal stage (see the module docstring)."""
 

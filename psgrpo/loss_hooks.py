@@ -1,8 +1,8 @@
 """Where psgrpo's token advantages (B, T) meet TRL's loss: three small hooks, never a copy of it.
 
 TRL 1.16's ``GRPOTrainer._compute_loss`` accepts advantages of shape (B, T), but three of its
-pieces were written for one advantage per sequence. With token credit (``ps``, ``vps``) each
-would silently undo it (docs/compatibility.md has the analysis and the measurements):
+pieces were written for one advantage per sequence. With token credit (any method whose advantages
+vary along a completion) each would silently undo it (docs/compatibility.md has the analysis and the measurements):
 
 * **Sequence-level importance sampling** (GSPO, ``importance_sampling_level="sequence"``; also
   ``luspo``, ``sapo``). TRL forms one ratio s_i = exp(mean_t log π_θ/π_old) per sequence, so the

@@ -29,7 +29,7 @@ from psgrpo.advantages import ADVANTAGE_ESTIMATORS
 from psgrpo.checkpoints.trainer_mixin import CheckpointMixin
 from psgrpo.compatibility import has_token_credit
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
-from psgrpo.credit import CreditRecord, ProcessSignal, SignalOutput, process_term_metrics
+from psgrpo.credit import CreditRecord, ProcessSignal, SignalOutput, StepRecord, process_term_metrics
 from psgrpo.diagnostics.step_logger import StepDiagnostics
 from psgrpo.eval.vllm_backend import VLLM_INSTALL
 from psgrpo.generation import check_compiled_generation, enable_compiled_generation
@@ -70,6 +70,8 @@ class ProcessGRPOTrainer(
         outcome_weight: w, the weight of A_i inside A_t (1 unless the method's options set it).
         token_credit: whether TRL's loss gets A_t (B, T), or the 1-D A_i because the configuration has
             no process term (:func:`psgrpo.compatibility.has_token_credit`).
+        step_record: :class:`~psgrpo.credit.StepRecord` of the batch being scored: what the mixins and the
+            signal hand each other (rollout rows, rewards per function, tree segment ends).
         last_credit: :class:`~psgrpo.credit.CreditRecord` of the last batch scored (local rows;
             read by ``psgrpo inspect``).
         completion_tokens_seen: training completion tokens over all processes (restored on resume);
@@ -112,6 +114,7 @@ class ProcessGRPOTrainer(
                 close=args.correctness_close,
                 rel_tol=args.correctness_rel_tol,
             )
+        self.step_record = StepRecord(inputs=[])  # made anew for every generation batch
         if isinstance(model, str):  # "embedded:arith" → the committed checkpoint, loaded offline by TRL
             model = resolve_checkpoint(model)
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
@@ -140,6 +143,7 @@ class ProcessGRPOTrainer(
 
         TRL's loss receives A_t (B, T) with token credit, else the rows' single value (B,), TRL's own form.
         """
+        self.step_record = StepRecord(inputs)  # what the stages below hand each other for this batch
         # TechniquesMixin runs first (psgrpo/techniques): the memory bank may swap a banked completion into
         # an all-wrong group, and running reward normalisation may replace A_i. Then TRL: rollout, rewards, A_i.
         output = super()._generate_and_score_completions(
@@ -163,7 +167,7 @@ class ProcessGRPOTrainer(
             **signal.estimator_kwargs,
         )
         step = self.state.global_step  # nothing non-finite goes on (psgrpo/guards.py)
-        check_rewards(self._last_rewards_per_func, self.reward_func_names, step)  # (N, F), NaN = unscorable
+        check_rewards(self.step_record.rewards_per_func, self.reward_func_names, step)  # (N, F), NaN = unscorable
         check_finite("the outcome advantages A_i", output["advantages"], step)
         check_finite("the token advantages A_t", advantages, step)
         metrics = self._metrics[mode]
@@ -181,7 +185,7 @@ class ProcessGRPOTrainer(
             for key, value in process.items():
                 metrics[f"{self.method_spec.name}/{key}"].append(value)
         if self.diagnostics is not None:
-            diag = self.diagnostics(output, signal.credit, self._last_rewards_per_func, num_generations)
+            diag = self.diagnostics(output, signal.credit, self.step_record.rewards_per_func, num_generations)
             for key, value in diag.items():
                 metrics[key].append(value)
         self.last_credit = CreditRecord(output["advantages"].detach(), advantages.detach(), signal.credit)

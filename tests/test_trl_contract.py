@@ -244,7 +244,7 @@ def test_generate_and_score_output_and_rewards_shape(trainer):
     output = trainer._generate_and_score_completions(rows)
     assert OUTPUT_KEYS <= set(output)
     assert output["advantages"].shape == (len(rows),)  # grpo: TRL's own 1-D A_i (ps/vps: (B, T))
-    assert trainer._last_rewards_per_func.shape == (len(rows), 1)  # (N, F) from _calculate_rewards
+    assert trainer.step_record.rewards_per_func.shape == (len(rows), 1)  # (N, F) from _calculate_rewards
     logps, entropies = trainer._get_per_token_logps_and_entropies(
         trainer.model,
         torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1),

@@ -31,7 +31,7 @@ class ProcessGRPOConfig(PsOptions, VpsOptions, TreeOptions, GRPOConfig):
     """``trl.GRPOConfig`` plus the process-supervision fields of psgrpo.
 
     Every field of ``trl.GRPOConfig`` / ``transformers.TrainingArguments`` works unchanged. The
-    parameter sections below (method, rewards, PS-GRPO, GRPO-VPS, training techniques) are
+    parameter sections below (method, rewards, each method's options, training techniques) are
     generated from the fields' help texts, which are also what ``psgrpo train --help`` prints, so
     the two cannot drift. Every value is checked in ``__post_init__``, wherever it came from
     (CLI flag, YAML, Python): allowed values (:mod:`psgrpo.config.options`), finite numbers, ranges,
@@ -151,7 +151,7 @@ class ProcessGRPOConfig(PsOptions, VpsOptions, TreeOptions, GRPOConfig):
         metadata={
             "help": "Log signal-quality metrics every step as diag/* (default False; docs/learning.md): the share "
             "of groups whose correctness is all equal, which reward A_i comes from, unneeded steps, and where the "
-            "arithmetic verifier can label steps, the AUC of the ps/vps process signal for ranking wrong steps "
+            "arithmetic verifier can label steps, the AUC of the method's process signal for ranking wrong steps "
             "below correct ones and (vps) where boundaries fall. No extra forward pass."
         },
     )

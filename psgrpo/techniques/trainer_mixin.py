@@ -130,11 +130,10 @@ class TechniquesMixin:
     # ---- rollout hooks: reward normalisation and memory bank --------------------------------
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list) -> torch.Tensor:
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        self._last_rewards_per_func = rewards_per_func  # (N, F), all processes' rows
+        self.step_record.rewards_per_func = rewards_per_func  # (N, F), all processes' rows
         return rewards_per_func
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
-        self._rollout_inputs = inputs  # the memory bank's _generate reads the gold answers
         output = super()._generate_and_score_completions(inputs)
         if self.model.training:
             if self.reward_normalizer is not None:
@@ -145,7 +144,7 @@ class TechniquesMixin:
 
     def _normalize_rewards(self, output: dict[str, Any]) -> None:
         """Replace TRL's group advantages by those of EMA-normalised summed rewards."""
-        rewards = weighted_rewards(self._last_rewards_per_func, self.reward_weights)
+        rewards = weighted_rewards(self.step_record.rewards_per_func, self.reward_weights)
         self.reward_normalizer.update(rewards)
         normalized = self.reward_normalizer.normalize(rewards)
         advantages = group_advantages(normalized, self.num_generations, self.scale_rewards)
@@ -162,7 +161,7 @@ class TechniquesMixin:
         prompt_ids, completion_ids, tool_mask, completions, logprobs, extra_fields, images, tool_images = (
             result
         )
-        inputs = self._rollout_inputs
+        inputs = self.step_record.inputs  # the rows of this batch (their gold answers)
         keys = gather_object([prompt_key(x["prompt"]) for x in inputs])
         correct = gather_object(
             [is_correct(c, x["answer"]) for c, x in zip(completions, inputs, strict=True)]
@@ -198,7 +197,7 @@ class TechniquesMixin:
                 if "importance_sampling_ratio" in output:  # vLLM correction: the ratio above is already exact
                     output["importance_sampling_ratio"][row - local.start] = 1.0
         rollout = self._rollout
-        rewards = weighted_rewards(self._last_rewards_per_func, self.reward_weights).tolist()
+        rewards = weighted_rewards(self.step_record.rewards_per_func, self.reward_weights).tolist()
         rows = select_new_entries(
             rollout["keys"],
             rollout["correct"],

@@ -9,7 +9,7 @@ between reasoning steps; with ``entropy`` it is cut back to just before its high
 the second half of the S (:func:`entropy_cut`; the entropies from one forward pass of the policy per
 level), so the children fork where the policy is least sure, as TreeRL forks. A node that ended
 (EOS, or fewer tokens than asked: another stop rule) is not continued: its children are copies of
-it. Each leaf's inner segment ends are kept (``tree_segment_ends``) for the ``tree`` signal. The
+it. Each leaf's inner segment ends go into the batch's record (``step_record.segment_ends``) for the ``tree`` signal. The
 leaves, in depth-first order (:mod:`psgrpo.tree.values`), are returned to TRL as ordinary
 completions: token lists cut after the first EOS, exactly what ``GRPOTrainer._generate_single_turn``
 returns, so TRL pads them, masks them, scores them and computes their log-probabilities as it does
@@ -126,8 +126,8 @@ class TreeSamplingMixin:
             )
         if images is not None or multimodal_fields:
             raise ValueError("method='tree' samples text prompts only; images are not supported yet")
-        self.tree_segment_ends = None
         leaves, generated = self._sample_tree(prompt_ids, branching)
+        self.step_record.segment_ends = [leaf.ends for leaf in leaves]  # the tree signal reads them
         self._log_tree_tokens(
             generated, sum(len(leaf.tokens) for leaf in leaves), len(leaves) // num_generations
         )
@@ -163,7 +163,6 @@ class TreeSamplingMixin:
             if inner:
                 for node in nodes:
                     node.ends.append(len(node.tokens))
-        self.tree_segment_ends = [n.ends for n in nodes]
         return nodes, generated
 
     def _continue(
@@ -253,11 +252,6 @@ class TreeSamplingMixin:
             if decode(tokens[:i]).endswith("\n"):
                 return i
         return None
-
-    def take_tree_segment_ends(self) -> list[list[int]] | None:
-        """The inner segment ends of the leaves last sampled (one list per row), forgotten once taken."""
-        ends, self.tree_segment_ends = getattr(self, "tree_segment_ends", None), None
-        return ends
 
     def _log_tree_tokens(self, generated: int, leaf_tokens: int, groups: int) -> None:
         """``tree/tokens_generated`` per group and ``tree/token_ratio`` = generated / Σ leaf lengths (all processes)."""

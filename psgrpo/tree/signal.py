@@ -57,7 +57,7 @@ class TreeSignal:
             ``multi_objective_aggregation``).
         accelerator: the trainer's ``Accelerator`` (groups may span processes in evaluation).
         rewards_per_func: returns the last batch's (N, F) rewards of every process (the trainer's
-            ``_last_rewards_per_func``).
+            ``step_record.rewards_per_func``).
         reward_weights: (F,) TRL's reward weights.
         sampled_ends: returns (and forgets) the inner segment ends tree sampling recorded for the local rows of
             the batch it sampled (``tree_boundaries`` 'lines' and 'entropy' need them; 'tokens' recomputes them from S).

@@ -29,9 +29,9 @@ def build_signal(trainer: Any, step_scorer: Any) -> Any:
     return TreeSignal(
         trainer.args,
         trainer.accelerator,
-        lambda: trainer._last_rewards_per_func,
+        lambda: trainer.step_record.rewards_per_func,  # this batch's record (psgrpo.credit.StepRecord)
         trainer.reward_weights,
-        trainer.take_tree_segment_ends,
+        lambda: trainer.step_record.segment_ends,
     )
 
 

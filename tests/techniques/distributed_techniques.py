@@ -58,7 +58,7 @@ def main(out: Path) -> None:
     rows = {}
     for local in range(6):
         length = int(batch["completion_mask"][local].sum())
-        entry = trainer.memory_bank.peek(prompt_key(trainer._rollout_inputs[local]["prompt"]))
+        entry = trainer.memory_bank.peek(prompt_key(trainer.step_record.inputs[local]["prompt"]))
         rows[rank * 6 + local] = {
             "replayed": batch["completion_ids"][local, :length].tolist() == entry.completion_ids,
             "old_logps": batch["old_per_token_logps"][local, :length].tolist(),

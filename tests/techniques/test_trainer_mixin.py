@@ -67,7 +67,7 @@ def test_group_advantages_match_trl(tmp_path, tiny_model, char_tokenizer):
     trainer = _trainer(tmp_path, tiny_model, char_tokenizer)
     batches = record_batches(trainer)
     trainer.train()
-    rewards = weighted_rewards(trainer._last_rewards_per_func, trainer.reward_weights)
+    rewards = weighted_rewards(trainer.step_record.rewards_per_func, trainer.reward_weights)
     expected = group_advantages(rewards, 4, "group")
     assert expected.abs().sum() > 0
     out = batches[0]
@@ -78,7 +78,7 @@ def test_reward_normalisation_is_applied(tmp_path, tiny_model, char_tokenizer):
     trainer = _trainer(tmp_path, tiny_model, char_tokenizer, reward_norm_momentum=0.9, scale_rewards="none")
     batches = record_batches(trainer)
     trainer.train()
-    rewards = weighted_rewards(trainer._last_rewards_per_func, trainer.reward_weights)
+    rewards = weighted_rewards(trainer.step_record.rewards_per_func, trainer.reward_weights)
     stats = trainer.reward_normalizer
     assert stats.updates == 1
     assert stats.mean == pytest.approx(rewards.mean().item())
@@ -179,11 +179,11 @@ def test_all_wrong_group_gets_the_banked_completion(tmp_path, tiny_model, char_t
     for group in range(2):  # 8 rows = 2 prompts × 4; the untrained model gets everything wrong
         banked = group * 4 + 3
         length = int(mask[banked].sum())
-        entry = trainer.memory_bank.peek(prompt_key(trainer._rollout_inputs[banked]["prompt"]))
+        entry = trainer.memory_bank.peek(prompt_key(trainer.step_record.inputs[banked]["prompt"]))
         assert out["completion_ids"][banked, :length].tolist() == entry.completion_ids
         # its old log-probs are the stored behaviour ones: TRL's ratio is π_θ / π_behaviour
         assert out["old_per_token_logps"][banked, :length].tolist() == pytest.approx([-0.25] * length)
-        assert trainer._last_rewards_per_func[banked, 0] == 2.0  # TRL re-scored it: correct
+        assert trainer.step_record.rewards_per_func[banked, 0] == 2.0  # TRL re-scored it: correct
         if method == "grpo":  # outcome credit (TRL's 1-D A_i): the only positive advantage of its group
             assert advantages[banked] > 0
             for wrong in range(group * 4, banked):

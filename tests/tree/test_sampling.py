@@ -10,6 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from psgrpo.credit import StepRecord
 from psgrpo.tree.sampling import TreeSamplingMixin, entropy_cut
 
 EOS = 99
@@ -85,6 +86,7 @@ class Sampler(TreeSamplingMixin, ScriptedGeneration):
             num_processes=1, device=torch.device("cpu"), gather=lambda t: t, process_index=0
         )
         self._metrics = defaultdict(lambda: defaultdict(list))
+        self.step_record = StepRecord(inputs=[])
 
     def sample(self, prompts: list[list[int]], num_generations: int):
         return self._generate_single_turn(prompts, None, {}, num_generations)
@@ -146,9 +148,8 @@ def test_three_levels_depth_first():
 def test_every_s_tokens_the_ends_are_recorded():
     sampler = Sampler([2, 2, 2], segment=4, limit=12, stop={(1, 3)})
     sampler.sample([PROMPT_A] * 8, 8)
-    ends = sampler.take_tree_segment_ends()
+    ends = sampler.step_record.segment_ends
     assert ends[:6] == [[4, 8]] * 6 and ends[6:] == [[4, 7]] * 2  # level-1 node 3 ended after 2 tokens + EOS
-    assert sampler.take_tree_segment_ends() is None  # taken once
 
 
 def test_lines_cut_each_inner_node_back_to_its_last_line_end():
@@ -164,7 +165,7 @@ def test_lines_cut_each_inner_node_back_to_its_last_line_end():
     assert continued[0] == PROMPT_A + [100, 101, 102, 103, 104] and continued[2] == PROMPT_A + [106, 107, 108]
     assert last_budget == 12 - 3  # the shortest prefix sets the call's budget
     assert [len(leaf) for leaf in leaves] == [12, 12, 12, 12]  # each leaf cut to its own budget
-    assert sampler.take_tree_segment_ends() == [[5], [5], [3], [3]]
+    assert sampler.step_record.segment_ends == [[5], [5], [3], [3]]
     assert sampler._metrics["train"]["tree/tokens_generated"] == [12 + 4 * 9]  # discarded tokens counted
 
 
@@ -175,7 +176,7 @@ def test_lines_keep_a_segment_with_no_line_end():
     assert leaves[0][:3] == [101, 102, 103]  # no id divisible by 4: the S tokens stay
     assert leaves[2][:2] == [104, 121]  # 104, 105, 106 cut after 104; its children continue from there
     assert [len(leaf) for leaf in leaves] == [8] * 4
-    assert sampler.take_tree_segment_ends() == [[3], [3], [1], [1]]
+    assert sampler.step_record.segment_ends == [[3], [3], [1], [1]]
 
 
 @given(st.lists(st.floats(0.0, 10.0), max_size=40))
@@ -209,7 +210,7 @@ def test_entropy_cuts_each_inner_node_before_its_highest_entropy_token():
     leaves, _ = sampler.sample([PROMPT_A] * 4, 4)
     assert leaves[0][:4] == leaves[1][:4] == [100, 101, 102, 103] and leaves[0][4] != 104
     assert leaves[2][:5] == leaves[3][:5] == [106, 107, 108, 109, 110] and leaves[2][5] != 111
-    assert sampler.take_tree_segment_ends() == [[4], [4], [5], [5]]
+    assert sampler.step_record.segment_ends == [[4], [4], [5], [5]]
     # one measurement, of the inner level only, with each root's prompt as context
     assert sampler.measured == [([PROMPT_A, PROMPT_A], [list(range(100, 106)), list(range(106, 112))])]
     assert [len(leaf) for leaf in leaves] == [12] * 4
@@ -222,7 +223,7 @@ def test_entropy_leaves_an_ended_node_uncut_and_still_measures_once():
     leaves, _ = sampler.sample([PROMPT_A] * 4, 4)
     assert leaves[2] == leaves[3] == [106, 107, EOS]
     assert [segments for _, segments in sampler.measured] == [[list(range(100, 106))]]
-    assert sampler.take_tree_segment_ends()[2:] == [[3], [3]]
+    assert sampler.step_record.segment_ends[2:] == [[3], [3]]
 
 
 @pytest.mark.parametrize(
