@@ -17,8 +17,9 @@ and ProcessBench's metrics (:mod:`psgrpo.eval.first_error`) compare predictions 
 text. A solution whose problem is not in ``--gold`` is skipped and counted when the scorer needs
 those columns, else scored without them; the summary says which and how many.
 
-Prints a markdown table and writes into ``--output_dir`` (when given): ``summary.json`` (metrics,
-counts, timing, the flag rule and the options) and ``predictions.jsonl`` (per solution: id, label,
+Prints a markdown table (F1, exact / early / late / missed, false blame, µs per step; one row per
+generator when the solutions have a ``generator`` field) and writes into ``--output_dir`` (when
+given): ``summary.json`` (metrics, counts, timing, ``by_generator``, the flag rule and the options) and ``predictions.jsonl`` (per solution: id, label,
 prediction, step scores and flags, gold found or not, the line's other fields). Every input is
 checked before the scorer (a PRM: a model) is built, and the directory is written only at the end.
 """
@@ -152,7 +153,6 @@ def _score(cfg: ScoreStepsConfig, scorer: Any, rows: list[_Row], with_gold: bool
 def run_score_steps(cfg: ScoreStepsConfig) -> dict[str, Any]:
     """Read and join the inputs, build the scorer, score every solution; return the summary (JSON-ready)."""
     from psgrpo.data.step_labels import read_labelled_solutions
-    from psgrpo.eval.first_error import first_error_metrics
     from psgrpo.ps.scorers import STEP_SCORERS, build_step_scorer
 
     solutions = read_labelled_solutions(cfg.data, limit=cfg.limit)  # type: ignore[arg-type]
@@ -161,24 +161,28 @@ def run_score_steps(cfg: ScoreStepsConfig) -> dict[str, Any]:
     start = time.perf_counter()
     scorer = build_step_scorer(cfg.step_scorer, **cfg.step_scorer_kwargs)  # type: ignore[arg-type]
     load_seconds = time.perf_counter() - start
-    with_gold = [row for row in rows if row.gold]
     without_gold = [row for row in rows if not row.gold]
-    start = time.perf_counter()
-    _score(cfg, scorer, with_gold, with_gold=True)
-    if not needs_gold:
-        _score(cfg, scorer, without_gold, with_gold=False)
-    score_seconds = time.perf_counter() - start
-    scored = [row for row in rows if row.prediction is not None]
-    steps = sum(len(row.solution.steps) for row in scored)
+    groups = generator_groups(rows)
+    seconds: dict[str, float] = {}
+    for name, group in groups.items():  # one generator at a time, so each gets its own timing
+        start = time.perf_counter()
+        _score(cfg, scorer, [row for row in group if row.gold], with_gold=True)
+        if not needs_gold:
+            _score(cfg, scorer, [row for row in group if not row.gold], with_gold=False)
+        seconds[name] = time.perf_counter() - start
     policy = "skipped (the scorer reads the gold solution)" if needs_gold else "scored without gold columns"
+    overall = _metrics(rows, sum(seconds.values()))
     summary = {
-        **first_error_metrics([r.solution.label for r in scored], [r.prediction for r in scored]),  # type: ignore[misc]
+        **overall,
         "solutions_in_file": len(rows),
         "solutions_without_gold": len(without_gold),
         "without_gold": policy if without_gold else "none",
-        "steps_scored": steps,
-        "seconds_per_step": score_seconds / steps if steps else None,
         "scorer_load_seconds": load_seconds,
+        "by_generator": (
+            {name: _metrics(group, seconds[name]) for name, group in groups.items()}
+            if len(groups) > 1
+            else {}
+        ),
         "scorer": repr(scorer),
         "flag_rule": FLAG_RULE,
         "config": asdict(cfg),
@@ -186,14 +190,56 @@ def run_score_steps(cfg: ScoreStepsConfig) -> dict[str, Any]:
     return {"summary": summary, "rows": rows}
 
 
+def generator_groups(rows: list[_Row]) -> dict[str, list[_Row]]:
+    """The rows by their ``generator`` field (in order of first appearance; ``"(none)"`` for rows
+    without one), or all rows under ``"all"`` when no row has the field."""
+    if not any("generator" in row.solution.extra for row in rows):
+        return {"all": rows}
+    groups: dict[str, list[_Row]] = {}
+    for row in rows:
+        groups.setdefault(str(row.solution.extra.get("generator", "(none)")), []).append(row)
+    return groups
+
+
+def _metrics(rows: list[_Row], seconds: float) -> dict[str, Any]:
+    """ProcessBench's metrics of the scored ``rows`` (``missed``: wrong solutions with no step
+    flagged, the same count as ``never``), the steps scored and ``seconds_per_step``."""
+    from psgrpo.eval.first_error import first_error_metrics
+
+    scored = [row for row in rows if row.prediction is not None]
+    steps = sum(len(row.solution.steps) for row in scored)
+    metrics = first_error_metrics([r.solution.label for r in scored], [r.prediction for r in scored])  # type: ignore[misc]
+    return {
+        **metrics,
+        "missed": metrics["never"],
+        "steps_scored": steps,
+        "seconds_per_step": seconds / steps if steps else None,
+    }
+
+
 def _rate(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f} %"
 
 
+def _table_row(name: str, metrics: dict[str, Any]) -> list[str]:
+    per_step = metrics["seconds_per_step"]
+    return [
+        name,
+        f"{metrics['rows']} ({metrics['wrong_rows']} / {metrics['correct_rows']})",
+        _rate(metrics["error_acc"]),
+        _rate(metrics["correct_acc"]),
+        _rate(metrics["f1"]),
+        _rate(metrics["flagged_any"]),
+        f"{metrics['exact']} / {metrics['early']} / {metrics['late']} / {metrics['missed']}",
+        str(metrics["false_blame"]),
+        "n/a" if per_step is None else f"{per_step * 1e6:.0f} µs",
+    ]
+
+
 def markdown_table(summary: dict[str, Any], scorer_name: str) -> str:
-    """The summary as a markdown table: ProcessBench's metrics, where wrong solutions are flagged, speed."""
-    per_step = summary["seconds_per_step"]
-    speed = "n/a" if per_step is None else f"{per_step * 1e6:.0f} µs"
+    """The summary as a markdown table: ProcessBench's metrics, where the first flag falls on wrong
+    solutions (exact / early / late / missed), correct solutions blamed, speed; then one row per
+    generator when the rows name theirs."""
     header = [
         "scorer",
         "solutions (wrong / correct)",
@@ -201,20 +247,14 @@ def markdown_table(summary: dict[str, Any], scorer_name: str) -> str:
         "correct_acc",
         "F1",
         "flagged_any",
-        "exact / early / late / never",
+        "exact / early / late / missed",
+        "false blame",
         "per step",
     ]
-    row = [
-        scorer_name,
-        f"{summary['rows']} ({summary['wrong_rows']} / {summary['correct_rows']})",
-        _rate(summary["error_acc"]),
-        _rate(summary["correct_acc"]),
-        _rate(summary["f1"]),
-        _rate(summary["flagged_any"]),
-        f"{summary['exact']} / {summary['early']} / {summary['late']} / {summary['never']}",
-        speed,
-    ]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), "| " + " | ".join(row) + " |"]
+    rows = [_table_row(scorer_name, summary)]
+    rows += [_table_row(f"{scorer_name}, {name}", m) for name, m in summary.get("by_generator", {}).items()]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
     if summary["solutions_without_gold"]:
         lines.append(
             f"\n{summary['solutions_without_gold']} of {summary['solutions_in_file']} solutions found no gold "

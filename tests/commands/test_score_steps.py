@@ -141,6 +141,39 @@ def test_predictions_follow_the_flag_rule_and_metrics_follow_predictions(files):
     assert {k: summary[k] for k in expected} == expected
 
 
+def test_the_summary_breaks_down_by_generator(tmp_path, capsys):
+    """Rows naming their ``generator``: the same metrics (exact / early / late / missed, false blame,
+    µs per step) per generator, which add up to the whole, in summary.json and the printed table."""
+    solutions = [{**s, "generator": "model-a" if i % 2 else "model-b"} for i, s in enumerate(SOLUTIONS)]
+    data, gold = write_jsonl(tmp_path / "s.jsonl", solutions), write_jsonl(tmp_path / "g.jsonl", GOLD)
+    argv = ["score-steps", "--data", str(data), "--gold", str(gold), "--step_scorer", "arithmetic"]
+    assert main([*argv, "--output_dir", str(tmp_path / "out")]) == 0
+    summary, _ = read_outputs(tmp_path / "out")
+    groups = summary["by_generator"]
+    assert sorted(groups) == ["model-a", "model-b"]
+    for key in ("rows", "exact", "early", "late", "missed", "false_blame", "steps_scored"):
+        assert sum(group[key] for group in groups.values()) == summary[key]
+    assert summary["missed"] == summary["never"]
+    assert all(group["seconds_per_step"] > 0 for group in groups.values())
+    printed = capsys.readouterr().out
+    assert "| exact / early / late / missed | false blame | per step |" in printed
+    assert "| arithmetic, model-a | 2 (" in printed and "| arithmetic, model-b | 2 (" in printed
+    # without a generator field: no breakdown
+    plain = run_score_steps(
+        ScoreStepsConfig(
+            data=str(
+                write_jsonl(
+                    tmp_path / "p.jsonl",
+                    [{k: v for k, v in s.items() if k != "generator"} for s in SOLUTIONS],
+                )
+            ),
+            gold=str(gold),
+            step_scorer="arithmetic",
+        )
+    )
+    assert plain["summary"]["by_generator"] == {}
+
+
 class ThresholdScorer:
     """A registered non-rule scorer: 0.2 for a step stating '= 8' (a wrong count), else 0.9."""
 
