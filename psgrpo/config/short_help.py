@@ -181,11 +181,15 @@ def short_help(parser: argparse.ArgumentParser, dataclass_types: Sequence[type])
     for action in parser._actions:
         if action.option_strings and not any(o.startswith("--no_") for o in action.option_strings):
             by_dest.setdefault(action.dest, action)
+    with_trl = any(
+        cls.__module__.split(".")[0] in FOREIGN_PACKAGES or cls.__mro__[1] is not object
+        for cls in dataclass_types
+    )
+    what = "psgrpo's options and the TRL options set most" if with_trl else "One line per option"
     lines = [
         f"usage: {parser.prog} [--config FILE_OR_NAME] [--OPTION VALUE ...]",
         "",
-        f"psgrpo's options and the TRL options set most; `{parser.prog} {HELP_ALL}` lists all "
-        f"{len(by_dest)}, with full texts.",
+        f"{what}; `{parser.prog} {HELP_ALL}` lists all {len(by_dest)}, with full texts.",
         "Each default is the value a run with these --config files uses (docs/options.md explains each option).",
     ]
     shown: set[str] = {"help", HELP_ALL[2:].replace("-", "_")}
