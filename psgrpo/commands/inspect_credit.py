@@ -59,7 +59,7 @@ def inspect(argv: Sequence[str]) -> InspectPage:
     from psgrpo.data.tasks import TaskConfig, load_task_split
     from psgrpo.loading import load_policy, with_default_recipe
     from psgrpo.methods import config_class
-    from psgrpo.preflight import check_output_dir, check_output_file
+    from psgrpo.preflight import check_output_dir, check_output_file, check_run_options
     from psgrpo.trainer import ProcessGRPOTrainer
 
     parser = ConfigParser((TaskConfig, config_class(), ModelConfig, InspectConfig), prog="psgrpo inspect")
@@ -75,6 +75,7 @@ def inspect(argv: Sequence[str]) -> InspectPage:
         check_output_file(cfg.output_file, option="--output_file")
     else:
         check_output_dir(args.output_dir)
+    check_run_options(task, args, model_args)  # temperature, completion length, chat template …: before loading
     torch.manual_seed(args.seed)
     model, tokenizer = load_policy(model_args, trust_remote_code=args.trust_remote_code)
     split = cfg.inspect_split or task.eval_split

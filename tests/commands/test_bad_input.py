@@ -408,3 +408,9 @@ def test_a_yaml_value_of_the_wrong_type_names_the_file_and_key(tmp_path, capsys,
     recipe.write_text("max_steps: ten\n")
     assert run_train(tmp_path / "run", "--config", str(recipe)) == 2
     assert f"{recipe}: max_steps: 'ten' is not a whole number" in error_line(capsys)
+
+
+def test_inspect_checks_the_same_values_before_loading(tmp_path, capsys, no_model_loads):
+    assert main(["inspect", "--temperature", "0", "--output_dir", str(tmp_path / "page")]) == 2
+    assert "--temperature 0: GRPO learns from the differences" in error_line(capsys)
+    assert not (tmp_path / "page").exists()
