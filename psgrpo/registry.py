@@ -11,6 +11,7 @@ A user adds one with the decorator and selects it by name in the config::
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
@@ -27,6 +28,7 @@ class Registry(Generic[T]):
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._entries: dict[str, T] = {}
+        self._lazy: dict[str, str] = {}  # name → "module:attribute", imported on first get()
 
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator adding its argument under ``name``; re-registering the same object is a no-op."""
@@ -39,12 +41,26 @@ class Registry(Generic[T]):
 
         return decorator
 
+    def register_lazy(self, name: str, reference: str) -> None:
+        """Register ``name`` as ``"package.module:attribute"``, imported the first time it is asked for.
+
+        For entries whose module is heavy (e.g. a scorer that imports torch): listing the names, or
+        importing the registry's module, then costs nothing.
+        """
+        if name in self:
+            raise ValueError(f"a {self.kind} named {name!r} is already registered")
+        self._lazy[name] = reference
+
     def unregister(self, name: str) -> None:
         """Remove ``name`` (a test's or a notebook's own entry); an unknown name is ignored."""
         self._entries.pop(name, None)
+        self._lazy.pop(name, None)
 
     def get(self, name: str) -> T:
         """The object registered as ``name``; ValueError listing the registered names otherwise."""
+        if name in self._lazy:
+            module, _, attribute = self._lazy.pop(name).partition(":")
+            self._entries[name] = getattr(importlib.import_module(module), attribute)
         try:
             return self._entries[name]
         except KeyError:
@@ -53,13 +69,13 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         """The registered names, sorted."""
-        return sorted(self._entries)
+        return sorted([*self._entries, *self._lazy])
 
     def __contains__(self, name: object) -> bool:
-        return name in self._entries
+        return name in self._entries or name in self._lazy
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._entries) + len(self._lazy)

@@ -47,3 +47,19 @@ def test_every_extension_point_is_a_registry():
         assert isinstance(registry, Registry) and registry.kind == kind
     assert STEP_SCORERS.names() == ["arithmetic", "prm", "reference"]
     assert REWARD_FUNCS.names() == ["correctness", "format", "strict_format"]
+
+
+def test_a_lazy_entry_is_imported_on_first_get_only():
+    import sys
+
+    registry = Registry("thing")
+    registry.register_lazy("od", "collections:OrderedDict")
+    assert "od" in registry and registry.names() == ["od"] and len(registry) == 1
+    from collections import OrderedDict
+
+    assert registry.get("od") is OrderedDict and registry.names() == ["od"]
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register_lazy("od", "collections:deque")
+    registry.register_lazy("gone", "psgrpo_no_such_module:x")
+    registry.unregister("gone")
+    assert "gone" not in registry and "psgrpo_no_such_module" not in sys.modules

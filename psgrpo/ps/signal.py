@@ -34,7 +34,6 @@ from psgrpo.compatibility import ProcessScale, process_scale
 from psgrpo.config.options import check_choice
 from psgrpo.credit import SignalOutput
 from psgrpo.distributed import local_rows
-from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier
 from psgrpo.ps.scorers.base import StepScoreError, validate_step_scores
 from psgrpo.ps.segmentation import Span, segment_completions, spans_to_segment_index
 
@@ -195,11 +194,11 @@ def resolve_process_mode(mode: str, scorer: Any) -> str:
     the safest mode for ``scorer`` (docs/robustness.md: no gamed variant of an honest solution gets
     more credit in it): ``step`` for the arithmetic verifier, whose scores are exact and local;
     ``min`` for a PRM or any other callable, whose scores can overrate a step (a later weak step
-    then caps the credit of everything before it). ``scorer`` may be the scorer or its class."""
+    then caps the credit of everything before it). A scorer states its own with a
+    ``default_process_mode`` attribute. ``scorer`` may be the scorer or its class."""
     if mode != "auto":
         return mode
-    scorer_type = scorer if isinstance(scorer, type) else type(scorer)
-    return "step" if issubclass(scorer_type, ArithmeticVerifier) else "min"
+    return getattr(scorer, "default_process_mode", "min")  # a scorer states it (the verifiers: step)
 
 
 def scorer_counts(scorer: Any) -> dict[str, int] | None:
@@ -214,6 +213,7 @@ def step_metrics(
     wrong_threshold: float,
     step_tokens: list[list[int]] | None = None,
     counts: list[dict[str, int] | None] | None = None,
+    count_metrics: Callable[[dict[str, int]], dict[str, float]] | None = None,
 ) -> dict[str, float]:
     """Logged PS statistics over the whole generation batch (the gathered raw scores).
 
@@ -221,12 +221,9 @@ def step_metrics(
         raw: (N, S_i) raw step scores, ``None`` for a completion whose scorer failed.
         wrong_threshold: a step scoring below this counts as wrong.
         step_tokens: (N, S_i) tokens in each step, for ``ps/tokens_per_step``.
-        counts: :func:`scorer_counts` of each process (summed); with the arithmetic verifier they
-            give the shares of all steps with no equation, no-op and off the dependency path
-            (``ps/frac_steps_no_equation|noop|unnecessary``; the reference verifier adds
-            ``ps/frac_steps_off_reference``, steps with equations that reach no gold value, and
-            ``ps/frac_steps_stop_short``, last steps that end short of the gold answer) and the number of runs of arithmetic
-            it gave up on (``ps/unparsed_equations``).
+        counts: :func:`scorer_counts` of each process, summed key by key.
+        count_metrics: the scorer's own ``count_metrics``, turning the summed counts into its metrics,
+            logged as ``ps/<name>`` (the verifiers: ``frac_steps_no_equation`` …, docs/metrics.md).
     """
     scored = [row for row in raw if row is not None]
     flat = [s for row in scored for s in row]
@@ -240,12 +237,9 @@ def step_metrics(
         n_steps = sum(len(row) for row in step_tokens)
         metrics["ps/tokens_per_step"] = sum(map(sum, step_tokens)) / n_steps if n_steps else math.nan
     reported = [c for c in counts or [] if c is not None]
-    if reported:
+    if reported and count_metrics is not None:
         total = {key: sum(c[key] for c in reported) for key in reported[0]}
-        for key in ("no_equation", "noop", "unnecessary", "off_reference", "stop_short"):
-            if key in total:  # off_reference, stop_short: the reference verifier only
-                metrics[f"ps/frac_steps_{key}"] = total[key] / total["steps"] if total["steps"] else math.nan
-        metrics["ps/unparsed_equations"] = float(total["unparsed_equations"])
+        metrics |= {f"ps/{name}": value for name, value in count_metrics(total).items()}
     return metrics
 
 
@@ -295,7 +289,8 @@ class PsSignal:
         tensors = step_tensors(normalized, segmentation.token_spans, mask.shape[1], mask.device)
         step_tokens = gather_object([[end - start for start, end in row] for row in segmentation.token_spans])
         counts = gather_object([scorer_counts(self.step_scorer)])  # one entry per process
-        metrics = step_metrics(all_raw, config.ps_wrong_step_threshold, step_tokens, counts)
+        own = getattr(self.step_scorer, "count_metrics", None)  # the scorer's counters, its own metrics
+        metrics = step_metrics(all_raw, config.ps_wrong_step_threshold, step_tokens, counts, own)
         metrics["ps/scorer_seconds"] = scorer_seconds
         return SignalOutput(
             estimator_kwargs={

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from psgrpo.ps.scorers import STEP_SCORERS, build_step_scorer
-from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier
+from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, VerifierCounts
 from psgrpo.ps.signal import normalize_step_scores, resolve_process_mode, scorer_counts, step_metrics
 
 
@@ -33,7 +33,10 @@ def test_step_metrics_tokens_per_step_and_verifier_shares():
         None,  # a process whose scorer counts nothing is skipped
         {"steps": 4, "no_equation": 1, "noop": 0, "unnecessary": 0, "unparsed_equations": 0},
     ]
-    metrics = step_metrics([[1.0] * 3, [1.0] * 2], 0.5, step_tokens=[[10, 20, 30], [5, 5]], counts=counts)
+    metrics = step_metrics(
+        [[1.0] * 3, [1.0] * 2], 0.5, step_tokens=[[10, 20, 30], [5, 5]], counts=counts,
+        count_metrics=VerifierCounts.metrics,
+    )  # fmt: skip
     assert metrics["ps/tokens_per_step"] == pytest.approx(70 / 5)
     assert metrics["ps/frac_steps_no_equation"] == pytest.approx(0.2)
     assert metrics["ps/frac_steps_noop"] == pytest.approx(0.1)
@@ -44,6 +47,7 @@ def test_step_metrics_tokens_per_step_and_verifier_shares():
         0.5,
         step_tokens=[[]],
         counts=[{"steps": 0, "no_equation": 0, "noop": 0, "unnecessary": 0, "unparsed_equations": 0}],
+        count_metrics=VerifierCounts.metrics,
     )
     assert math.isnan(empty["ps/tokens_per_step"]) and math.isnan(empty["ps/frac_steps_noop"])
 

@@ -9,7 +9,9 @@ Built-ins, by name (``step_scorer`` in :class:`~psgrpo.config.process_grpo_confi
 - ``prm``: :class:`~psgrpo.ps.scorers.prm.PRMScorer`, a Hugging Face process reward model
   (``step_scorer_kwargs={"model": "path/or/hub-id", "style": "token_classification" | "causal_lm"}``).
 
-Any other callable with the same signature can be passed to the trainer as ``step_scorer=``;
+The pure text scorers import no torch: ``import psgrpo.ps.scorers.arithmetic`` works without it, and
+``prm`` is imported the first time it is asked for. Any other callable with the same signature can be
+passed to the trainer as ``step_scorer=``;
 :func:`psgrpo.ps.signal.score_steps` checks what every scorer returns (once per batch).
 """
 
@@ -19,14 +21,19 @@ from collections.abc import Callable
 from typing import Any
 
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier
-from psgrpo.ps.scorers.prm import PRMScorer
 from psgrpo.ps.scorers.reference import ReferenceVerifier
 from psgrpo.registry import Registry
 
 STEP_SCORERS: Registry[type] = Registry("step scorer")
 STEP_SCORERS.register("arithmetic")(ArithmeticVerifier)
 STEP_SCORERS.register("reference")(ReferenceVerifier)
-STEP_SCORERS.register("prm")(PRMScorer)
+STEP_SCORERS.register_lazy("prm", "psgrpo.ps.scorers.prm:PRMScorer")  # torch and transformers: only when asked
+
+
+def __getattr__(name: str) -> Any:  # `from psgrpo.ps.scorers import PRMScorer` imports torch then, not before
+    if name == "PRMScorer":
+        return STEP_SCORERS.get("prm")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def build_step_scorer(spec: str | Callable[..., Any], **kwargs: Any) -> Callable[..., list[list[float]]]:

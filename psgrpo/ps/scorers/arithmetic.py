@@ -34,6 +34,7 @@ instead of a ``RecursionError``, and verification time is linear in the text's l
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -124,9 +125,24 @@ class VerifierCounts:
         self.unnecessary += sum(v.correct is not None and not v.necessary for v in verdicts)
         self.unparsed_equations += sum(v.unparsed for v in verdicts)
 
+    @classmethod
+    def metrics(cls, totals: dict[str, int]) -> dict[str, float]:
+        """The logged metrics (``ps/<name>``) of counts summed over processes: shares of the steps
+        scored (``frac_steps_no_equation|noop|unnecessary``, NaN without steps) and the runs of
+        arithmetic given up on (``unparsed_equations``)."""
+        steps = totals["steps"]
+        shares = {f"frac_steps_{key}": totals[key] / steps if steps else math.nan for key in cls.STEP_KINDS}
+        return shares | {"unparsed_equations": float(totals["unparsed_equations"])}
+
+    STEP_KINDS = ("no_equation", "noop", "unnecessary")
+    """Counts of steps, logged as shares of the steps scored."""
+
 
 class ArithmeticVerifier:
     """Step scorer ``(prompts, steps, **columns) -> list[list[float]]`` checking each step's arithmetic.
+
+    Its scores are exact and local, so ``ps_advantage_mode='auto'`` uses ``step`` with it
+    (``default_process_mode``; docs/robustness.md).
 
     It never raises on model text (see the module docstring) and counts what it saw in
     :class:`VerifierCounts`; :meth:`pop_counts` hands the counts since the last call to the trainer.
@@ -137,6 +153,8 @@ class ArithmeticVerifier:
         neutral_score: score of a step with no equation.
         rel_tol: relative tolerance of ``lhs = rhs`` (besides rounding to the decimals written).
     """
+
+    default_process_mode = "step"
 
     def __init__(
         self,
@@ -174,6 +192,10 @@ class ArithmeticVerifier:
         """The :class:`VerifierCounts` of every step scored since the last call, as a dict; resets them."""
         counts, self.counts = self.counts, type(self.counts)()
         return asdict(counts)
+
+    def count_metrics(self, totals: dict[str, int]) -> dict[str, float]:
+        """Metrics of :meth:`pop_counts` dicts summed over processes (the scorer protocol, psgrpo.ps.scorers.base)."""
+        return type(self.counts).metrics(totals)
 
     def __repr__(self) -> str:
         return (

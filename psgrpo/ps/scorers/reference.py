@@ -397,6 +397,8 @@ class ReferenceCounts(VerifierCounts):
     stop_short: int = 0
     rows_without_reference: int = 0
 
+    STEP_KINDS = (*VerifierCounts.STEP_KINDS, "off_reference", "stop_short")
+
 
 class ReferenceVerifier(ArithmeticVerifier):
     """Step scorer ``(prompts, steps, solution=..., answer=..., **columns) -> list[list[float]]``.
