@@ -33,6 +33,15 @@ class SignalOutput:
     estimator_kwargs: dict[str, Any]
     metrics: dict[str, float] = field(default_factory=dict)
     credit: Any = None
+    outcome_weight: None = None
+    """Removed: w is now the method's option bound to its estimator (:func:`psgrpo.methods.estimator_options`)."""
+
+    def __post_init__(self) -> None:
+        if self.outcome_weight is not None:
+            raise TypeError(
+                "SignalOutput(outcome_weight=...) was removed: the weight of A_i is the method's own option, bound "
+                "to its estimator once (psgrpo.methods.estimator_options); drop the argument"
+            )
 
 
 @dataclass

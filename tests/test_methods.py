@@ -153,3 +153,17 @@ def test_a_fifth_method_from_the_command_line(tmp_path):
     assert page.returncode == 0, page.stderr[-3000:]
     html = (tmp_path / "position.html").read_text()
     assert "Credit by position" in html and "A_t per token" in html
+
+
+def test_the_former_names_keep_working_or_are_refused_with_the_new_one():
+    from psgrpo.commands.inspect_credit import METHOD_OPTIONS
+    from psgrpo.commands.inspect_html import METHOD_LEGENDS
+    from psgrpo.compare.plot import METHOD_COLOURS
+    from psgrpo.compatibility import Refusal
+    from psgrpo.credit import SignalOutput
+    from psgrpo.methods import Refusal as Home
+
+    assert set(METHOD_LEGENDS) == set(METHOD_OPTIONS) == set(BUILTIN_METHODS) and Refusal is Home
+    assert METHOD_COLOURS["grpo"] == "C0" and "ps_lambda" in METHOD_OPTIONS["ps"]
+    with pytest.raises(TypeError, match="estimator_options"):
+        SignalOutput(estimator_kwargs={}, outcome_weight=1.0)

@@ -118,6 +118,14 @@ def signal_label(args: Any) -> str | None:
 
 SHOWN_OPTIONS = ("num_generations", "temperature", "max_completion_length", "reward_funcs", "seed")
 """Options shown in the page header, then the method's own (``InspectView.options``): they shape the credit."""
+def __getattr__(name: str) -> object:  # the former table, now each method's InspectView.options
+    if name == "METHOD_OPTIONS":
+        from psgrpo.methods import all_methods
+
+        return {spec.name: spec.inspect.options for spec in all_methods()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def run_settings(args: Any) -> dict[str, str]:
     """``option name → value`` of :data:`SHOWN_OPTIONS` and the method's own (``InspectView.options``)."""
     names = SHOWN_OPTIONS + get_method(args.method).inspect.options

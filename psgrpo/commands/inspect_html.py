@@ -23,6 +23,14 @@ from psgrpo.credit_views import CompletionView, InspectPage, PromptView, Segment
 
 __all__ = ["CompletionView", "InspectPage", "PromptView", "SegmentView", "TokenView", "render_html"]
 
+
+def __getattr__(name: str) -> object:  # the former table, now each method's InspectView.legend
+    if name == "METHOD_LEGENDS":
+        from psgrpo.methods import all_methods
+
+        return {spec.name: spec.inspect.legend for spec in all_methods()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 NEGATIVE_RGB = (214, 96, 77)
 NEUTRAL_RGB = (247, 247, 247)
 POSITIVE_RGB = (67, 147, 195)
