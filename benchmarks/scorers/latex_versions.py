@@ -28,7 +28,7 @@ from pathlib import Path
 
 CONVENTIONS = ("inline", "dollars", "display", "double")
 
-_NUM = r"\$?\d[\d,]*(?:\.\d+)?%?"
+_NUM = r"(?<![\d.])\$?(?:\d[\d,]*(?:\.\d+)?|\.\d+)%?"
 _UNIT = r"(?:\s*(?!(?:x|X|times|is|and|of)\b)[A-Za-z]+(?:/[A-Za-z]+)?){0,3}"
 _OP = r"\s*(?:[-+*/×÷]|\bx\b)\s*"
 _EQUATION = re.compile(
