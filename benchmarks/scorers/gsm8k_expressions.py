@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from psgrpo.rewards.numbers import DECIMAL_PATTERN, decimal_value
+
 
 class Reject(ValueError):
     """One rewrite that does not apply to a solution (the generator tries another)."""
@@ -47,7 +49,7 @@ class Op:
 Node = Num | Op
 PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
 SHOWN = {"+": "+", "-": "-", "–": "-", "−": "-", "*": "*", "x": "*", "X": "*", "×": "*", "/": "/", "÷": "/"}
-NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
+NUMBER = DECIMAL_PATTERN  # the package's number grammar (psgrpo.rewards.numbers)
 _TOKEN_RE = re.compile(
     rf"\s*(?:(?P<num>\$?\s?(?:{NUMBER})%?)|(?P<word>/?[A-Za-z][A-Za-z'’]*)|(?P<op>[-–−+*/×÷])|(?P<lp>\()|(?P<rp>\)))"
 )
@@ -58,7 +60,7 @@ TEXT_NUMBER_RE = re.compile(rf"(?<![\w.,])(\$?)({NUMBER})(?![\w])")
 
 def number_value(text: str) -> Fraction:
     """The value of a written number without sign: ``1,000`` → 1000, ``.5`` → 1/2."""
-    return Fraction(text.replace(",", ""))
+    return decimal_value(text)
 
 
 def fmt(value: Fraction, commas: bool = False) -> str:

@@ -3,18 +3,38 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from fractions import Fraction
 
+# ---- the one number grammar: answers here, step text in psgrpo.ps.scorers.expressions, the benchmarks' rewrites
+
+DECIMAL_PATTERN = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+"""An unsigned decimal as people write it: ``1,000`` / ``1,234.5`` (comma thousands), ``18``, ``2.5``, ``.5``."""
+FRACTION_PATTERN = r"\d+/\d+(?!\.?\d|,\d)"
+"""A glued fraction ``3/4`` (one number, so ``1 1/2 / 1/2`` is 3), never ``3/4.5``."""
+VULGAR_FRACTIONS = "¼½¾⅐⅑⅒⅓⅔⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞"
+SPACED_PATTERN = r"(?<=\$)\d{1,3}(?: \d{3})+(?:\.\d+)?(?![\d,/])"
+"""A space-grouped amount after a dollar sign: ``$350 000``."""
+NUMBER_PATTERN = (
+    rf"\$?(?:{SPACED_PATTERN}|\d+ {FRACTION_PATTERN}|{FRACTION_PATTERN}|\d*[{VULGAR_FRACTIONS}]|{DECIMAL_PATTERN})%?"
+)
+"""One number written in step text: an optional ``$``, a decimal, a (mixed or vulgar) fraction, an optional ``%``."""
+
+
+def decimal_value(body: str) -> Fraction:
+    """The exact value of a :data:`DECIMAL_PATTERN` or space-grouped number (``1,000`` → 1000, ``.5`` → 1/2),
+    or of a vulgar fraction with its whole part (``1½`` → 3/2)."""
+    if body and body[-1] in VULGAR_FRACTIONS:
+        return Fraction(body[:-1] or 0) + Fraction(unicodedata.numeric(body[-1])).limit_denominator(10)
+    return Fraction(body.replace(",", "").replace(" ", ""))
+
+
 _NUMBER_RE = re.compile(
-    r"""^
+    rf"""^
     (?P<sign>[-+−])?\s*
     \$?\s*
-    (?P<body>
-        \d{1,3}(?:,\d{3})+(?:\.\d+)?     # 1,000 or 1,234.5
-      | \d+(?:\.\d*)?                     # 18, 18.0, 18.
-      | \.\d+                             # .5
-    )
-    (?:\s*/\s*(?P<den>\d+))?              # 3/4
+    (?P<body>{DECIMAL_PATTERN})
+    (?:\s*/\s*(?P<den>\d+))?              # 3/4, 3 / 4
     \s*%?
     $""",
     re.VERBOSE,
@@ -37,7 +57,7 @@ def parse_number(text: str) -> Fraction | None:
     match = _NUMBER_RE.match(s)
     if match is None or len(match["body"]) + len(match["den"] or "") > MAX_NUMBER_DIGITS:
         return None
-    value = Fraction(match["body"].replace(",", ""))
+    value = decimal_value(match["body"])
     if match["den"] is not None:
         den = int(match["den"])
         if den == 0:

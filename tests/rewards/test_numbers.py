@@ -45,3 +45,23 @@ def test_any_text_parses_or_is_none(text):
 
 def test_format_number():
     assert format_number(Fraction(18)) == "18" and format_number(Fraction(1, 3)) == "0.333333"
+
+
+def test_one_number_grammar_for_answers_step_text_and_the_benchmarks():
+    """The step tokenizer, the answers and the benchmarks' rewrites read numbers with psgrpo.rewards.numbers."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from psgrpo.ps.scorers import expressions
+    from psgrpo.rewards import numbers
+
+    assert expressions.NUMBER_PATTERN is numbers.NUMBER_PATTERN
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "scorers" / "gsm8k_expressions.py"
+    spec = importlib.util.spec_from_file_location("gsm8k_expressions_grammar", path)
+    bench = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # (its dataclasses look it up)
+    spec.loader.exec_module(bench)
+    assert bench.NUMBER is numbers.DECIMAL_PATTERN
+    for text, value in (("1,000", 1000), (".5", Fraction(1, 2)), ("2.25", Fraction(9, 4))):
+        assert numbers.parse_number(text) == bench.number_value(text) == numbers.decimal_value(text) == value
+    assert numbers.decimal_value("1½") == Fraction(3, 2) and numbers.decimal_value("350 000") == 350000

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
+
+from psgrpo.rewards.numbers import NUMBER_PATTERN, decimal_value
 
 # --------------------------------------------------------------------------- budget
 
@@ -67,11 +68,7 @@ def _bounded(value: Fraction) -> Fraction:
 
 # --------------------------------------------------------------------------- tokens
 
-_DECIMAL = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
-_FRACTION = r"\d+/\d+(?!\.?\d|,\d)"  # glued 3/4 is one number (so 1 1/2 / 1/2 = 3), not 3/4.5
-_VULGAR = "¼½¾⅐⅑⅒⅓⅔⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞"
-_SPACED = r"(?<=\$)\d{1,3}(?: \d{3})+(?:\.\d+)?(?![\d,/])"  # $350 000 (space-grouped amounts)
-NUMBER_PATTERN = rf"\$?(?:{_SPACED}|\d+ {_FRACTION}|{_FRACTION}|\d*[{_VULGAR}]|{_DECIMAL})%?"  # 3 1/2, 1½
+# the number grammar is the package's one (psgrpo.rewards.numbers): NUMBER_PATTERN, decimal_value
 _UNREAD = (
     r"\d{1,2}:\d{2}(?::\d{2})?(?!\d)|\d+(?:\.\d+)?[eE][-+]?\d+(?![\w.])"  # 3:30, 1e3: never read as 30, 3
 )
@@ -177,9 +174,7 @@ def _fraction_literal(body: str) -> Expr | None:
 
 def _plain_literal(body: str) -> Fraction:
     """``1,000``, ``350 000``, ``2.5``, ``.5`` or a vulgar fraction ``1½``, exactly."""
-    if body[-1] in _VULGAR:
-        return Fraction(body[:-1] or 0) + Fraction(unicodedata.numeric(body[-1])).limit_denominator(10)
-    return Fraction(body.replace(",", "").replace(" ", ""))
+    return decimal_value(body)
 
 
 class _Parser:
