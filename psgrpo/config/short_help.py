@@ -3,7 +3,7 @@
 ``psgrpo train --help`` used to print every field of TRL's ``GRPOConfig`` and transformers'
 ``TrainingArguments`` (1,757 lines, psgrpo's own options from line 1,400). :func:`short_help` prints
 instead, for each of the command's dataclasses, the fields psgrpo declares (grouped as
-:data:`psgrpo.config.process_grpo_config.CONFIG_SECTIONS` groups them), then the options of
+:func:`psgrpo.config.process_grpo_config.config_sections` groups them), then the options of
 :data:`COMMON_TRL_OPTIONS` the command has, each on one line: the flag, the first clause of its help
 and the one default the run uses (the parser's default after the ``--config`` layers). ``--help-all``
 (:data:`HELP_ALL`) prints argparse's full help.
@@ -11,11 +11,13 @@ and the one default the run uses (the parser's default after the ``--config`` la
 
 from __future__ import annotations
 
-import argparse
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any
+
+SUPPRESS = "==SUPPRESS=="
+"""argparse's ``SUPPRESS`` (a default that sets nothing); argparse itself is only the parsers' business."""
 
 HELP_ALL = "--help-all"
 """The flag that prints every option (argparse's full help, TRL's and transformers' options included)."""
@@ -111,13 +113,13 @@ def show_value(value: Any) -> str:
         return str(value).lower()
     if isinstance(value, (list, tuple)):
         return " ".join(show_value(item) for item in value) or "none"
-    if value is None or value is argparse.SUPPRESS:
+    if value is None or value == SUPPRESS:
         return "none"
     text = str(getattr(value, "value", value)).replace("\n", "\\n")
     return text if len(text) <= 40 else "…" + text[-39:]
 
 
-def option_line(action: argparse.Action) -> str:
+def option_line(action: Any) -> str:
     """``  --name VALUE   help (default: X)`` on one line of at most :data:`WIDTH` characters."""
     flag = next(o for o in action.option_strings if o.startswith("--"))
     if action.choices is not None and len(str(list(action.choices))) <= 40:
@@ -140,13 +142,10 @@ def option_line(action: argparse.Action) -> str:
 
 def _sections_of(cls: type) -> Mapping[str, tuple[str, ...]]:
     """Groups of ``cls``'s own fields: ``CONFIG_SECTIONS`` for ProcessGRPOConfig, else one group."""
-    from psgrpo.config import process_grpo_config
+    from psgrpo.config.process_grpo_config import ProcessGRPOConfig, config_sections
 
-    if issubclass(
-        cls, process_grpo_config.ProcessGRPOConfig
-    ):  # with the sections of methods added from outside
-        sections = getattr(process_grpo_config, "config_sections", None)
-        return sections() if callable(sections) else process_grpo_config.CONFIG_SECTIONS
+    if issubclass(cls, ProcessGRPOConfig):  # with the sections of methods registered from outside
+        return config_sections()
     title = TITLES.get(cls.__name__) or (cls.__doc__ or cls.__name__).strip().splitlines()[0].rstrip(".")
     return {title.replace("``", ""): tuple(own_fields(cls))}
 
@@ -175,9 +174,9 @@ def grouped_own_options(dataclass_types: Iterable[type]) -> list[tuple[str, list
     return groups
 
 
-def short_help(parser: argparse.ArgumentParser, dataclass_types: Sequence[type]) -> str:
+def short_help(parser: Any, dataclass_types: Sequence[type]) -> str:
     """The one-line-per-option help of ``parser`` (see the module docstring)."""
-    by_dest: dict[str, argparse.Action] = {}
+    by_dest: dict[str, Any] = {}
     for action in parser._actions:
         if action.option_strings and not any(o.startswith("--no_") for o in action.option_strings):
             by_dest.setdefault(action.dest, action)
