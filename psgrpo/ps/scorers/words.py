@@ -214,18 +214,40 @@ NUMBER_WORDS = {word: index for index, word in enumerate(_UNITS_WORDS.split())} 
 """Words for the numbers 0–19 and the tens, read as numbers (with ``twenty-five``)."""
 
 
+_ARITHMETIC_WORDS = {"plus", "minus", "times", "is", "equals", "was", "x"}
+
+
+def _beside_arithmetic(tokens: Sequence[Token], i: int) -> bool:
+    """Whether the word ``tokens[i]`` (or the hyphenated number it starts) stands next to an operator,
+    ``=`` or an operator word: ``seven plus two is nine``, not ``For eleven months ... of $25``."""
+    end = (
+        i + 2
+        if i + 2 < len(tokens) and tokens[i + 1].text == "-" and tokens[i + 1].start == tokens[i].end
+        else i
+    )
+
+    def arithmetic(token: Token) -> bool:
+        return token.kind in {"op", "eq"} or (
+            token.kind == "word" and token.text.lower() in _ARITHMETIC_WORDS
+        )
+
+    return (i > 0 and arithmetic(tokens[i - 1])) or (end + 1 < len(tokens) and arithmetic(tokens[end + 1]))
+
+
 def number_words(tokens: Sequence[Token]) -> list[Token]:
     """``tokens`` with each word for a number (``seven``, ``Twenty-five``) made that number's token.
 
-    Only the words of :data:`NUMBER_WORDS` and tens glued to a unit by a hyphen; ``hundred``,
-    ``a dozen`` and ordinals stay words. Prose stays prose: a number word becomes part of an
-    equation only where a digit would (an operator and ``=`` / ``is`` around it).
+    Only the words of :data:`NUMBER_WORDS` and tens glued to a unit by a hyphen, and only beside an
+    operator, ``=`` or an operator word (``plus``, ``times``, ``is`` ...): ``For eleven months`` stays
+    prose (it would swallow a unit after it). ``hundred``, ``a dozen`` and ordinals stay words.
     """
     out: list[Token] = []
     i = 0
     while i < len(tokens):
         token = tokens[i]
         value = NUMBER_WORDS.get(token.text.lower()) if token.kind == "word" else None
+        if value is not None and not _beside_arithmetic(tokens, i):
+            value = None
         if value is None:
             out.append(token)
             i += 1
