@@ -106,7 +106,14 @@ def test_cpu_smoke_runs_every_part_and_writes_one_json_and_one_table(tmp_path, q
     for name in ("grpo-static", "ps-static", "vps-static", "tree-static", "trl-static", "grpo", "trl"):
         assert sections[name]["status"] == "ok", name
         assert set(sections[name]["phases_s"][0]) >= {"generation", "loss_forward", "backward", "optimizer"}
-    assert report["parts"]["generation"]["report"]["caches"].keys() == {"dynamic", "static"}
+    generation = report["parts"]["generation"]
+    log = (
+        (report_dir / "generation.log").read_text()[-2000:]
+        if (report_dir / "generation.log").is_file()
+        else ""
+    )
+    assert "report" in generation, f"{generation}\n{log}"
+    assert generation["report"]["caches"].keys() == {"dynamic", "static"}
     table = (report_dir / "device_check.md").read_text()
     assert "Where the last step's time goes" in table and "| grpo step ≤ 5 s | static |" in table
     assert sorted(p.name for p in report_dir.iterdir()) == sorted(
