@@ -169,6 +169,10 @@ class ConfigParser(TrlParser):
             return super().format_help()
         return short_help(self, self.dataclass_types)
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        """``--help-all``'s formatter: one default per option (:class:`OneDefaultFormatter`)."""
+        return OneDefaultFormatter(prog=self.prog, initial_defaults=getattr(self, "_initial_defaults", {}))
+
     def error(self, message: str) -> None:  # type: ignore[override]
         """argparse's error as one :class:`ConfigError` line (no usage dump), with a "did you mean"; a bad
         value that came from a ``--config`` file names the file and the key. Prints the short usage line."""
@@ -243,6 +247,26 @@ class ConfigParser(TrlParser):
                 source = self.config_sources.get(action.dest, self.config_path)
                 _check_config_value(action, kwargs[action.dest], source)
         return super().set_defaults_with_config(**kwargs)
+
+
+class OneDefaultFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """argparse's help with one default per option: ``(default: X)`` unless the help text states its own default
+    and the run uses it; ``(this run: X)`` where a ``--config`` layer (the demo recipe) set another value."""
+
+    def __init__(self, prog: str, initial_defaults: Mapping[int, Any], **kwargs: Any) -> None:
+        super().__init__(prog, **kwargs)
+        self.initial_defaults = initial_defaults
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if not action.option_strings or action.default is argparse.SUPPRESS or "%(default)" in text:
+            return text
+        layered = action.default != self.initial_defaults.get(id(action), action.default)
+        if layered:
+            return f"{text} (this run: %(default)s)"
+        if re.search(r"\bdefault", text, flags=re.IGNORECASE):
+            return text
+        return f"{text} (default: %(default)s)"
 
 
 class HelpAllAction(argparse.Action):
@@ -431,8 +455,8 @@ def config_help(dests: Collection[str], reads_training_recipes: bool = False) ->
         return (
             f"YAML recipe: a file, or a packaged recipe by name ({names}) from any directory. It layers over "
             "the embedded demo recipe (psgrpo/recipes/demo.yaml): the file's values replace the demo's, and "
-            "flags replace both. Repeat --config to layer more files, later over earlier. The '(default: ...)' "
-            "closing each option's help is the value a run with these --config files uses."
+            "flags replace both. Repeat --config to layer more files, later over earlier. Each option's default "
+            "shown is the value a run with these --config files uses ('this run' where a file set it)."
         )
     if reads_training_recipes:
         return (

@@ -400,3 +400,19 @@ def test_eval_drops_a_training_recipes_train_only_task_options(tmp_path):
     )
     with pytest.raises(ConfigError, match="heldout_eval_steps"):  # typed to eval: not one of its options
         parser.parse_args_and_config(["--heldout_eval_steps", "3"])
+
+
+def test_help_all_states_one_default_per_option(capsys):
+    """--help-all: argparse's "(default: X)" unless the help text states its own; "(this run: X)" where a recipe
+    set another value than the field's (the demo's step scorer), never both."""
+    import re
+
+    with pytest.raises(SystemExit):
+        _train("--help-all")
+    blocks = [" ".join(b.split()) for b in re.split(r"\n(?=  -)", capsys.readouterr().out)]
+    assert len(blocks) > 250
+    assert not [b[:80] for b in blocks if b.count("(default: ") + b.count("(this run: ") > 1]
+    (scorer,) = [b for b in blocks if b.startswith("--step_scorer ")]
+    assert scorer.endswith("(this run: reference)")
+    (ps_lambda,) = [b for b in blocks if b.startswith("--ps_lambda ")]
+    assert "(default: " not in ps_lambda  # its text states the default, which the run uses
