@@ -337,7 +337,7 @@ def prompt_text(prompt: Any) -> str:
 def question_numbers(question: str) -> frozenset[Fraction]:
     """The numbers a question states (digits, number words, ``half`` ...; a percentage also as a
     fraction: ``5%`` gives 5 and 1/20), with :data:`QUESTION_CONSTANTS`."""
-    tokens = number_words(tokenize(latex_to_text(question)))
+    tokens = number_words(tokenize(latex_to_text(question)), anywhere=True)
     found = set(QUESTION_CONSTANTS)
     for token in tokens:
         if token.kind == "num":

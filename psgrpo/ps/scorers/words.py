@@ -234,19 +234,20 @@ def _beside_arithmetic(tokens: Sequence[Token], i: int) -> bool:
     return (i > 0 and arithmetic(tokens[i - 1])) or (end + 1 < len(tokens) and arithmetic(tokens[end + 1]))
 
 
-def number_words(tokens: Sequence[Token]) -> list[Token]:
+def number_words(tokens: Sequence[Token], anywhere: bool = False) -> list[Token]:
     """``tokens`` with each word for a number (``seven``, ``Twenty-five``) made that number's token.
 
     Only the words of :data:`NUMBER_WORDS` and tens glued to a unit by a hyphen, and only beside an
     operator, ``=`` or an operator word (``plus``, ``times``, ``is`` ...): ``For eleven months`` stays
-    prose (it would swallow a unit after it). ``hundred``, ``a dozen`` and ordinals stay words.
+    prose (it would swallow a unit after it); ``anywhere``: every number word (a question's numbers).
+    ``hundred``, ``a dozen`` and ordinals stay words.
     """
     out: list[Token] = []
     i = 0
     while i < len(tokens):
         token = tokens[i]
         value = NUMBER_WORDS.get(token.text.lower()) if token.kind == "word" else None
-        if value is not None and not _beside_arithmetic(tokens, i):
+        if value is not None and not anywhere and not _beside_arithmetic(tokens, i):
             value = None
         if value is None:
             out.append(token)
