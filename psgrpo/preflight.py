@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -249,10 +250,24 @@ def prepare_dataset_source(dataset: str) -> None:
     prepare_hub_dataset(GSM8K_HUB_ID if dataset == "gsm8k" else dataset)
 
 
-def check_run_options(task: Any, args: Any, model_args: Any) -> None:
-    """The checks above on a parsed ``psgrpo train`` command line, before anything loads."""
-    check_generation_options(args.temperature, args.max_completion_length)
-    check_report_to(args.report_to)
-    check_vllm(args.use_vllm)
-    check_chat_template(task.chat, model_args.model_name_or_path)
+def check_run_options(
+    task: Any, args: Any, model_args: Any, sources: Mapping[str, str] | None = None
+) -> None:
+    """The checks above on a parsed ``psgrpo train`` command line, before anything loads.
+
+    Args:
+        sources: ``option → the --config file that set it`` (not typed on the command line): an error about
+            such an option names the file and the key (``recipe.yaml: temperature 0: …``) instead of a flag.
+    """
+    try:
+        check_generation_options(args.temperature, args.max_completion_length)
+        check_report_to(args.report_to)
+        check_vllm(args.use_vllm)
+        check_chat_template(task.chat, model_args.model_name_or_path)
+    except (ValueError, ImportError) as err:
+        flag = re.match(r"--(\w+) ", str(err))
+        source = (sources or {}).get(flag.group(1)) if flag else None
+        if source is None:
+            raise
+        raise type(err)(f"{source}: {str(err)[2:]}") from None
     prepare_dataset_source(task.dataset)

@@ -75,7 +75,9 @@ def inspect(argv: Sequence[str]) -> InspectPage:
         check_output_file(cfg.output_file, option="--output_file")
     else:
         check_output_dir(args.output_dir)
-    check_run_options(task, args, model_args)  # temperature, completion length, chat template …: before loading
+    check_run_options(
+        task, args, model_args, parser.file_sources()
+    )  # temperature, completion length, chat template …: before loading
     torch.manual_seed(args.seed)
     model, tokenizer = load_policy(model_args, trust_remote_code=args.trust_remote_code)
     split = cfg.inspect_split or task.eval_split
@@ -118,6 +120,8 @@ def signal_label(args: Any) -> str | None:
 
 SHOWN_OPTIONS = ("num_generations", "temperature", "max_completion_length", "reward_funcs", "seed")
 """Options shown in the page header, then the method's own (``InspectView.options``): they shape the credit."""
+
+
 def __getattr__(name: str) -> object:  # the former table, now each method's InspectView.options
     if name == "METHOD_OPTIONS":
         from psgrpo.methods import all_methods

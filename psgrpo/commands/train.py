@@ -47,7 +47,7 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     task, args, model_args = parser.parse_args_and_config(with_default_recipe(argv))
     check_output_dir(args.output_dir)
     checkpoint_path(model_args.model_name_or_path)  # a missing local checkpoint: before anything loads
-    check_run_options(task, args, model_args)
+    check_run_options(task, args, model_args, parser.file_sources())
     args.resume_from_checkpoint = check_resume_target(
         args.resume_from_checkpoint, args.output_dir, args.max_steps
     )

@@ -163,6 +163,10 @@ class ConfigParser(TrlParser):
             return (*output[:-1], remaining, output[-1])
         return (*output[:-1], remaining + output[-1])
 
+    def file_sources(self) -> dict[str, str]:
+        """``option → the --config file that set it`` for the options of the latest parse not typed as flags."""
+        return {key: path for key, path in self.config_sources.items() if key not in self.command_line}
+
     def format_help(self) -> str:
         """The short help (:func:`~psgrpo.config.short_help.short_help`), or argparse's after ``--help-all``."""
         if self.show_all_options:

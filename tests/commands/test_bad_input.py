@@ -414,3 +414,12 @@ def test_inspect_checks_the_same_values_before_loading(tmp_path, capsys, no_mode
     assert main(["inspect", "--temperature", "0", "--output_dir", str(tmp_path / "page")]) == 2
     assert "--temperature 0: GRPO learns from the differences" in error_line(capsys)
     assert not (tmp_path / "page").exists()
+
+
+def test_a_value_from_a_recipe_names_the_file_and_the_key(tmp_path, capsys, no_model_loads):
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("temperature: 0.0\n")
+    assert run_train(tmp_path / "run", "--config", str(recipe)) == 2
+    assert f"psgrpo: error: {recipe}: temperature 0: GRPO learns" in error_line(capsys)
+    assert run_train(tmp_path / "run", "--config", str(recipe), "--temperature", "0") == 2  # typed: the flag
+    assert "psgrpo: error: --temperature 0: GRPO learns" in error_line(capsys)
