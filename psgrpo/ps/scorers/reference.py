@@ -74,6 +74,7 @@ from psgrpo.ps.scorers.expressions import (
     written_numbers,
 )
 from psgrpo.ps.scorers.latex import latex_to_text
+from psgrpo.ps.scorers.units import unit_mismatch
 from psgrpo.ps.scorers.words import number_words
 from psgrpo.rewards.functions import extract_answer
 
@@ -426,6 +427,9 @@ class ReferenceVerifier(ArithmeticVerifier):
             people's labels put it on real GSM8K solutions) or ``"conclusion"`` (score 0 there).
         credit_before_slip: credit the valid steps a later step uses that come before the first
             false equation (:func:`credit_before_slip`; default True).
+        unit_flag: a step whose equation mixes units of one dimension (``50 km/hr * 3 days``,
+            ``4 feet + 3 inches``: :func:`~psgrpo.ps.scorers.units.unit_mismatch`) is off the path
+            (default True; on the dev files 2 more first errors found, no correct solution blamed).
         credit_valid: also credit valid steps off the gold route built from the question's
             numbers (:data:`CREDIT_VALID`, :func:`credit_valid_steps`; default ``"none"``: on the
             real dev files it halves early blame but moves more blame late, docs/scorers.md).
@@ -443,6 +447,7 @@ class ReferenceVerifier(ArithmeticVerifier):
         credit_valid: str = "none",
         blame_stop: str = "last_equation",
         credit_before_slip: bool = True,
+        unit_flag: bool = True,
     ) -> None:
         super().__init__(correct_weight, 0.0, neutral_score, rel_tol)
         self.reference_weight = reference_weight
@@ -454,6 +459,7 @@ class ReferenceVerifier(ArithmeticVerifier):
         self.credit_valid = credit_valid
         self.blame_stop = blame_stop
         self.credit_before_slip = credit_before_slip
+        self.unit_flag = unit_flag
         self.counts = ReferenceCounts()
         self._reference_cache: dict[tuple[str, str | None], Counter[Fraction]] = {}
         self._parts_cache: dict[tuple[str, str | None], GoldParts] = {}
@@ -507,6 +513,10 @@ class ReferenceVerifier(ArithmeticVerifier):
             carry_support(verdicts, flags, reference, parts, final)
         if self.credit_before_slip and reference:
             credit_before_slip(verdicts, flags)
+        if self.unit_flag:
+            for j, step in enumerate(steps):
+                if verdicts[j].correct is not None and flags[j] and unit_mismatch(step):
+                    flags[j] = False
         if self.credit_valid != "none" and question is not None and reference:
             last = max((j for j, v in enumerate(verdicts) if v.correct is not None), default=-1)
             keep_last = flags[last] if last >= 0 else False
@@ -565,5 +575,6 @@ class ReferenceVerifier(ArithmeticVerifier):
             f"ReferenceVerifier(correct_weight={self.correct_weight}, reference_weight={self.reference_weight}, "
             f"neutral_score={self.neutral_score}, rel_tol={self.rel_tol}, "
             f"final_step_reaches_answer={self.final_step_reaches_answer}, blame_stop={self.blame_stop!r}, "
-            f"credit_before_slip={self.credit_before_slip}, credit_valid={self.credit_valid!r})"
+            f"credit_before_slip={self.credit_before_slip}, unit_flag={self.unit_flag}, "
+            f"credit_valid={self.credit_valid!r})"
         )

@@ -254,15 +254,16 @@ def number_words(tokens: Sequence[Token], anywhere: bool = False) -> list[Token]
             i += 1
             continue
         end = token.end
-        if value >= 20 and i + 2 < len(tokens) and tokens[i + 1].text == "-" and tokens[i + 1].start == end:
+        if i + 2 < len(tokens) and tokens[i + 1].text == "-" and tokens[i + 1].start == end:
             unit = tokens[i + 2]
-            if (
-                unit.kind == "word"
-                and unit.start == end + 1
-                and 0 < NUMBER_WORDS.get(unit.text.lower(), 10) < 10
-            ):
+            glued = unit.kind == "word" and unit.start == end + 1
+            if glued and value >= 20 and 0 < NUMBER_WORDS.get(unit.text.lower(), 10) < 10:
                 value, end = value + NUMBER_WORDS[unit.text.lower()], unit.end
                 i += 2
+            elif glued:  # one-half, two-thirds, three-legged: a word, not a number and a unit
+                out.append(token)
+                i += 1
+                continue
         out.append(Token("num", str(value), token.start, end))
         i += 1
     return out

@@ -1,0 +1,69 @@
+"""Units that do not match inside one equation: ``50 km/hr * 3 days``, ``4 feet + 3 inches``.
+
+An equation can hold as arithmetic and still be wrong because its numbers are in different units
+of one dimension: a rate per hour times a number of days, feet plus inches. :func:`unit_mismatch`
+finds the two patterns a rule can see without guessing: a rate ``a X/U`` (or ``a X per U``) times
+``b V``, and ``a U ± b V``, where ``U`` and ``V`` are different units of the same dimension (time,
+length, weight, volume) in :data:`DIMENSIONS`. Anything else (money and hours, a unit it does not
+know, a conversion written out as ``60 minutes/hour``) is not judged. Linear in the text (one
+regular-expression scan with bounded repetitions).
+"""
+
+from __future__ import annotations
+
+import re
+
+from psgrpo.ps.scorers.latex import latex_to_text
+
+DIMENSIONS = {
+    "time": "second sec minute min hour hr day week wk month year yr",
+    "length": "inch foot feet ft yard yd mile meter metre centimeter cm kilometer km millimeter mm",
+    "weight": "ounce oz pound lb gram kilogram kg ton",
+    "volume": "cup pint quart gallon liter litre milliliter ml",
+}
+"""Units by dimension (singular; plurals are read by dropping a final ``s`` / ``es``)."""
+
+_UNIT = {unit: dimension for dimension, units in DIMENSIONS.items() for unit in units.split()}
+_NUMBER = r"\d[\d,]*(?:\.\d+)?"
+_RATE = re.compile(
+    rf"{_NUMBER}\s*[A-Za-z]{{0,12}}\s*(?:/|\bper\b)\s*(?P<per>[A-Za-z]{{1,12}})\s*(?:[*×x]|\btimes\b)\s*"
+    rf"{_NUMBER}\s*(?P<unit>[A-Za-z]{{1,12}})\b(?!\s*(?:/|\bper\b))"  # not a rate itself: 4 weeks/month * 6 days/week
+)
+_SUM = re.compile(
+    rf"{_NUMBER}\s*(?P<first>[A-Za-z]{{1,12}})\s*[-+]\s*{_NUMBER}\s*(?P<second>[A-Za-z]{{1,12}})"
+)
+
+
+def _canonical(word: str) -> str | None:
+    """The unit a word names (``hours`` → ``hour``, ``feet`` → ``feet``), ``None`` if it names none."""
+    word = word.lower()
+    for candidate in (
+        word,
+        word[:-1] if word.endswith("s") else word,
+        word[:-2] if word.endswith("es") else word,
+    ):
+        if candidate in _UNIT:
+            return {
+                "foot": "feet",
+                "hr": "hour",
+                "min": "minute",
+                "sec": "second",
+                "yr": "year",
+                "wk": "week",
+            }.get(candidate, candidate)
+    return None
+
+
+def _mismatch(a: str, b: str) -> bool:
+    """Two words naming different units of one dimension."""
+    first, second = _canonical(a), _canonical(b)
+    return first is not None and second is not None and first != second and _UNIT[first] == _UNIT[second]
+
+
+def unit_mismatch(step: str) -> bool:
+    """Whether the step writes a rate per one unit times a quantity in another of the same dimension
+    (``50 km/hr * 3 days``), or adds or subtracts two units of one dimension (``4 feet + 3 inches``)."""
+    text = latex_to_text(step)
+    if any(_mismatch(m["per"], m["unit"]) for m in _RATE.finditer(text)):
+        return True
+    return any(_mismatch(m["first"], m["second"]) for m in _SUM.finditer(text))
