@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-min lint warmstart check-fresh qwen-vocab clean
+.PHONY: demo test test-fast test-min device-wheels lint warmstart check-fresh qwen-vocab clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ $(STAMP_MIN): pyproject.toml tools/min_versions.py
 
 test-min: $(STAMP_MIN)
 	$(VENV_MIN)/bin/python -m pytest -q -m "not slow"
+
+# The wheels a bare CUDA image lacks (trl, datasets, math-verify …) and Qwen's vocabulary into .cache/, which
+# travels with the working tree to the GPU machine: then `bash benchmarks/device_check.sh` there (docs/gpu_check.md).
+device-wheels: $(STAMP)
+	PYTHON=$(BIN)/python bash benchmarks/device_wheels.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check psgrpo tests benchmarks experiments tools

@@ -63,12 +63,18 @@ def check_loss_and_gradients(loss: torch.Tensor, model: torch.nn.Module, acceler
     One all-reduce of a flag, so every process raises together (a process raising alone would leave
     the others waiting in the next collective, e.g. under DDP, ZeRO-3 or FSDP).
     """
-    bad = [] if bool(torch.isfinite(loss.detach()).all()) else ["the loss"]
-    bad += [
-        f"the gradient of {n}"
-        for n, p in model.named_parameters()
-        if p.grad is not None and not torch.isfinite(p.grad).all()
-    ]
+    # this process's part of each gradient (a sharded DTensor's local shard; the all-reduce below covers the rest)
+    grads = [(n, getattr(p.grad, "to_local", lambda g=p.grad: g)()) for n, p in model.named_parameters() if p.grad is not None]
+    # one device-side verdict per tensor, read back once (a read per parameter is ~290 GPU syncs a step)
+    device = loss.device
+    verdicts = [torch.isfinite(loss.detach()).all()] + [torch.isfinite(g).all().to(device) for _, g in grads]
+    finite = torch.stack(verdicts)
+    bad = []
+    if not bool(finite.all()):  # the rare case: name the culprits
+        flags = finite.tolist()
+        bad = (["the loss"] if not flags[0] else []) + [
+            f"the gradient of {n}" for (n, _), ok in zip(grads, flags[1:], strict=True) if not ok
+        ]
     flag = torch.tensor([float(len(bad))], device=accelerator.device)
     if float(accelerator.reduce(flag, reduction="sum").item()) > 0:
         where = ", ".join(bad[:4]) + (" …" if len(bad) > 4 else "") if bad else "a value on another process"

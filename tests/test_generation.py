@@ -135,15 +135,19 @@ def test_decoding_runs_through_the_compiled_forward_where_transformers_compiles(
     ],
 )
 def test_a_combination_that_cannot_compile_is_refused_by_name(tmp_path, overrides, names):
-    config = ProcessGRPOConfig(**tiny_run_args(tmp_path, compiled_generation=True, **overrides))
-    error = compiled_generation_error(config)
-    assert error is not None and names in error and "compiled_generation=True" in error
+    """The config refuses it when it is built, before any model loads, naming both options."""
+    with pytest.raises(ValueError, match="compiled_generation=True") as refused:
+        ProcessGRPOConfig(**tiny_run_args(tmp_path, compiled_generation=True, **overrides))
+    assert names in str(refused.value)
+    alone = ProcessGRPOConfig(**tiny_run_args(tmp_path, **overrides))  # alone, each setting is fine
+    alone.compiled_generation = True
+    assert names in compiled_generation_error(alone)
 
 
-def test_the_trainer_refuses_it_before_building_anything(tmp_path, char_tokenizer):
-    args = ProcessGRPOConfig(
-        **tiny_run_args(tmp_path, compiled_generation=True, cache_implementation="dynamic")
-    )
+def test_the_trainer_refuses_it_too(tmp_path, char_tokenizer):
+    """A config changed after it was built is checked again when the trainer starts."""
+    args = ProcessGRPOConfig(**tiny_run_args(tmp_path, cache_implementation="dynamic"))
+    args.compiled_generation = True
     with pytest.raises(ValueError, match="compiled_generation=True decodes with the static cache"):
         ProcessGRPOTrainer(model="not loaded", args=args, processing_class=char_tokenizer)
 

@@ -27,6 +27,7 @@ from psgrpo.config.options import (
     check_number,
     check_registered,
 )
+from psgrpo.generation import check_compiled_generation
 from psgrpo.methods import all_methods, method_names
 from psgrpo.ps.spec import check_step_scorer  # noqa: F401  (psgrpo score-steps imports it from here)
 from psgrpo.rewards.functions import REWARD_FUNCS, resolve_reward_func
@@ -56,6 +57,7 @@ def check_config(config: Any) -> None:
         "multi_objective_aggregation", config.multi_objective_aggregation, TrlMultiObjectiveAggregation
     )
     check_technique_options(config)
+    check_compiled_generation(config)  # --compiled_generation with vLLM / paged batching / another cache
     for spec in all_methods():  # each method's options, whatever the method; its combinations when it is the one
         spec.check(config)
     if isinstance(config.reward_funcs, str):  # YAML/CLI may give "correctness,format"
