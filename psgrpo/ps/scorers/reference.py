@@ -49,8 +49,8 @@ data than the outcome reward (which reads only the answer). Its limits: a *diffe
 route that ends on a wrong answer, or a step nothing later uses, is off reference; equations it
 cannot read are neutral. On real GSM8K solutions by other models (158 wrong with people's labels,
 976 correct) it finds the first wrong step of 58 % of the wrong ones and leaves 95.9 % of the
-correct ones unflagged (weights 0/1): F1 0.725, the same with their steps in LaTeX (docs/scorers.md). A row whose gold solution states no equation on the path
-gives no reference values: its steps are then judged on arithmetic alone, a step whose equations
+correct ones unflagged (weights 0/1): F1 0.725, the same with their steps in LaTeX
+(docs/scorers.md). A row whose gold solution states no equation on the path gives no reference values: its steps are then judged on arithmetic alone, a step whose equations
 hold being on reference (counted in ``rows_without_reference``).
 """
 
