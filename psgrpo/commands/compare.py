@@ -126,6 +126,7 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
     from psgrpo.data.tasks import TaskConfig
     from psgrpo.loading import DEFAULT_RECIPE, with_default_recipe
     from psgrpo.methods import config_class
+    from psgrpo.preflight import check_run_options
 
     paths, flags = split_config_args(list(argv))  # short names resolved
     if len(paths) > 1:
@@ -136,9 +137,10 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
     if not paths:
         flags = [*COMPARE_DEFAULTS, *flags]
     parser = ConfigParser((TaskConfig, config_class(), ModelConfig, CompareConfig), prog="psgrpo compare")
-    _, args, _, cfg = parser.parse_args_and_config(
+    task, args, model_args, cfg = parser.parse_args_and_config(
         with_default_recipe(["--config", str(config_path), *flags])
     )
+    check_run_options(task, args, model_args, parser.file_sources())  # as train does, before any run starts
     _validate(cfg)
     if cfg.arms and "methods" in flag_values(flags):
         raise ValueError(

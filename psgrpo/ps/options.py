@@ -38,7 +38,7 @@ class PsOptions:
     step_scorer: str = field(
         default="arithmetic",
         metadata={
-            "help": "Step scorer (method 'ps'): 'arithmetic' (default; verifier: equation correctness and necessity), "
+            "help": "Step scorer (method 'ps'): 'arithmetic' (a verifier: equation correctness and necessity), "
             "'reference' (the verifier + the gold solution's intermediate values, so it also sees logic errors; needs a "
             "'solution' column) or 'prm' (a process reward model, path in step_scorer_kwargs). Or a callable `step_scorer=`.",
             "choices": list(STEP_SCORERS),

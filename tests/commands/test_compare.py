@@ -106,6 +106,8 @@ def test_default_is_the_demo_recipe_with_the_statistical_protocol():
         (["--methods", "grpo", "ppo"], "--methods takes one or more of grpo, ps, vps"),
         (["--seeds", "1", "1"], "--seeds must list distinct values"),
         (["--eval_every", "0"], "--eval_every must be a positive"),
+        (["--temperature", "0"], "--temperature"),  # the pre-load checks of psgrpo train
+        (["--max_completion_length", "0"], "--max_completion_length"),
     ],
 )
 def test_bad_options_fail_before_training(tmp_path, flags, message):
