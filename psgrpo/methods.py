@@ -112,6 +112,8 @@ class MethodSpec:
             wrong)`` pairs for diag/process_auc, and where its boundaries fall (diag/boundary_*);
             ``None``: no process diagnostics.
         colour: its matplotlib colour in ``psgrpo compare``'s plots (``None``: the next free one).
+        rollout: how its groups are sampled in training: ``"independent"`` (TRL's G samples per prompt)
+            or ``"tree"`` (one tree per prompt, :mod:`psgrpo.tree.sampling`).
     """
 
     name: str
@@ -129,6 +131,7 @@ class MethodSpec:
     inspect: InspectView = field(default_factory=lambda: InspectView(legend=""))
     diagnostics: Callable[[Any, Any, Any], tuple[list[tuple[float, bool]], list[str]]] | None = None
     colour: str | None = None
+    rollout: Literal["independent", "tree"] = "independent"
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():

@@ -2,7 +2,8 @@
 
 :class:`TreeOptions` is a dataclass base of ``ProcessGRPOConfig`` (its fields are ordinary config
 fields: ``--tree_branching 2 2 2`` on the command line, ``tree_branching: [2, 2, 2]`` in YAML).
-:func:`check_tree_options` runs in the config's ``__post_init__``, before anything loads.
+:func:`check_tree_options` and, with ``method='tree'``, :func:`check_tree_method` run in the config's
+``__post_init__`` (through the tree's spec), before anything loads.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def prime_factors(n: int) -> list[int]:
 
 
 def check_tree_options(config: Any) -> None:
-    """Refuse ``tree_*`` values, and with ``method='tree'`` the combinations tree sampling cannot serve.
+    """Refuse ``tree_*`` values, whatever the method (:func:`check_tree_method` then checks combinations).
 
     Raises:
         ValueError naming the flags involved and what is expected.
@@ -108,8 +109,11 @@ def check_tree_options(config: Any) -> None:
     check_choice("tree_boundaries", config.tree_boundaries, TreeBoundaries)
     check_number("tree_outcome_weight", config.tree_outcome_weight, low=0.0)
     check_number("tree_lambda", config.tree_lambda, low=0.0)
-    if config.method != "tree":
-        return
+
+
+def check_tree_method(config: Any) -> None:
+    """With ``method='tree'`` (its spec calls this): the combinations tree sampling cannot serve."""
+    branching = config.tree_branching  # normalised by check_tree_options
     leaves = math.prod(branching)
     if leaves != config.num_generations:
         raise ValueError(

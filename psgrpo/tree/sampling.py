@@ -105,7 +105,8 @@ def expand(nodes: list[Node], factor: int) -> list[Node]:
 
 
 class TreeSamplingMixin:
-    """Overrides ``GRPOTrainer._generate_single_turn`` with tree sampling when ``method='tree'`` in training.
+    """Overrides ``GRPOTrainer._generate_single_turn`` with tree sampling in training, for a method whose spec
+    says ``rollout="tree"`` (``method='tree'``).
 
     Mixed into :class:`~psgrpo.trainer.ProcessGRPOTrainer` before ``GRPOTrainer``. Evaluation, other
     methods and a one-level tree ([G]: G independent samples) use TRL's sampling unchanged.
@@ -116,7 +117,7 @@ class TreeSamplingMixin:
     ):
         branching = list(self.args.tree_branching)
         if (
-            self.args.method != "tree"
+            self.method_spec.rollout != "tree"  # the configured method's spec (psgrpo/<method>/spec.py)
             or not self.model.training
             or len(branching) == 1
             or math.prod(branching) != num_generations

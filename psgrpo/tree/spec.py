@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from psgrpo.methods import InspectView, MethodSpec, Refusal, register_method
-from psgrpo.tree.options import TreeOptions, check_tree_options, prime_factors
+from psgrpo.tree.options import TreeOptions, check_tree_method, check_tree_options, prime_factors
 
 
 def build_signal(trainer: Any, step_scorer: Any) -> Any:
@@ -33,6 +33,13 @@ def build_signal(trainer: Any, step_scorer: Any) -> Any:
         trainer.reward_weights,
         lambda: trainer.step_record.segment_ends,
     )
+
+
+def check(config: Any) -> None:
+    """The ``tree_*`` values whatever the method; with ``method='tree'``, what tree sampling needs."""
+    check_tree_options(config)
+    if config.method == "tree":
+        check_tree_method(config)
 
 
 def token_credit(config: Any) -> bool:
@@ -80,7 +87,7 @@ SPEC = register_method(
         options=TreeOptions,
         section="Tree sampling (method='tree', docs/tree.md)",
         section_fields=("tree_",),
-        check=check_tree_options,
+        check=check,
         signal=build_signal,
         token_credit=token_credit,
         process_weight=lambda config: f"tree_lambda={config.tree_lambda}",
@@ -108,5 +115,6 @@ SPEC = register_method(
         ),
         diagnostics=labelled_levels,
         colour="C3",
+        rollout="tree",  # its groups are sampled as trees (psgrpo.tree.sampling)
     )
 )

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from psgrpo.credit import StepRecord
+from psgrpo.methods import get_method
 from psgrpo.tree.sampling import TreeSamplingMixin, entropy_cut
 
 EOS = 99
@@ -76,6 +77,7 @@ class Sampler(TreeSamplingMixin, ScriptedGeneration):
         self.args = SimpleNamespace(
             method=method, tree_branching=branching, tree_segment_tokens=segment, tree_boundaries=boundaries
         )
+        self.method_spec = get_method(method)
         self._tokenizer = NewlineEveryFourth()
         self.model = SimpleNamespace(training=training)
         self.max_completion_length = limit

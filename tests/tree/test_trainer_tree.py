@@ -15,9 +15,9 @@ from transformers import AutoModelForCausalLM
 from psgrpo.commands.cli import main
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
+from psgrpo.methods import get_method
 from psgrpo.rewards.functions import correctness_reward, format_reward
 from psgrpo.trainer import ProcessGRPOTrainer
-from psgrpo.tree.options import check_tree_options
 from psgrpo.tree.values import tree_strides
 
 pytestmark = pytest.mark.slow  # each test runs tree training steps: `make test-fast` skips it
@@ -190,9 +190,9 @@ def test_each_process_must_hold_whole_groups():
     with pytest.raises(
         ValueError, match=r"\(--per_device_train_batch_size 6 × steps_per_generation 1 = 6\) must be"
     ):
-        check_tree_options(config)
+        get_method("tree").check(config)
     config.steps_per_generation = 2  # 12 rows per process: whole groups
-    check_tree_options(config)
+    get_method("tree").check(config)
 
 
 def test_defaults_and_what_tree_accepts(tmp_path):
