@@ -83,6 +83,33 @@ def check_compiled_generation(config: Any) -> None:
         raise ValueError(error)
 
 
+STATIC_CACHE_AUTOCAST_MIN = "5.25"
+"""The first transformers release tested to decode with a static cache under autocast over weights of
+another dtype: before it (5.6, 5.17 and 5.21 tested), the cache is allocated in the weights' dtype and
+then receives autocast's bf16 keys (``index_copy_(): ... Float and BFloat16``)."""
+
+
+def check_cache_dtype(trainer: Any) -> None:
+    """Refuse, before any rollout, a static cache that this transformers would allocate in the wrong dtype."""
+    import torch
+    import transformers
+    from packaging.version import Version
+
+    args = trainer.args
+    autocast = torch.bfloat16 if args.bf16 else torch.float16 if args.fp16 else None
+    weights = getattr(trainer.model, "dtype", None)
+    if autocast is None or weights in (None, autocast):
+        return
+    if Version(transformers.__version__) < Version(STATIC_CACHE_AUTOCAST_MIN):
+        raise ValueError(
+            f"compiled_generation=True with {str(autocast).removeprefix('torch.')} autocast over "
+            f"{str(weights).removeprefix('torch.')} weights needs transformers >= {STATIC_CACHE_AUTOCAST_MIN} "
+            f"(found {transformers.__version__}: its static cache takes the weights' dtype, then receives "
+            "autocast's keys); load the model in that dtype (--dtype bfloat16), set --bf16 false, or upgrade "
+            "transformers"
+        )
+
+
 def enable_compiled_generation(trainer: Any, compile_config: Any = None) -> None:
     """Make a ``trl.GRPOTrainer`` (stock or psgrpo's) decode with a static cache through a compiled forward.
 
@@ -103,6 +130,7 @@ def enable_compiled_generation(trainer: Any, compile_config: Any = None) -> None
             "compiled generation applies to transformers' generate: this trainer generates with vLLM or "
             "paged batching"
         )
+    check_cache_dtype(trainer)
     config.cache_implementation = STATIC_CACHE
     config.disable_compile = False
     if compile_config is not None:

@@ -56,7 +56,11 @@ class GenerateSpy:
 
 
 def _completions(tmp_path, tokenizer, method, compile_config=None, **overrides):
-    """Train one greedy step (do_sample False: the completions depend on the weights alone); its completion ids."""
+    """Train one greedy step (do_sample False: the completions depend on the weights alone); its completion ids.
+
+    fp32 throughout (``bf16=False``), so the comparison means the same on every CPU and transformers release
+    (bf16 autocast over fp32 weights is tested apart: test_autocast_over_other_weights_…)."""
+    overrides.setdefault("bf16", False)
     args = ProcessGRPOConfig(
         **tiny_run_args(
             tmp_path,
@@ -167,3 +171,25 @@ def test_the_cache_ceiling_holds_the_longest_row_in_whole_buckets(lengths, compl
     ceiling = cache_ceiling(lengths, completion, bucket)
     assert ceiling % bucket == 0 and ceiling >= max(lengths, default=0) + completion
     assert ceiling - bucket < max(max(lengths, default=0) + completion, 1)  # no whole bucket to spare
+
+
+def test_autocast_over_other_weights_needs_a_recent_transformers(tmp_path, char_tokenizer, monkeypatch):
+    """bf16 autocast over fp32 weights: refused by name before 5.25 (whose static cache mixes dtypes), works after."""
+    import torch
+    import transformers
+
+    from psgrpo.generation import STATIC_CACHE_AUTOCAST_MIN
+
+    def build(version: str, dtype: torch.dtype) -> ProcessGRPOTrainer:
+        monkeypatch.setattr(transformers, "__version__", version)
+        model = build_tiny_model(char_tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64)
+        return ProcessGRPOTrainer(
+            model=model.to(dtype), reward_funcs=[length_reward],
+            args=ProcessGRPOConfig(**tiny_run_args(tmp_path / version, bf16=True, compiled_generation=True)),
+            train_dataset=make_arith_dataset("train", n=16), processing_class=char_tokenizer,
+        )  # fmt: skip
+
+    with pytest.raises(ValueError, match="bfloat16 autocast over float32 weights needs transformers >= 5.25"):
+        build("5.17.0", torch.float32)
+    assert build(STATIC_CACHE_AUTOCAST_MIN, torch.float32).generation_config.cache_implementation == "static"
+    assert build("5.17.0", torch.bfloat16).generation_config.cache_implementation == "static"  # weights in bf16
