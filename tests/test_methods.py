@@ -167,3 +167,12 @@ def test_the_former_names_keep_working_or_are_refused_with_the_new_one():
     assert METHOD_COLOURS["grpo"] == "C0" and "ps_lambda" in METHOD_OPTIONS["ps"]
     with pytest.raises(TypeError, match="estimator_options"):
         SignalOutput(estimator_kwargs={}, outcome_weight=1.0)
+
+
+def test_a_config_without_a_registered_methods_options_is_still_built(tmp_path, position):
+    """ProcessGRPOConfig itself (not config_class()) lacks position_decay: position's check is not its business."""
+    from psgrpo.config.process_grpo_config import ProcessGRPOConfig
+
+    assert ProcessGRPOConfig(**tiny_run_args(tmp_path, method="ps")).method == "ps"
+    with pytest.raises(ValueError, match=r"has options \(PositionOptions\) this config class lacks: .*config_class\(\)"):
+        ProcessGRPOConfig(**tiny_run_args(tmp_path, method="position"))

@@ -28,7 +28,7 @@ from psgrpo.config.options import (
     check_registered,
 )
 from psgrpo.generation import check_compiled_generation
-from psgrpo.methods import all_methods, method_names
+from psgrpo.methods import all_methods, get_method, method_names
 from psgrpo.ps.spec import check_step_scorer  # noqa: F401  (psgrpo score-steps imports it from here)
 from psgrpo.rewards.functions import REWARD_FUNCS, resolve_reward_func
 from psgrpo.techniques.options import check_technique_options
@@ -48,6 +48,12 @@ def check_config(config: Any) -> None:
             f"method={config.method!r} is not allowed; choose one of {listed}, or a method of your own as "
             "path/to/file.py:NAME (a file that registers it)"
         )
+    options = get_method(config.method).options
+    if options is not None and not isinstance(config, options):
+        raise ValueError(
+            f"method={config.method!r} has options ({options.__name__}) this config class lacks: build the config "
+            "with psgrpo.methods.config_class() after registering the method"
+        )
     check_choice("kl_schedule", config.kl_schedule, KLSchedule)
     check_choice("curriculum", config.curriculum, Curriculum)
     check_choice("loss_type", config.loss_type, TrlLossType)
@@ -59,7 +65,8 @@ def check_config(config: Any) -> None:
     check_technique_options(config)
     check_compiled_generation(config)  # --compiled_generation with vLLM / paged batching / another cache
     for spec in all_methods():  # each method's options, whatever the method; its combinations when it is the one
-        spec.check(config)
+        if spec.options is None or isinstance(config, spec.options):  # a config class without them: not its method
+            spec.check(config)
     if isinstance(config.reward_funcs, str):  # YAML/CLI may give "correctness,format"
         config.reward_funcs = [name.strip() for name in config.reward_funcs.split(",") if name.strip()]
     check_number("correctness_rel_tol", config.correctness_rel_tol, low=0.0)
