@@ -1,11 +1,28 @@
 """Arithmetic of GSM8K solution text for ``make_gsm8k_step_set.py``: parse, evaluate, re-render.
 
 Numbers and operations are :class:`Num` / :class:`Op` trees that keep how each was written (``$``,
-units, ``x`` or ``×``), so a changed calculation can be written back in the same style (:func:`render`).
-They are parsed by a small recursive-descent parser over numbers (``1,000``, ``$12``,
-``.5``, ``-3``), ``+ - * / x × ÷`` and parentheses, and evaluated exactly with ``Fraction`` (never
-``eval``); units after a number (``35 hours/week``), ``$``, ``40%`` and ``x`` between numbers are
-read too.
+units, ``x`` or ``×``, parentheses, ``40%``), so a changed calculation can be written back in the
+same style (:func:`render`); they are evaluated exactly with ``Fraction`` (never ``eval``).
+
+They are parsed by the package's tokenizer and parser (:mod:`psgrpo.ps.scorers.expressions`, the
+one number grammar and expression parser of the step verifier) with a builder that makes
+``Num`` / ``Op`` (:class:`_NodeBuilder`). Two things happen to the tokens first:
+
+- unit words after a number (``35 hours/week``, ``3 duck eggs``: at most :data:`MAX_UNIT_WORDS`,
+  ``/week`` one word, never an ``x`` that multiplies) are attached to it and taken out; a word
+  anywhere else makes the text not arithmetic (``None``);
+- a glued fraction, one number in the package's grammar (``3/4``), is split into ``3 / 4``: the
+  division as written, so ``12/3/4`` is ``(12 / 3) / 4`` as the calculator annotations mean it.
+
+Where the two grammars part, :func:`parse_math` gives ``None`` for what the rewrites cannot write
+back: a mixed number (``3 1/2`` splits into two numbers side by side), an implicit product
+(``3(47)``), ``//``, ``^`` / ``**``, a sign before a parenthesis or another sign (``-(3 + 4)``,
+``--3``, ``+3``), ``$-5`` (a ``$`` the tokenizer drops) and an integer with a leading zero
+(``0130``: a time or a code to the package). A vulgar fraction (``1½``) and a space-grouped amount
+(``$350 000``) are numbers, kept as written; ``$ 9`` is read as ``$9``; ``x`` multiplies where the
+package's rule says so once units are taken out (``3 x 4``, ``3 x -4``, ``2 apples x 3``). Over
+all GSM8K gold solutions (test and train) the slots read differ from those of the parser this
+replaced in 4 solutions, each a written calculation now read (``$350 000 x 5/100``, ``8 acres x ¾``).
 """
 
 from __future__ import annotations
@@ -14,6 +31,7 @@ import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from psgrpo.ps.scorers import expressions as px
 from psgrpo.rewards.numbers import DECIMAL_PATTERN, decimal_value
 
 
@@ -48,14 +66,13 @@ class Op:
 
 Node = Num | Op
 PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
-SHOWN = {"+": "+", "-": "-", "–": "-", "−": "-", "*": "*", "x": "*", "X": "*", "×": "*", "/": "/", "÷": "/"}
 NUMBER = DECIMAL_PATTERN  # the package's number grammar (psgrpo.rewards.numbers)
-_TOKEN_RE = re.compile(
-    rf"\s*(?:(?P<num>\$?\s?(?:{NUMBER})%?)|(?P<word>/?[A-Za-z][A-Za-z'’]*)|(?P<op>[-–−+*/×÷])|(?P<lp>\()|(?P<rp>\)))"
-)
 MAX_UNIT_WORDS = 6
 TEXT_NUMBER_RE = re.compile(rf"(?<![\w.,])(\$?)({NUMBER})(?![\w])")
 """A number in free text (group 1: a ``$``, group 2: the number) not glued to a word."""
+_UNIT_WORD_RE = re.compile(r"/?[A-Za-z][A-Za-z'’]*")  # eggs, kid's, /week
+_DROPPED_DOLLAR_RE = re.compile(r"\$(?=[-−]\d)")  # $-5: the package's tokenizer drops this $
+_SPACED_DOLLAR_RE = re.compile(r"\$\s(?=[\d.])")  # $ 9, as GSM8K writes it at times
 
 
 def number_value(text: str) -> Fraction:
@@ -79,89 +96,94 @@ def fmt(value: Fraction, commas: bool = False) -> str:
     return sign + body + (f".{frac:0{places}d}" if places else "")
 
 
-def tokenize_math(text: str) -> list[tuple[str, str]] | None:
-    """``text`` as (kind, text) math tokens, or None when something else (a word) is in it."""
-    tokens, pos, text = [], 0, text.rstrip()
-    while pos < len(text):
-        m = _TOKEN_RE.match(text, pos)
-        if m is None or m.end() == pos:
+def _split_fractions(tokens: list[px.Token]) -> list[px.Token]:
+    """``tokens`` with each glued fraction (``3/4``, ``$3/4``, ``3 1/2``) split into its numbers and ``/``."""
+    out: list[px.Token] = []
+    for token in tokens:
+        if token.kind != "num" or "/" not in token.text:
+            out.append(token)
+            continue
+        for m in re.finditer(r"[^\s/]+|/", token.text):
+            start = token.start + m.start()
+            out.append(
+                px.Token("op" if m.group() == "/" else "num", m.group(), start, start + len(m.group()))
+            )
+    return out
+
+
+def _unit_word_end(tokens: list[px.Token], i: int) -> int:
+    """The end of the unit word that starts at ``tokens[i]`` (``eggs``, ``kid's``, ``/week``), or ``i``
+    if none does; an ``x`` before a number or ``(`` is a times sign, not a unit."""
+    j = i
+    while j < len(tokens) and (j == i or tokens[j].start == tokens[j - 1].end):
+        if tokens[j].kind != "word" and tokens[j].text not in {"/", "'", "’"}:
+            break
+        j += 1
+    word = "".join(token.text for token in tokens[i:j])
+    while j > i and not _UNIT_WORD_RE.fullmatch(word):  # a trailing / or apostrophe run
+        j -= 1
+        word = "".join(token.text for token in tokens[i:j])
+    times = word in {"x", "X"} and j < len(tokens) and tokens[j].kind in {"num", "lpar"}
+    return i if times else j
+
+
+def _take_units(tokens: list[px.Token]) -> tuple[list[px.Token], dict[px.Token, str]]:
+    """``tokens`` without the unit words that follow numbers, and each such number's unit
+    (``hours/week``, ``duck eggs``)."""
+    kept: list[px.Token] = []
+    units: dict[px.Token, str] = {}
+    i = 0
+    while i < len(tokens):
+        number = tokens[i]
+        kept.append(number)
+        i += 1
+        words: list[str] = []
+        while number.kind == "num" and len(words) < MAX_UNIT_WORDS and (end := _unit_word_end(tokens, i)) > i:
+            words.append("".join(token.text for token in tokens[i:end]))
+            i = end
+        if words:
+            units[number] = "".join(w if w.startswith("/") or not k else " " + w for k, w in enumerate(words))
+    return kept, units
+
+
+class _NodeBuilder:
+    """The :class:`~psgrpo.ps.scorers.expressions.Builder` of :func:`parse_math`: :class:`Num` /
+    :class:`Op` as written; ``None`` (no tree) for what :func:`render` cannot write back."""
+
+    def __init__(self, units: dict[px.Token, str]) -> None:
+        self.units = units
+
+    def leaf(self, token: px.Token) -> Num | None:
+        tree = px.parse_literal(token.text)  # a number or a percentage (fractions are split)
+        value = None if tree is None else px.evaluate(tree)
+        if value is None:
             return None
-        kind = m.lastgroup or ""
-        tokens.append((kind, m.group(kind)))
-        pos = m.end()
-    return tokens
+        body = token.text.removeprefix("$")
+        return Num(
+            value, body, token.text.startswith("$"), self.units.get(token, ""), percent=body.endswith("%")
+        )
 
+    def binary(self, op: str, token: px.Token | None, left: Node, right: Node) -> Op | None:
+        return None if token is None or op not in PREC else Op(op, left, right, token.text)
 
-class _Parser:
-    """Recursive descent over :func:`tokenize_math` tokens; standard precedence, left associative."""
+    def sign(self, op: str, operand: Node, token: px.Token) -> Num | None:
+        if op != "-" or not isinstance(operand, Num) or operand.paren or operand.text.startswith("-"):
+            return None
+        return replace(operand, value=-operand.value, text="-" + operand.text)
 
-    def __init__(self, tokens: list[tuple[str, str]]) -> None:
-        self.tokens, self.pos = tokens, 0
-
-    def peek(self) -> tuple[str, str]:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else ("end", "")
-
-    def expr(self) -> Node:
-        node = self.term()
-        while self.peek()[0] == "op" and SHOWN[self.peek()[1]] in "+-":
-            shown = self.tokens[self.pos][1]
-            self.pos += 1
-            node = Op(SHOWN[shown], node, self.term(), shown)
-        return node
-
-    def is_times(self, i: int) -> bool:
-        """Whether token ``i`` is a multiplication sign (``x`` only before a number or a parenthesis)."""
-        kind, text = self.tokens[i] if i < len(self.tokens) else ("end", "")
-        if kind == "op":
-            return SHOWN[text] in "*/"
-        following = self.tokens[i + 1][0] if i + 1 < len(self.tokens) else "end"
-        return kind == "word" and text in {"x", "X"} and following in {"num", "lp"}
-
-    def term(self) -> Node:
-        node = self.factor()
-        while self.is_times(self.pos):
-            shown = self.tokens[self.pos][1]
-            self.pos += 1
-            node = Op(SHOWN[shown], node, self.factor(), shown)
-        return node
-
-    def factor(self) -> Node:
-        kind, text = self.peek()
-        self.pos += 1
-        if kind == "num":
-            body = text.lstrip("$").strip()
-            percent = body.endswith("%")
-            value = number_value(body.rstrip("%")) / (100 if percent else 1)
-            words: list[str] = []
-            while self.peek()[0] == "word" and not self.is_times(self.pos) and len(words) < MAX_UNIT_WORDS:
-                words.append(self.peek()[1])
-                self.pos += 1
-            unit = "".join(w if w.startswith("/") or not i else " " + w for i, w in enumerate(words))
-            return Num(value, body, text.startswith("$"), unit, percent=percent)
-        if kind == "op" and SHOWN[text] == "-" and self.peek()[0] == "num":
-            leaf = self.factor()
-            assert isinstance(leaf, Num)
-            return replace(leaf, value=-leaf.value, text="-" + leaf.text)
-        if kind == "lp":
-            node = self.expr()
-            if self.peek()[0] != "rp":
-                raise Reject("unbalanced parentheses")
-            self.pos += 1
-            return replace(node, paren=True)
-        raise Reject(f"unexpected {text!r}")
+    def group(self, inner: Node) -> Node:
+        return replace(inner, paren=True)
 
 
 def parse_math(text: str) -> Node | None:
-    """The expression tree of ``text`` (numbers, operators, parentheses only), or None."""
-    tokens = tokenize_math(text)
-    if not tokens:
+    """The expression tree of ``text`` (numbers with their units, operators, parentheses only), or None."""
+    if _DROPPED_DOLLAR_RE.search(text):
         return None
-    parser = _Parser(tokens)
+    tokens, units = _take_units(_split_fractions(px.tokenize(_SPACED_DOLLAR_RE.sub("$", text))))
     try:
-        node = parser.expr()
-    except (Reject, AssertionError, ZeroDivisionError):
+        return px.parse_expression(px.times_signs(tokens), builder=_NodeBuilder(units))
+    except px.BudgetExceeded:
         return None
-    return node if parser.pos == len(tokens) else None
 
 
 def evaluate(node: Node) -> Fraction | None:

@@ -115,6 +115,33 @@ def test_written_expression_with_units_and_en_dash(mk):
 
 
 @pytest.mark.parametrize(
+    "text, value, rendered",
+    [
+        ("12/3/4", 1, "12 / 3 / 4"),  # a glued fraction is the division as written, left to right
+        ("2 apples x 3", 6, "2 apples x 3"),  # x before a number multiplies, after a unit too
+        ("3 x bigger - 1", 2, "3 x bigger - 1"),  # otherwise it is a unit word
+        ("5 kid's toys + (2)", 7, "5 kid's toys + (2)"),
+        ("-$4 * 2", -8, "-$4 * 2"),
+        ("$ 9 + $1", 10, "$9 + $1"),
+        ("$350 000 x 5/100", 17500, "$350 000 x 5 / 100"),  # the package's number grammar
+        ("8 acres x ¾", 6, "8 acres x ¾"),
+    ],
+)
+def test_parse_math_keeps_the_written_form(mk, text, value, rendered):
+    node = mk.gs.parse_math(text)
+    assert mk.gs.evaluate(node) == value and mk.gs.render(node) == rendered
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["3 1/2", "3(47)", "7 // 2", "2^3", "2 ** 3", "-(3 + 4)", "--3", "+3", "$-5", "0130 - 0100", "3 (4) cm",
+     "1 2 3 4 5 6 7 8", "3 a b c d e f g"],  # the last: a seventh unit word
+)  # fmt: skip
+def test_parse_math_refuses_what_the_rewrites_cannot_write_back(mk, text):
+    assert mk.gs.parse_math(text) is None
+
+
+@pytest.mark.parametrize(
     "answer, reason",
     [
         ("She has 5 apples.\n#### 5", "no annotated calculation"),

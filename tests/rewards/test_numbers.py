@@ -47,8 +47,9 @@ def test_format_number():
     assert format_number(Fraction(18)) == "18" and format_number(Fraction(1, 3)) == "0.333333"
 
 
-def test_one_number_grammar_for_answers_step_text_and_the_benchmarks():
-    """The step tokenizer, the answers and the benchmarks' rewrites read numbers with psgrpo.rewards.numbers."""
+def test_one_number_grammar_for_answers_step_text_and_the_benchmarks(monkeypatch):
+    """The step tokenizer, the answers and the benchmarks' rewrites read numbers with psgrpo.rewards.numbers,
+    and the rewrites parse expressions with the step verifier's parser (their own builder, no parser of their own)."""
     import importlib.util
     import sys
     from pathlib import Path
@@ -65,3 +66,20 @@ def test_one_number_grammar_for_answers_step_text_and_the_benchmarks():
     for text, value in (("1,000", 1000), (".5", Fraction(1, 2)), ("2.25", Fraction(9, 4))):
         assert numbers.parse_number(text) == bench.number_value(text) == numbers.decimal_value(text) == value
     assert numbers.decimal_value("1½") == Fraction(3, 2) and numbers.decimal_value("350 000") == 350000
+    assert not [name for name in vars(bench) if "parser" in name.lower() or "tokenize" in name.lower()]
+    written = {
+        "12/3/4 + 5%": "12/3/4 + 5%",
+        "$20/hour * 35 hours/week": "$20 * 35",
+        "3 x (2 − .5)": "3 x (2 − .5)",
+    }
+    values = {text: expressions.evaluate_text(bare) for text, bare in written.items()}
+    assert None not in values.values()
+    builders, parse_expression = [], expressions.parse_expression
+
+    def spy(tokens, budget=None, *, builder=expressions.EXPR_BUILDER):
+        builders.append(builder)
+        return parse_expression(tokens, budget, builder=builder)
+
+    monkeypatch.setattr(expressions, "parse_expression", spy)
+    assert {text: bench.evaluate(bench.parse_math(text)) for text in written} == values
+    assert len(builders) == 3 and expressions.EXPR_BUILDER not in builders

@@ -2,7 +2,8 @@
 
 Text is split into :class:`Token` s (:func:`tokenize`), a run of tokens is parsed into an
 expression tree (:func:`parse_expression`, recursive descent with standard precedence, never
-``eval``) and evaluated exactly with ``Fraction`` (:func:`evaluate`). Numbers are read as written:
+``eval``; a :class:`Builder` makes the tree's nodes, :data:`Expr` tuples by default) and evaluated
+exactly with ``Fraction`` (:func:`evaluate`). Numbers are read as written:
 ``1,000``, ``$18``, ``2.5``, ``3/4``, ``3 1/2``, ``½`` and ``50%`` (a percentage: hundredths, or as
 written); operators ``+ - * / // × ÷ x ^ **`` (``x`` only between numbers; ``^`` a power with a
 small integer exponent) and Unicode minus. Clock times (``3:30``) and scientific notation (``1e3``)
@@ -24,7 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 from psgrpo.rewards.numbers import NUMBER_PATTERN, decimal_value
 
@@ -177,8 +178,52 @@ def _plain_literal(body: str) -> Fraction:
     return decimal_value(body)
 
 
-class _Parser:
-    """Recursive descent over tokens, standard precedence::
+N = TypeVar("N")
+
+
+class Builder(Protocol[N]):
+    """What the parser makes of what it reads; a hook may return ``None`` to refuse (the parse is ``None``).
+
+    The default, :data:`EXPR_BUILDER`, makes :data:`Expr` tuples; the GSM8K step-set generator
+    (``benchmarks/scorers/gsm8k_expressions.py``) makes trees that keep how each number and operator
+    was written, from the same parse.
+    """
+
+    def leaf(self, token: Token) -> N | None:
+        """A number token."""
+
+    def binary(self, op: str, token: Token | None, left: N, right: N) -> N | None:
+        """``left op right``; ``op`` canonical (``+ - * / // ^``), ``token`` as written, ``None`` for
+        an implicit product (``3(47)``)."""
+
+    def sign(self, op: str, operand: N, token: Token) -> N | None:
+        """A unary ``-`` or ``+`` (``op``) before ``operand``."""
+
+    def group(self, inner: N) -> N | None:
+        """``inner`` written in parentheses."""
+
+
+class ExprBuilder:
+    """The default :class:`Builder`: :data:`Expr` tuples (parentheses and ``+`` signs leave no trace)."""
+
+    def leaf(self, token: Token) -> Expr | None:
+        return parse_literal(token.text)
+
+    def binary(self, op: str, token: Token | None, left: Expr, right: Expr) -> Expr:
+        return (op, left, right)
+
+    def sign(self, op: str, operand: Expr, token: Token) -> Expr:
+        return ("neg", operand) if op == "-" else operand
+
+    def group(self, inner: Expr) -> Expr:
+        return inner
+
+
+EXPR_BUILDER = ExprBuilder()
+
+
+class _Parser(Generic[N]):
+    """Recursive descent over tokens, standard precedence, each node made by ``builder``::
 
     expr := term (("+" | "-") term)*
     term := unary (("*" | "/" | "//") unary | "(" expr ")")*     # 3(47), (1/2) 278: implicit product
@@ -189,8 +234,9 @@ class _Parser:
     Recursion happens only for a sign or a parenthesis, at most :data:`MAX_NESTING` deep.
     """
 
-    def __init__(self, tokens: Sequence[Token]) -> None:
+    def __init__(self, tokens: Sequence[Token], builder: Builder[N]) -> None:
         self.tokens = tokens
+        self.build = builder
         self.pos = 0
         self.depth = 0
 
@@ -202,31 +248,32 @@ class _Parser:
     def peek(self) -> Token | None:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
 
-    def take_op(self, ops: set[str]) -> str | None:
+    def take_op(self, ops: set[str]) -> Token | None:
         token = self.peek()
         if token is not None and token.kind == "op" and OP_CANONICAL[token.text] in ops:
             self.pos += 1
-            return OP_CANONICAL[token.text]
+            return token
         return None
 
-    def expr(self) -> Expr | None:
+    def expr(self) -> N | None:
         left = self.term()
-        while left is not None and (op := self.take_op({"+", "-"})):
+        while left is not None and (token := self.take_op({"+", "-"})):
             right = self.term()
-            left = None if right is None else (op, left, right)
+            left = None if right is None else self.build.binary(OP_CANONICAL[token.text], token, left, right)
         return left
 
-    def term(self) -> Expr | None:
+    def term(self) -> N | None:
         left = self.unary()
         while left is not None:
             token = self.peek()
-            if op := self.take_op({"*", "/", "//"}):
+            if op_token := self.take_op({"*", "/", "//"}):
                 right = self.unary()
             elif self._implicit_factor(token):
-                op, right = "*", self.power()
+                op_token, right = None, self.power()
             else:
                 break
-            left = None if right is None else (op, left, right)
+            op = OP_CANONICAL[op_token.text] if op_token else "*"
+            left = None if right is None else self.build.binary(op, op_token, left, right)
         return left
 
     def _implicit_factor(self, token: Token | None) -> bool:
@@ -235,31 +282,32 @@ class _Parser:
             return False
         return token.kind == "lpar" or (token.kind == "num" and self.tokens[self.pos - 1].kind == "rpar")
 
-    def unary(self) -> Expr | None:
-        op = self.take_op({"-", "+"})
-        if op is None:
+    def unary(self) -> N | None:
+        token = self.take_op({"-", "+"})
+        if token is None:
             return self.power()
         self.nest()
         operand = self.unary()
         self.depth -= 1
-        return None if operand is None else (("neg", operand) if op == "-" else operand)
+        return None if operand is None else self.build.sign(OP_CANONICAL[token.text], operand, token)
 
-    def power(self) -> Expr | None:
+    def power(self) -> N | None:
         base = self.primary()
-        if base is None or not self.take_op({"^"}):
+        token = None if base is None else self.take_op({"^"})
+        if token is None:
             return base
         self.nest()
         exponent = self.unary()
         self.depth -= 1
-        return None if exponent is None else ("^", base, exponent)
+        return None if exponent is None else self.build.binary("^", token, base, exponent)
 
-    def primary(self) -> Expr | None:
+    def primary(self) -> N | None:
         token = self.peek()
         if token is None:
             return None
         self.pos += 1
         if token.kind == "num":
-            return parse_literal(token.text)
+            return self.build.leaf(token)
         if token.kind == "lpar":
             self.nest()
             inner = self.expr()
@@ -268,12 +316,23 @@ class _Parser:
             if inner is None or closing is None or closing.kind != "rpar":
                 return None
             self.pos += 1
-            return inner
+            return self.build.group(inner)
         return None
 
 
-def parse_expression(tokens: Sequence[Token], budget: Budget | None = None) -> Expr | None:
-    """Parse all of ``tokens`` as one arithmetic expression, or ``None`` if they are not one.
+@overload
+def parse_expression(tokens: Sequence[Token], budget: Budget | None = None) -> Expr | None: ...
+@overload
+def parse_expression(
+    tokens: Sequence[Token], budget: Budget | None = None, *, builder: Builder[N]
+) -> N | None: ...
+
+
+def parse_expression(
+    tokens: Sequence[Token], budget: Budget | None = None, *, builder: Builder[Any] = EXPR_BUILDER
+) -> Any:
+    """Parse all of ``tokens`` as one arithmetic expression, or ``None`` if they are not one (or
+    ``builder`` refuses a part of it). The tree is ``builder``'s: :data:`Expr` by default.
 
     Raises:
         BudgetExceeded: more than :data:`MAX_EXPRESSION_TOKENS` tokens, nesting deeper than
@@ -285,7 +344,7 @@ def parse_expression(tokens: Sequence[Token], budget: Budget | None = None) -> E
         raise BudgetExceeded(f"an expression of more than {MAX_EXPRESSION_TOKENS} tokens")
     if budget is not None:
         budget.spend(len(tokens))
-    parser = _Parser(tokens)
+    parser = _Parser(tokens, builder)
     tree = parser.expr()
     return tree if parser.pos == len(tokens) else None
 

@@ -117,3 +117,80 @@ def test_partial_values_of_a_sum_hold_every_pair_and_stay_bounded(terms):
     assert all(Fraction(a + b) in values for i, a in enumerate(terms) for b in terms[i + 1 :])
     assert (Fraction(sum(terms)) in values) == (len(terms) <= MAX_PARTIAL_TERMS)  # a long chain: pairs only
     assert len(values) <= 2 * 2 ** min(len(terms), MAX_PARTIAL_TERMS) + 2 * len(terms) ** 2
+
+
+# --------------------------------------------------------------------------- builders
+
+F = Fraction
+
+
+@pytest.mark.parametrize(
+    ("text", "tree"),
+    [
+        ("16 - 3 - 4", ("-", ("-", F(16), F(3)), F(4))),
+        ("12/3/4", ("/", ("/", F(12), F(3)), F(4))),  # a fraction token, then a division
+        ("3 1/2 * 2", ("*", ("+", F(3), ("/", F(1), F(2))), F(2))),
+        ("3(47)", ("*", F(3), F(47))),
+        ("(1/2) 278", ("*", ("/", F(1), F(2)), F(278))),
+        ("-2^2", ("neg", ("^", F(2), F(2)))),
+        ("+3 x -4", ("*", F(3), ("neg", F(4)))),
+        ("$1,000 * 5%", ("*", F(1000), ("%", F(5)))),
+        ("7 // (2)", ("//", F(7), F(2))),
+    ],
+)
+def test_the_default_builder_makes_expr_tuples(text, tree):
+    from psgrpo.ps.scorers.expressions import EXPR_BUILDER, parse_expression, tokenize
+
+    assert parse_expression(tokenize(text)) == tree == parse_expression(tokenize(text), builder=EXPR_BUILDER)
+
+
+class _Parenthesised:
+    """A builder that writes the parse back as text, each operation and number in parentheses."""
+
+    def leaf(self, token):
+        from psgrpo.ps.scorers.expressions import parse_literal
+
+        return None if parse_literal(token.text) is None else f"({token.text})"
+
+    def binary(self, op, token, left, right):
+        return f"({left} {op} {right})"
+
+    def sign(self, op, operand, token):
+        return f"({op}{operand})"
+
+    def group(self, inner):
+        return inner
+
+
+FRAGMENTS = ["1", "12", ".5", "3/4", "2 1/2", "5/2", "50%", "$5", "½", " ", "+", "-", "−", "*", "x", "×", "/",
+             "÷", "//", "^", "**", "(", ")", "a"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=14).map("".join))
+def test_another_builder_sees_the_same_parse(text):
+    """The hooks are called on the parse the default builder makes: the text a writing builder makes
+    of it parses back to the default's tree (and neither parses what the other does not)."""
+    from psgrpo.ps.scorers.expressions import parse_expression, tokenize
+
+    tokens = tokenize(text)
+    tree, written = parse_expression(tokens), parse_expression(tokens, builder=_Parenthesised())
+    assert (written is None) == (tree is None)
+    assert written is None or parse_expression(tokenize(written)) == tree
+
+
+def test_a_builder_gets_operators_as_written_and_may_refuse():
+    from psgrpo.ps.scorers.expressions import ExprBuilder, parse_expression, tokenize
+
+    class NoPowers(ExprBuilder):
+        def __init__(self):
+            self.seen = []
+
+        def binary(self, op, token, left, right):
+            self.seen.append((op, token and token.text))
+            return None if op == "^" else super().binary(op, token, left, right)
+
+    builder = NoPowers()
+    assert parse_expression(tokenize("3 × (4 ÷ 2)(5)"), builder=builder) == ("*", ("*", 3, ("/", 4, 2)), 5)
+    assert builder.seen == [("/", "÷"), ("*", "×"), ("*", None)]  # None: an implicit product
+    assert parse_expression(tokenize("2 ^ 3 + 1"), builder=builder) is None
