@@ -202,6 +202,8 @@ _PART_WORD_RE = re.compile(
     r"(?i)(half|halves|thirds?|quarters?|[a-z]+ths?|percent|dozens?|twice|double|triple)"
 )
 _WORDS_AFTER_OPERAND = {"x", "X", "plus", "minus"}  # not "times": "= 29 times."
+_WORDS_BEFORE_SIGN = {"to", "is", "was", "are", "were", "be", "becomes", "reaches", "at"}
+"""Words after which ``- 6`` is a negative number, not the rest of ``x - 6`` (``rose to - 6 + 3 = -3``)."""
 
 
 def _operator_word(tokens: Sequence[Token], i: int) -> bool:
@@ -218,7 +220,8 @@ def _is_open(text: str, tokens: Sequence[Token], start: int, end: int) -> tuple[
     """Whether the math run ``tokens[start:end]`` continues into prose on the (left, right), so that
     its first (last) group is only part of an expression: ``2x + 3 = 9``, ``15 pages x 1/3 = 5``, ``= 8x``.
 
-    Left: the run starts with a binary operator (``+ * /``, or ``-`` followed by a space), follows
+    Left: the run starts with a binary operator (``+ * /``, or ``-`` followed by a space, except
+    after a word of :data:`_WORDS_BEFORE_SIGN`: ``rose to - 6 + 3 = -3``), follows
     ``^`` or an operator word (``x``, ``times``, ``of`` ...), or starts with a rate's 1 (``24 eggs
     in 1 tray x 2 trays = 48``: not 1 × 2 = 48). Right: it ends with an operator, a lone
     letter or ``^`` is glued to its end, or an operator word follows.
@@ -226,8 +229,10 @@ def _is_open(text: str, tokens: Sequence[Token], start: int, end: int) -> tuple[
     first, last = tokens[start], tokens[end - 1]
     before = tokens[start - 1] if start > 0 else None
     after = tokens[end] if end < len(tokens) else None
+    signed = before is not None and before.kind == "word" and before.text.lower() in _WORDS_BEFORE_SIGN
     starts_binary = first.kind == "op" and (
-        OP_CANONICAL[first.text] in {"+", "*", "/", "^"} or text[first.end : first.end + 1].isspace()
+        OP_CANONICAL[first.text] in {"+", "*", "/", "^"}
+        or (text[first.end : first.end + 1].isspace() and not signed)
     )
     word_before = before is not None and before.kind == "word" and _operator_word(tokens, start - 1)
     rate_one = first.text == "1" and before is not None and before.text in {"in", "per", "each", "every"}

@@ -129,11 +129,12 @@ def _times_sign(tokens: Sequence[Token], i: int) -> Token:
     if token.kind != "word" or token.text not in {"x", "X"} or i == 0 or i + 1 == len(tokens):
         return token
     following = tokens[i + 1 : i + 3]
-    negative = (  # 3 x -4, but not the algebra 2x-5
+    negative = (  # 3 x -4 (a minus glued to its number), but not the algebra 2x-5 or 2x - 5
         len(following) == 2
         and following[0].text in {"-", "−"}
         and following[1].kind == "num"
         and following[0].start > token.end
+        and following[1].start == following[0].end
     )
     if tokens[i - 1].kind in {"num", "rpar"} and (following[0].kind in {"num", "lpar"} or negative):
         return Token("op", token.text, token.start, token.end)

@@ -72,9 +72,15 @@ def _rate_end(tokens: Sequence[Token], j: int, text: str) -> int | None:
     if j + 1 >= len(tokens):
         return None
     sign, word = tokens[j], tokens[j + 1]
-    if sign.kind != "op" or word.kind != "word" or len(word.text) < 2 or word.text in NOT_UNITS:
+    hyphen = sign.kind == "other" and sign.text == "-"  # made prose by word_hyphens: push-ups, time-outs
+    if (
+        not (sign.kind == "op" or hyphen)
+        or word.kind != "word"
+        or len(word.text) < 2
+        or word.text in NOT_UNITS
+    ):
         return None
-    if OP_CANONICAL[sign.text] == "/":
+    if OP_CANONICAL.get(sign.text) == "/":
         return j + 2
     glued = tokens[j - 1].end == sign.start and sign.end == word.start
     return j + 2 if sign.text == "-" and glued else None
@@ -269,7 +275,23 @@ def number_words(tokens: Sequence[Token], anywhere: bool = False) -> list[Token]
     return out
 
 
+def word_hyphens(tokens: Sequence[Token]) -> list[Token]:
+    """``tokens`` with each ``-`` glued between two words made prose (``one-half``, ``well-known``):
+    never a minus (``one-half of 30 is 15`` is not ``-half of 30``)."""
+    return [
+        Token("other", token.text, token.start, token.end)
+        if token.text == "-"
+        and 0 < i < len(tokens) - 1
+        and tokens[i - 1].kind == "word"
+        and tokens[i + 1].kind == "word"
+        and tokens[i - 1].end == token.start
+        and token.end == tokens[i + 1].start
+        else token
+        for i, token in enumerate(tokens)
+    ]
+
+
 def read_words(tokens: Sequence[Token], text: str) -> list[Token]:
-    """The tokens of ``text`` with number words made numbers, units taken out and operator words made
-    operators."""
-    return operator_words(times_signs(drop_units(number_words(tokens), text)))
+    """The tokens of ``text`` with number words made numbers, hyphens between words made prose, units
+    taken out and operator words made operators."""
+    return operator_words(times_signs(drop_units(word_hyphens(number_words(tokens)), text)))

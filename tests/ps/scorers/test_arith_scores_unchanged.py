@@ -11,6 +11,15 @@ scores of :func:`cases` (120 generated problems, 60 of ``arith`` and 60 of ``ari
 as its gold solution and four corrupted copies: a calculation slip, a wrong operand whose
 arithmetic holds, a solution that stops one step short, and one padded with a no-op and a
 repeated step), coded one character per distinct score value.
+
+Two later fixes of *judgement* (not of reading) move a few scores, each listed in :data:`FIXED`
+with its cause, which the test checks case by case (the list cannot go stale: a listed case must
+differ from the fixture and show the cause):
+
+* a false equation is never on the gold path (issue 36): ``5 - 1 = 6`` used to claim the gold
+  value 6 and count as on reference (0/1 weights: not flagged at all);
+* a negative result is linked to the step that uses it (issue 36): ``0 - 1 = -1`` then ``-1 + 7
+  = 6`` reads 1, so the step giving -1 was "not necessary" to the arithmetic scorer.
 """
 
 from __future__ import annotations
@@ -110,6 +119,29 @@ def encode(scores: dict[str, list[list[float]]]) -> dict[str, object]:
     }
 
 
+FALSE_ON_GOLD = "a false equation states a gold value"
+NEGATIVE_USED = "a negative result is used by a later step"
+_FALSE_ON_GOLD_CASES = {116, 121, 279, 294, 308, 348, 378, 403, 513}
+FIXED: dict[str, dict[int, str]] = {
+    "arithmetic": dict.fromkeys((161, 379, 533), NEGATIVE_USED),
+    **{name: dict.fromkeys(_FALSE_ON_GOLD_CASES, FALSE_ON_GOLD) for name in SCORERS if name != "arithmetic"},
+}
+"""Per scorer, the cases whose scores a later fix of judgement moved, with the cause (module docstring)."""
+
+
+def shows_cause(cause: str, gold: ArithProblem, written: ArithProblem) -> bool:
+    """Whether ``written`` (scored against ``gold``) holds what ``cause`` names."""
+    from psgrpo.ps.scorers.equations import extract_step
+    from psgrpo.ps.scorers.reference import reference_values
+
+    steps = [extract_step(line) for line in written.solution.splitlines()]
+    if cause == FALSE_ON_GOLD:
+        gold_values = reference_values(gold.solution, str(gold.answer))
+        return any(not eq.holds and gold_values[eq.rhs_value] > 0 for step in steps for eq in step.equations)
+    results = [value for step in steps for _, value in step.results]
+    return any(value < 0 and -value in {v for step in steps for _, v in step.uses} for value in results)
+
+
 def test_every_arith_step_score_is_what_it_was_before_the_gsm8k_reading():
     gold, written = _rows()
     expected = json.loads(FIXTURE.read_text())
@@ -120,6 +152,10 @@ def test_every_arith_step_score_is_what_it_was_before_the_gsm8k_reading():
         assert len(before) == len(rows)
         for i, (row, code) in enumerate(zip(rows, before, strict=True)):
             old = [alphabet[c] for c in code]
+            if i in FIXED[name]:
+                assert [round(s, 9) for s in row] != old, f"{name}: case {i} is listed in FIXED but unchanged"
+                assert shows_cause(FIXED[name][i], gold[i], written[i]), (name, i, FIXED[name][i])
+                continue
             assert [round(s, 9) for s in row] == old, (
                 f"{name}: case {i} scores {row}, before {old}:\n{written[i].solution}\n"
                 f"gold:\n{gold[i].solution}"

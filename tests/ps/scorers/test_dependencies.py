@@ -113,3 +113,13 @@ def test_the_dependency_graph_links_each_step_to_the_steps_it_uses():
     used = [extract_step(s) for s in ["3 customers × 1 DVD each = 3 DVDs.", "He sells 3 + 4 = 7 DVDs."]]
     assert noop_steps(used) == [False, False]
     assert noop_steps(used[:1]) == [True]
+
+
+def test_a_negative_result_links_to_the_step_that_uses_it():
+    """``-30 / 3`` reads 30 (its sign is an operator), so the step that gave -30 is reached through
+    its magnitude; a positive 30 computed later is still the latest producer of 30."""
+    steps = ["The total is -48 + 21 + -3 = -30 degrees.", "The average is -30 / 3 = -10 degrees."]
+    assert necessary(steps, "-10") == [True, True]
+    assert dependency_path([extract_step(s) for s in steps], answer_value("-10")) == {0, 1}
+    later = [*steps[:1], "Step 2: 10 + 20 = 30", "Step 3: 30 / 3 = 10"]
+    assert dependency_graph([extract_step(s) for s in later])[2] == {1}

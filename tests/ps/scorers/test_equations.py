@@ -74,6 +74,9 @@ def test_division_by_zero_does_not_hold():
         "She has 12 apples and 3 pears.",
         "x = 5",
         "2x + 3 = 9",
+        "2x - 5 = 15",  # algebra, not 2 × (−5)
+        "3x - 4 = 8",
+        "so x - 6 + 3 = 5",
         "Solve 9x=360 for x.",
         "pages x 1/3 = 5 pages",  # an operand in words: not the claim 1/3 = 5
         "The answer is 12.",
@@ -141,3 +144,16 @@ def test_a_long_expression_within_the_limits_is_still_judged():
     assert (
         holds(" * ".join(["99"] * 100) + f" = {99**100}") == []
     )  # the right side has 200 digits: not checkable
+
+
+@pytest.mark.parametrize(
+    ("text", "lhs", "holds"),
+    [
+        ("The temperature rose to - 6 + 3 = -3 degrees.", "- 6 + 3", True),
+        ("It was - 6 + 3 = 3", "- 6 + 3", False),
+    ],
+)
+def test_a_spaced_minus_after_to_or_is_is_a_negative_number(text, lhs, holds):
+    """``rose to - 6 + 3 = -3``: the minus is the sign of 6 (after ``x - 6`` it would be an operator)."""
+    (equation,) = extract_equations(text)
+    assert (equation.lhs_text, equation.holds) == (lhs, holds)

@@ -324,3 +324,84 @@ def test_credit_valid_question_credits_steps_built_from_the_question_numbers():
 def test_unknown_option_values_are_refused(kwargs):
     with pytest.raises(ValueError, match="must be one of"):
         ReferenceVerifier(**kwargs)
+
+
+# --------------------------------------------------------------------------- real-solution judgements (issue 36)
+
+POINTS_GOLD = (
+    "Betty's total is 50 + 15 = <<50+15=65>>65 points.\nTom has 65 - 30 = <<65-30=35>>35 points.\n"
+    "Marta has 3 * 35 = <<3*35=105>>105 points.\nIn total 50 + 65 + 35 + 105 = <<50+65+35+105=255>>255 points.\n"
+    "The class is missing 400 - 255 = <<400-255=145>>145 points."
+)
+
+
+def test_a_false_equation_is_never_on_the_path_even_when_it_states_a_gold_value():
+    """``3 * (65 - 30) = 145`` is false; that 145 is the gold answer does not put it on the path
+    (it used to: with weights 0/1 it was not flagged at all)."""
+    steps = ["Betty has 50 + 15 = 65 points.", "Marta has 3 * (65 - 30) = 145 points.", "#### 145"]
+    assert score(steps, POINTS_GOLD, "145", correct_weight=0.0, reference_weight=1.0) == [1.0, 0.0, 0.5]
+    assert score(steps, POINTS_GOLD, "145") == [1.0, 0.0, 0.5]
+    assert score(
+        steps[:1] + ["Marta has 3 * 35 = 105 points."], POINTS_GOLD, "145", final_step_reaches_answer=False
+    ) == [
+        1.0,
+        1.0,
+    ]
+
+
+def test_a_percentage_reaches_the_gold_value_it_writes():
+    """``6/12 = 0.5`` then ``0.5 x 100% = 50%``: the gold states 50, the step writes 50 %."""
+    gold = "She has 7 + 5 = <<7+5=12>>12 hours.\nSoccer is 6 / 12 * 100 = <<6/12*100=50>>50 percent."
+    steps = ["She has 7 + 5 = 12 hours.", "That is 6/12 = 0.5 of them.", "So 0.5 x 100% = 50%."]
+    assert score(steps, gold, "50", correct_weight=0.0, reference_weight=1.0)[2] == 1.0
+
+
+def test_a_solution_that_stops_on_a_gold_value_is_blamed_at_the_step_that_says_what_it_means():
+    """``35 - 18 - 3 = 14`` is a gold value; the next step (``each kid can have 14``) is the wrong
+    idea, so it takes the blame (score 0) and the right calculation keeps its credit. Answer lines
+    (``#### 14``, ``The answer is 14``) are never that step; without one, the last equation is
+    blamed as before (``blame_stop="last_equation"`` always does)."""
+    gold = (
+        "They used 9 + 9 + 3 = <<9+9+3=21>>21 marshmallows.\nThere are 35 - 21 = <<35-21=14>>14 left.\n"
+        "They can each make 14 / 2 = <<14/2=7>>7 more."
+    )
+    steps = [
+        "Together, they use 9 + 9 = 18 marshmallows.",
+        "There are 35 - 18 - 3 = 14 marshmallows left.",
+        "Step 3: Each kid can have 14 S'mores.",
+        "Step 4: #### 14",
+    ]
+    weights = {"correct_weight": 0.0, "reference_weight": 1.0}
+    assert score(steps, gold, "7", **weights) == [1.0, 1.0, 0.0, 0.5]
+    assert score(steps, gold, "7", blame_stop="last_equation", **weights) == [1.0, 0.0, 0.5, 0.5]
+    assert score(steps[:2] + ["Step 3: The answer is: 14"], gold, "7", **weights) == [1.0, 0.0, 0.5]
+    assert score(steps[:2], gold, "7", **weights) == [1.0, 0.0]
+
+
+def test_credit_valid_unused_credits_a_true_step_the_solution_does_not_need():
+    """``8 + 6 = 14 people`` (true, from the question's numbers, never used) is not blamed with
+    ``credit_valid="unused"``; a valid off-route step a later step builds on still is."""
+    question = "There are 8 males and 6 females. Each male ate 4 dumplings and each female ate 3."
+    gold = "The males ate 8 * 4 = <<8*4=32>>32.\nThe females ate 6 * 3 = <<6*3=18>>18.\nIn all 32 + 18 = <<32+18=50>>50."
+    steps = [
+        "There are 8 + 6 = 14 people.",
+        "The males ate 8 * 4 = 32.",
+        "The females ate 6 * 3 = 18.",
+        "In all 32 + 18 = 50.",
+    ]
+    weights = {"correct_weight": 0.0, "reference_weight": 1.0}
+    unused = ReferenceVerifier(credit_valid="unused", **weights)
+    assert unused([question], [steps], solution=[gold], answer=["50"])[0] == [1.0, 1.0, 1.0, 1.0]
+    assert ReferenceVerifier(**weights)([question], [steps], solution=[gold], answer=["50"])[0][0] == 0.0
+    used = ["There are 8 + 6 = 14 people.", "They ate 14 * 3 = 42.", "#### 42"]
+    assert unused([question], [used], solution=[gold], answer=["50"])[0][:2] == [0.0, 0.0]
+
+
+def test_a_question_quantity_times_one_is_carried_even_when_the_gold_also_computes_that_value():
+    """``6 x 1 = 6 pieces to her children`` restates the question's 6 (which the gold solution uses),
+    and ``12 - 6 = 6`` uses it: the restatement is on the path though the gold also *computes* a 6."""
+    gold = (
+        "She was left with 12 - 6 = <<12-6=6>>6 rolls.\nShe fed 6 x 8 = <<6*8=48>>48 pieces to the chickens."
+    )
+    steps = ["She fed 6 x 1 = 6 pieces to her children.", "So 12 - 6 = 6 are left.", "So 6 x 8 = 48 pieces."]
+    assert score(steps, gold, "48", correct_weight=0.0, reference_weight=1.0) == [1.0, 1.0, 1.0]

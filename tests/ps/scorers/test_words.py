@@ -125,3 +125,18 @@ WORDS = st.sampled_from(
 @given(st.lists(st.one_of(WORDS, st.integers(0, 2100).map(str)), min_size=1, max_size=14))
 def test_prose_without_an_operator_and_an_equals_sign_is_never_an_equation(words):
     assert extract_equations(" ".join(words) + ".") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("one-half of 30 is 15", [("half of 30", "15", True)]),  # was misread as -half of 30 = 15, false
+        (
+            "It takes 45 rooms * 20 minutes/room = 900 minutes to clean one-half of the rooms.",
+            [("45 rooms * 20", "900", True)],
+        ),
+        ("twenty-five + 5 = 30", [("twenty-five + 5", "30", True)]),
+    ],
+)
+def test_a_hyphen_between_words_is_never_a_minus(text, expected):
+    assert read(text) == expected
