@@ -405,3 +405,21 @@ def test_a_question_quantity_times_one_is_carried_even_when_the_gold_also_comput
     )
     steps = ["She fed 6 x 1 = 6 pieces to her children.", "So 12 - 6 = 6 are left.", "So 6 x 8 = 48 pieces."]
     assert score(steps, gold, "48", correct_weight=0.0, reference_weight=1.0) == [1.0, 1.0, 1.0]
+
+
+def test_without_reference_values_a_wrong_final_answer_still_blames_the_last_equation():
+    """The gold solution is algebra (no reference values): the steps are judged on arithmetic, but a
+    solution ending on a wrong answer is off the path at its last equation; a right one is not."""
+    gold = "Let x be Sam's share. Then 2x + 60 = 100, so x = 20."
+    wrong = [
+        "Sam gets 20 feet, Harry 20 + 60 = 80 feet.",
+        "So 20 - 80 = -60 feet are left for Sam.",
+        "#### 60",
+    ]
+    right = ["Harry gets 100 - 20 = 80 feet.", "So Sam gets 100 - 80 = 20 feet.", "#### 20"]
+    weights = {"correct_weight": 0.0, "reference_weight": 1.0}
+    assert score(wrong, gold, "20", **weights) == [1.0, 0.0, 0.5]
+    assert score(right, gold, "20", **weights) == [1.0, 1.0, 0.5]
+    assert score(wrong, gold, "20", final_step_reaches_answer=False, **weights) == [1.0, 1.0, 0.5]
+    zero = ["He has 5 - 5 = 0 apples.", "#### 0"]  # a stated answer of 0 is an answer
+    assert score(zero, "Let x be the apples; x = 3.", "3", **weights) == [0.0, 0.5]
