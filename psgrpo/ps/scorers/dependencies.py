@@ -4,8 +4,8 @@ A step is *necessary* when its result lies on the dependency path to the final a
 not a no-op. The path (:func:`dependency_path`) starts at the last step that states the final
 answer as a result and follows each operand back to the latest earlier step that states that
 value as a result (an operand the same step computed first is its own; a value used k times
-reaches the k latest; a negative result is also reached by its magnitude, as ``-30 / 3`` reads 30
-after a step gave -30); numbers no step computed (the question's) end it. So unrelated steps, a
+reaches the k latest; ``-30 / 3`` uses -30, so a negative result is reached through its sign);
+numbers no step computed (the question's) end it. So unrelated steps, a
 chain of padding that feeds nothing, and the earlier copy of a repeated step are off the path. A
 **no-op** step (:func:`noop_steps`) passes an operand through unchanged (``12 + 0 = 12``,
 ``12 * 1 = 12``, ``12 + 5 - 5 = 12``: changing that operand by δ changes the result by δ), uses
@@ -65,11 +65,8 @@ def links(found: Sequence[StepEquations]) -> Links:
         )
         for value, count in external.items():
             depends_on[j].update(producers.get(value, [])[-count:])
-        results = dict.fromkeys(value for _, value in step.results)
-        for value in results:
+        for value in dict.fromkeys(value for _, value in step.results):
             producers.setdefault(value, []).append(j)
-            if value < 0 and -value not in results:  # ``-30 / 3`` uses 30: a sign is read as an operator
-                producers.setdefault(-value, []).append(j)
     return Links(depends_on, producers)
 
 

@@ -229,7 +229,13 @@ def _is_open(text: str, tokens: Sequence[Token], start: int, end: int) -> tuple[
     first, last = tokens[start], tokens[end - 1]
     before = tokens[start - 1] if start > 0 else None
     after = tokens[end] if end < len(tokens) else None
-    signed = before is not None and before.kind == "word" and before.text.lower() in _WORDS_BEFORE_SIGN
+    signed = (  # on the same line, and a hyphen-minus or minus sign: a bullet or a dash is no sign
+        before is not None
+        and before.kind == "word"
+        and before.text.lower() in _WORDS_BEFORE_SIGN
+        and first.text in {"-", "−"}
+        and "\n" not in text[before.end : first.start]
+    )
     starts_binary = first.kind == "op" and (
         OP_CANONICAL[first.text] in {"+", "*", "/", "^"}
         or (text[first.end : first.end + 1].isspace() and not signed)
@@ -342,13 +348,23 @@ def extract_step(text: str, rel_tol: float = 1e-6) -> StepEquations:
         equations += [equation for equation, _ in judged]
         results += [(b.tokens[-1].end, eq.rhs_value) for eq, b in judged if eq.rhs_value is not None]
         final_sides |= {token.start for chain in chains for token in chain[-1].tokens}
-    for token in tokens:
+    for i, token in enumerate(tokens):
         if token.kind == "num" and token.start not in final_sides:
             values = written_numbers(token.text)
+            if _signed(tokens, i):  # ``-30 / 3`` uses -30, the result of an earlier step
+                values = [-value for value in values]
             percent = values[-1:] if token.text.endswith("%") else []  # 5% uses 5 or 0.05
             uses += [(token.start, value) for value in values + [v * HUNDREDTHS for v in percent]]
     uses.sort(key=lambda use: use[0])
     return StepEquations(equations, [value for _, value in uses], uses, results, unparsed)
+
+
+def _signed(tokens: Sequence[Token], i: int) -> bool:
+    """Whether the number ``tokens[i]`` has a minus sign glued to it that is a sign, not an operator:
+    not after a number or ``)`` (``is -6``, ``= -6 + 3``, ``(-3)``, but ``5 -3`` subtracts)."""
+    if i == 0 or tokens[i - 1].kind != "op" or tokens[i - 1].text not in {"-", "−"}:
+        return False
+    return tokens[i - 1].end == tokens[i].start and (i < 2 or tokens[i - 2].kind not in {"num", "rpar"})
 
 
 def extract_equations(text: str, rel_tol: float = 1e-6) -> list[Equation]:

@@ -314,9 +314,18 @@ def conclusion_value(steps: Sequence[str], verdicts: Sequence[StepScore]) -> Fra
         return None
     stated = answer_value(extract_answer(steps[-1]))
     if stated is None:
-        numbers = [t for t in tokenize(latex_to_text(steps[-1])) if t.kind == "num"]
-        stated = number_value(numbers[-1].text) if numbers else None
+        numbers = _numbers(steps[-1])
+        stated = numbers[-1] if numbers else None
     return stated
+
+
+_STEP_MARKER = re.compile(r"(?i)\bstep\s*\d+\s*[:.)-]?|^\s*\d+[.)](?=\s)")
+
+
+def _numbers(step: str) -> list[Fraction]:
+    """The numbers a step writes, in order, its ``Step 4:`` marker left out (``Step 4: ####`` states none)."""
+    tokens = tokenize(latex_to_text(_STEP_MARKER.sub(" ", step)))
+    return [value for t in tokens if t.kind == "num" and (value := number_value(t.text)) is not None]
 
 
 BLAME_STOP = ("next_step", "last_equation", "conclusion")
@@ -335,16 +344,31 @@ _ANSWER_LINE = re.compile(
 
 def next_claim(steps: Sequence[str], verdicts: Sequence[StepScore], last: int) -> int | None:
     """The first step after ``last`` that states no equation and is not only the final answer
-    (:data:`_ANSWER_LINE`), or ``None``.
+    (:func:`only_answer`), or ``None``.
 
     That is where people put the first error of a solution that computes a gold value and then
     stops: ``35 - 18 - 3 = 14 marshmallows left`` (a gold value), then ``each kid can have 14``
     (the wrong idea: the gold solution divides by 2).
     """
     for k in range(last + 1, len(steps)):
-        if verdicts[k].correct is None and not _ANSWER_LINE.match(steps[k]):
+        if verdicts[k].correct is None and not only_answer(steps[k]):
             return k
     return None
+
+
+_ANSWER_MARKUP = re.compile(
+    r"(?i)</?(?:reasoning|answer)>|\\boxed|\\text|\\[()\[\]]|\*+|\bstep\s*\d+\s*[:.)]|^\s*\d+\s*[:.)]"
+    r"|\b(?:so|thus|therefore|hence|the|final|answer|is)\b"
+)
+"""What an answer line may hold besides its number: tags, ``\\boxed``, math delimiters, bold, a step
+marker, and the words of ``So the final answer is``."""
+
+
+def only_answer(step: str) -> bool:
+    """Whether ``step`` gives nothing but the final answer: :data:`_ANSWER_LINE`, or no letters left
+    once :data:`_ANSWER_MARKUP` is taken out (``$\\boxed{14}$``, ``**Final Answer:** 14``,
+    ``</reasoning>``)."""
+    return bool(_ANSWER_LINE.match(step)) or not re.search(r"[^\W\d_]", _ANSWER_MARKUP.sub(" ", step))
 
 
 CREDIT_VALID = ("none", "unused", "question", "chain")
@@ -553,8 +577,9 @@ class ReferenceVerifier(ArithmeticVerifier):
                 claim = (
                     next_claim(steps, verdicts, last) if short and self.blame_stop == "next_step" else None
                 )
-                if claim is not None:  # the step after the last equation carries the blame instead
-                    flags[last], conclusion = True, claim
+                if claim is not None:  # the step after the last equation carries the blame instead,
+                    flags[last] = True  # unless it states the gold answer (the reasoning got there in words)
+                    conclusion = None if final in _numbers(steps[claim]) else claim
                 self.counts.stop_short += short
             elif stated != final and flags[last]:  # on the gold path up to its last equation, then stops
                 reached = final in _results(verdicts[last])

@@ -19,7 +19,7 @@ differ from the fixture and show the cause):
 * a false equation is never on the gold path (issue 36): ``5 - 1 = 6`` used to claim the gold
   value 6 and count as on reference (0/1 weights: not flagged at all);
 * a negative result is linked to the step that uses it (issue 36): ``0 - 1 = -1`` then ``-1 + 7
-  = 6`` reads 1, so the step giving -1 was "not necessary" to the arithmetic scorer.
+  = 6`` read 1, not -1, so the step giving -1 was "not necessary" to the arithmetic scorer.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def shows_cause(cause: str, gold: ArithProblem, written: ArithProblem) -> bool:
         gold_values = reference_values(gold.solution, str(gold.answer))
         return any(not eq.holds and gold_values[eq.rhs_value] > 0 for step in steps for eq in step.equations)
     results = [value for step in steps for _, value in step.results]
-    return any(value < 0 and -value in {v for step in steps for _, v in step.uses} for value in results)
+    return any(value < 0 and value in {v for step in steps for _, v in step.uses} for value in results)
 
 
 def test_every_arith_step_score_is_what_it_was_before_the_gsm8k_reading():

@@ -116,10 +116,19 @@ def test_the_dependency_graph_links_each_step_to_the_steps_it_uses():
 
 
 def test_a_negative_result_links_to_the_step_that_uses_it():
-    """``-30 / 3`` reads 30 (its sign is an operator), so the step that gave -30 is reached through
-    its magnitude; a positive 30 computed later is still the latest producer of 30."""
+    """``-30 / 3`` uses -30 (a glued sign after nothing, an operator, ``=`` or a gap), so the step
+    that gave -30 is on the path; ``20 - 50 = -30`` does not take the link of a 30 used unsigned."""
     steps = ["The total is -48 + 21 + -3 = -30 degrees.", "The average is -30 / 3 = -10 degrees."]
     assert necessary(steps, "-10") == [True, True]
     assert dependency_path([extract_step(s) for s in steps], answer_value("-10")) == {0, 1}
-    later = [*steps[:1], "Step 2: 10 + 20 = 30", "Step 3: 30 / 3 = 10"]
-    assert dependency_graph([extract_step(s) for s in later])[2] == {1}
+    assert [v for _, v in extract_step("so 5 -3 = 2, 4 - 3 = 1, it is -6 + 3 = -3").uses if v < 0] == [-6]
+    mixed = [
+        "He buys 10 + 20 = 30 apples.",
+        "He had 20 and needed 50, so 20 - 50 = -30: he is short.",
+        "Each of 3 friends gets 30 / 3 = 10 apples.",
+    ]
+    assert dependency_graph([extract_step(s) for s in mixed])[2] == {0}
+    assert necessary(mixed, "10") == [True, False, True]
+    assert dependency_path(
+        [extract_step(s) for s in ["He earns 5 + 5 = 10.", "10 - 20 = -10 short."]], 10
+    ) == {0}

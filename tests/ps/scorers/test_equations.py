@@ -157,3 +157,11 @@ def test_a_spaced_minus_after_to_or_is_is_a_negative_number(text, lhs, holds):
     """``rose to - 6 + 3 = -3``: the minus is the sign of 6 (after ``x - 6`` it would be an operator)."""
     (equation,) = extract_equations(text)
     assert (equation.lhs_text, equation.holds) == (lhs, holds)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["The totals were\n- 12 + 8 = 20 apples", "We have to\n- 12 + 8 = 20", "Money left is – 12 + 8 = 20"],
+)
+def test_a_bullet_or_a_dash_after_to_or_is_is_no_sign(text):
+    assert extract_equations(text) == []

@@ -423,3 +423,89 @@ def test_without_reference_values_a_wrong_final_answer_still_blames_the_last_equ
     assert score(wrong, gold, "20", final_step_reaches_answer=False, **weights) == [1.0, 1.0, 0.5]
     zero = ["He has 5 - 5 = 0 apples.", "#### 0"]  # a stated answer of 0 is an answer
     assert score(zero, "Let x be the apples; x = 3.", "3", **weights) == [0.0, 0.5]
+
+
+MARSH_GOLD = (
+    "They used 9 + 9 + 3 = <<9+9+3=21>>21 marshmallows.\nThere are 35 - 21 = <<35-21=14>>14 left.\n"
+    "They can each make 14 / 2 = <<14/2=7>>7 more."
+)
+MARSH = ["Together, they use 9 + 9 = 18 marshmallows.", "There are 35 - 18 - 3 = 14 marshmallows left."]
+W01 = {"correct_weight": 0.0, "reference_weight": 1.0}
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "$\\boxed{14}$",
+        "\\(\\boxed{14}\\)",
+        "**Final Answer:** 14",
+        "Final answer: 14",
+        "Answer: 14",
+        "**Step 3:** The answer is 14",
+        "3. The answer is 14",
+        "Therefore, the answer is $\\boxed{14}$",
+        "Step 3: ####",
+    ],
+)
+def test_an_answer_line_in_any_markup_is_never_the_step_that_takes_the_blame(tail):
+    assert score([*MARSH, tail], MARSH_GOLD, "7", **W01) == [1.0, 0.0, 0.5]
+
+
+def test_the_tags_of_a_segmented_completion_never_take_the_blame():
+    """Segmented at newlines, ``</reasoning>`` is a step of its own: the blame stays on the equation."""
+    steps = [
+        "<reasoning>",
+        "They use 9 + 9 = 18.",
+        "There are 35 - 18 - 3 = 14 left.",
+        "</reasoning>",
+        "<answer>14</answer>",
+    ]
+    assert score(steps, MARSH_GOLD, "7", **W01) == [0.5, 1.0, 0.0, 0.5, 0.5]
+
+
+def test_a_claim_step_without_a_numeric_conclusion_after_it():
+    """The last step states no number (so no conclusion of its own): the claim after the last equation
+    is blamed when it says something else than the gold answer, and nothing is when it states it."""
+    wrong = [*MARSH, "Each kid can have 14 S'mores.", "That is all."]
+    assert score(wrong, MARSH_GOLD, "7", **W01) == [1.0, 1.0, 0.0, 0.5]
+    right = [*MARSH, "Split between the two kids, each gets 7 more.", "That is the result."]
+    assert score(right, MARSH_GOLD, "7", **W01) == [1.0, 1.0, 0.5, 0.5]
+
+
+def test_a_wrong_conclusion_after_the_answer_was_reached_is_the_step_blamed():
+    """The last equation reaches the gold answer and the conclusion states another: the conclusion
+    takes the blame, not a prose step between them."""
+    steps = [
+        "They use 9 + 9 + 3 = 21.",
+        "There are 35 - 21 = 14 left.",
+        "Each makes 14 / 2 = 7 more.",
+        "That is good news for the kids.",
+        "So the answer is 14.",
+    ]
+    assert score(steps, MARSH_GOLD, "7", **W01) == [1.0, 1.0, 1.0, 0.5, 0.0]
+
+
+def test_a_step_marker_is_not_a_stated_answer():
+    """``Step 4: Done.`` states no answer (its 4 is the marker): a right solution stays unflagged."""
+    steps = [
+        "They use 9 + 9 + 3 = 21.",
+        "There are 35 - 21 = 14 left.",
+        "Each makes 14 / 2 = 7 more.",
+        "Step 4: Done.",
+    ]
+    assert score(steps, MARSH_GOLD, "7", **W01) == [1.0, 1.0, 1.0, 0.5]
+
+
+def test_credit_valid_unused_builds_on_right_earlier_results():
+    """An unused valid step may use a right earlier result (32 below), not only the question's numbers."""
+    question = "There are 8 males and 6 females. Each male ate 4 dumplings and each female ate 3."
+    gold = "The males ate 8 * 4 = <<8*4=32>>32.\nThe females ate 6 * 3 = <<6*3=18>>18.\nIn all 32 + 18 = <<32+18=50>>50."
+    steps = [
+        "The males ate 8 * 4 = 32.",
+        "Half of that is 32 / 2 = 16.",
+        "The females ate 6 * 3 = 18.",
+        "In all 32 + 18 = 50.",
+    ]
+    unused = ReferenceVerifier(credit_valid="unused", **W01)
+    assert unused([question], [steps], solution=[gold], answer=["50"])[0] == [1.0, 1.0, 1.0, 1.0]
+    assert ReferenceVerifier(**W01)([question], [steps], solution=[gold], answer=["50"])[0][1] == 0.0

@@ -140,3 +140,14 @@ def test_prose_without_an_operator_and_an_equals_sign_is_never_an_equation(words
 )
 def test_a_hyphen_between_words_is_never_a_minus(text, expected):
     assert read(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("He did 20 push-ups x 3 = 60 push-ups", [("20 push-ups x 3", "60", True)]),
+        ("4 sit-ups * 3 sets = 12 sit-ups", [("4 sit-ups * 3", "12", True)]),
+    ],
+)
+def test_a_hyphenated_unit_stays_a_unit(text, expected):
+    assert read(text) == expected
