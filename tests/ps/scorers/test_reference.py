@@ -509,3 +509,42 @@ def test_credit_valid_unused_builds_on_right_earlier_results():
     unused = ReferenceVerifier(credit_valid="unused", **W01)
     assert unused([question], [steps], solution=[gold], answer=["50"])[0] == [1.0, 1.0, 1.0, 1.0]
     assert ReferenceVerifier(**W01)([question], [steps], solution=[gold], answer=["50"])[0][1] == 0.0
+
+
+BUS_GOLD = (
+    "3/4 * 40 people = <<3/4*40=30>>30 people entered at the second station.\n"
+    "After it there were 20 + 40 + 30 = <<20+40+30=90>>90 people.\n"
+    "They doubled: 90 * 2 = <<90*2=180>>180 people.\n"
+    "So 200 - 180 = <<200-180=20>>20 more people fill the bus."
+)
+
+
+def test_a_second_route_to_a_claimed_gold_value_is_on_the_path():
+    """``200 - 20 = 180`` (seats left) claims the gold's 180 first; ``90 * 2 = 180`` (people on board)
+    reaches it again by other work, and the next step uses it: the error is that next step."""
+    steps = [
+        "It started with 20, so 200 - 20 = 180 spaces remain.",
+        "At the first stop 20 + 40 = 60 people are on the bus.",
+        "At the second 3/4 * 40 = 30 people entered.",
+        "Now there are 60 + 30 = 90 people.",
+        "At the third station they doubled: 90 * 2 = 180 people.",
+        "To fill the bus we need 180 - 180 = 0 people.",
+        "#### 0",
+    ]
+    assert score(steps, BUS_GOLD, "20", correct_weight=0.0, reference_weight=1.0) == [1, 1, 1, 1, 1, 0, 0.5]
+
+
+@pytest.mark.parametrize(
+    ("steps", "off"),
+    [
+        # a detour back to 21 builds on the step that claimed it
+        (["Step 1: 14 + 7 = 21", "Step 2: 21 + 8 = 29", "Step 3: 29 - 8 = 21", "Step 4: 21 + 6 = 27"], 2),
+        # a repeated step: the same operands
+        (["Step 1: 14 + 7 = 21", "Step 2: 7 + 14 = 21", "Step 3: 21 + 6 = 27"], 1),
+    ],
+)
+def test_a_detour_or_a_repeat_back_to_a_claimed_value_stays_off_the_path(steps: list[str], off: int):
+    gold = "Step 1: 14 + 7 = 21\nStep 2: 21 + 6 = 27"
+    scores = score(steps, gold, "27", correct_weight=0.0, reference_weight=1.0)
+    assert scores[off] == 0.0
+    assert scores[-1] == 1.0
