@@ -548,3 +548,28 @@ def test_a_detour_or_a_repeat_back_to_a_claimed_value_stays_off_the_path(steps: 
     scores = score(steps, gold, "27", correct_weight=0.0, reference_weight=1.0)
     assert scores[off] == 0.0
     assert scores[-1] == 1.0
+
+
+FELIX_GOLD = "He climbed 105 / .25 = <<105/.25=420>>420 branches.\nA day: 420 / 7 = <<420/7=60>>60 branches."
+
+
+def test_a_wrong_final_answer_with_nothing_off_the_path_blames_the_conclusion():
+    """The error is in algebra the verifier does not read (``x = 420`` is right, ``per day`` is not):
+    no equation is off the path, but the answer is wrong, so the last step that says more than the
+    answer takes the blame."""
+    steps = [
+        "Felix made $105.",
+        "Let x be the branches: .25 * x = 105.",
+        "Simplifying, x = 420.",
+        "So he climbed 420 branches per day.",
+        "#### 420",
+    ]
+    assert score(steps, FELIX_GOLD, "60", correct_weight=0.0, reference_weight=1.0) == [
+        0.5,
+        0.5,
+        0.5,
+        0.0,
+        0.5,
+    ]
+    assert score(steps, FELIX_GOLD, "420", correct_weight=0.0, reference_weight=1.0) == [0.5] * 5
+    assert score(steps, FELIX_GOLD, "60", final_step_reaches_answer=False) == [0.5] * 5
