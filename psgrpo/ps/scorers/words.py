@@ -8,8 +8,9 @@ sees the arithmetic in it, and nothing more:
 
 * **units** (:func:`drop_units`): up to :data:`MAX_UNIT_WORDS` words after a number (``pens``,
   ``eggs for breakfast``, ``pieces of straw per cage``) are taken out when an operator or an
-  operator word follows them (``x``, ``times``, ``plus``, ``of``), so they sit *between* numbers
-  of an equation; before ``=`` (or ``is``) only when the number is itself an operand, an operator
+  operator word follows them (``x``, ``times``, ``plus``; ``of`` only after a fraction, a
+  percentage or a decimal below 1: ``5 hours each week for a total of 5*2 = 10`` is prose, then an
+  equation), so they sit *between* numbers of an equation; before ``=`` (or ``is``) only when the number is itself an operand, an operator
   before it (``80 sheep + 160 sheep = 240 sheep``, not the conversion ``= 12 inches = 1 foot``),
   and before ``)`` only inside parentheses that hold an operator (``(5280 feet / 1 mile)``, not ``=
   4 (15 minutes)``). Rates (``/minute``, ``$700/week``) and glued hyphen words (``15 4-packs``,
@@ -122,6 +123,8 @@ def _unit_between(out: Sequence[Token], after: Token | None) -> bool:
     minutes)``)."""
     if after is None:
         return False
+    if after.kind == "word" and after.text.lower() == "of":  # ``of`` is × after a part only (operator_words)
+        return _is_part(out[-1])
     if _operator_like(after):
         return True
     if after.kind == "eq" or (after.kind == "word" and after.text in _EQUALS_WORDS):

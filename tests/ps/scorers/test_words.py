@@ -43,6 +43,9 @@ def read(text: str) -> list[tuple[str, str, bool]]:
         ("Her break is 30+30 = 60-minute long.", "30+30", "60"),
         ("In all, a total of 9 + 6 = 15 liters.", "9 + 6", "15"),
         ("There are 10 2-legged animals * 2 legs per animal = 20 legs.", "10 2-legged animals * 2", "20"),
+        # words before ``of`` after a whole number are prose, not a unit inside ``5 of 5*2``
+        ("He spent 5 hours each week for a total of 5*2 = 10 hours.", "5*2", "10"),
+        ("It had 3 rows in a total of 3 x 4 = 12 seats.", "3 x 4", "12"),
     ],
 )
 def test_equations_with_words_between_the_numbers_are_read(text, lhs, rhs):
