@@ -56,7 +56,7 @@ This is a psgrpo extension, not a method of the papers psgrpo follows: it uses m
 data than the outcome reward (which reads only the answer). Its limits: a *different but valid*
 route that ends on a wrong answer, or a step nothing later uses, is off reference; equations it
 cannot read are neutral. On real GSM8K solutions by other models (158 wrong with people's labels,
-976 correct) it finds the first wrong step of 65 % of the wrong ones and leaves 96.9 % of the
+976 correct) it finds the first wrong step of 65 % of the wrong ones and leaves 96.8 % of the
 correct ones unflagged (weights 0/1): F1 0.776, the same with their steps in LaTeX
 (docs/scorers.md). A row whose gold solution states no equation on the path gives no reference
 values (its worked solution is algebra): its steps are then judged on arithmetic alone, a step whose
@@ -199,18 +199,22 @@ def second_route(verdicts: Sequence[StepScore], flags: list[bool], reference: Co
     by another computation that does not build on that step, when a later step uses it: ``200 - 20
     = 180 seats left`` claims 180, then ``90 * 2 = 180 people`` (the gold's 180) feeds ``180 - 180
     = 0``. Claiming each value once is meant for repeated steps; this is new work that lands on a
-    gold value again. A repeated step (the same operands) and a detour back to a value (``21 + 8 =
-    29``, ``29 - 8 = 21``, which builds on the step that claimed 21) stay off the path.
+    gold value again. The step must build on earlier results, none of them derived from a step that
+    already stated the value, and be used by a step that is not a no-op: a restatement from the
+    question's numbers (``14 + 7 + 0 = 21``, ``20 + 1 = 21`` after ``14 + 7 = 21``), a repeated step
+    (the same operands) and a detour back to a value (``21 + 8 = 29``, ``29 - 8 = 21``) stay off.
 
     Returns:
         The number of steps it put on the path.
     """
     claimants: dict[Fraction, list[int]] = {}
+    producers: dict[Fraction, set[int]] = {}
     for j, verdict in enumerate(verdicts):
-        if flags[j]:
-            for value in _results(verdict):
+        for value in _results(verdict):
+            producers.setdefault(value, set()).add(j)
+            if flags[j]:
                 claimants.setdefault(value, []).append(j)
-    used = set().union(*(v.depends_on for v in verdicts))
+    used = set().union(*(v.depends_on for v in verdicts if not v.noop))
     ancestors: list[set[int]] = []  # per step, every earlier step it builds on, transitively
     for verdict in verdicts:
         ancestors.append(set(verdict.depends_on).union(*(ancestors[k] for k in verdict.depends_on)))
@@ -219,10 +223,14 @@ def second_route(verdicts: Sequence[StepScore], flags: list[bool], reference: Co
         if flags[j] or verdict.correct != 1 or verdict.noop or j not in used:
             continue
         claimed = [value for value in _results(verdict) if reference[value] > 0 and value in claimants]
-        if claimed and all(
-            ancestors[j].isdisjoint(claimants[value])
-            and all(_operands(verdicts[k]) != _operands(verdict) for k in claimants[value])
-            for value in claimed
+        if (
+            claimed
+            and ancestors[j]
+            and all(
+                ancestors[j].isdisjoint(producers[value])
+                and all(_operands(verdicts[k]) != _operands(verdict) for k in claimants[value])
+                for value in claimed
+            )
         ):
             flags[j] = True
             added += 1
@@ -354,7 +362,8 @@ def _blame_wrong_answer(
     """A solution whose stated final answer is not the gold answer ``final`` has a wrong step: when
     every step with equations is on the path (the error is in words or in algebra the verifier does
     not read: ``x = 420``, then ``so he climbed 420 branches per day``), its last step that says
-    more than the answer (:func:`only_answer`) takes the blame: cleared in ``flags`` in place when it
+    more than the answer (a step with equations, or one stating a number that is not only the answer:
+    :func:`only_answer`; chatter without a number is passed over) takes the blame: cleared in ``flags`` in place when it
     has equations, else returned (it then scores 0). Returns ``None`` when nothing is blamed here.
     """
     if not all(flag for verdict, flag in zip(verdicts, flags, strict=True) if verdict.correct is not None):
@@ -362,10 +371,18 @@ def _blame_wrong_answer(
     stated = answer_value(extract_answer("\n".join(steps)))
     if stated is None or stated == final:
         return None
-    last = next((k for k in reversed(range(len(steps))) if not only_answer(steps[k])), None)
+    last = next(
+        (
+            k
+            for k in reversed(range(len(steps)))
+            if verdicts[k].correct is not None or (not only_answer(steps[k]) and _numbers(steps[k]))
+        ),
+        None,
+    )
     if last is None or verdicts[last].correct is None:
         return last
-    flags[last] = False
+    if final not in _results(verdicts[last]):  # a last equation stating the gold answer is not the error
+        flags[last] = False
     return None
 
 
@@ -569,7 +586,7 @@ class ReferenceVerifier(ArithmeticVerifier):
             (default True; on the dev files 2 more first errors found, no correct solution blamed).
         credit_valid: also credit valid steps off the gold route built from the question's
             numbers (:data:`CREDIT_VALID`, :func:`credit_valid_steps`; ``"unused"`` leaves 97.8 %
-            of the real correct dev solutions unflagged against 96.9 %, F1 0.779 against 0.776;
+            of the real correct dev solutions unflagged against 96.8 %, F1 0.779 against 0.776;
             it changes arith's step scores, so it is not the default; ``"question"`` halves early
             blame but moves more blame late, docs/scorers.md). Default ``"none"``.
     """

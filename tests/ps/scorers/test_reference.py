@@ -573,3 +573,39 @@ def test_a_wrong_final_answer_with_nothing_off_the_path_blames_the_conclusion():
     ]
     assert score(steps, FELIX_GOLD, "420", correct_weight=0.0, reference_weight=1.0) == [0.5] * 5
     assert score(steps, FELIX_GOLD, "60", final_step_reaches_answer=False) == [0.5] * 5
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        ["14 + 7 = 21", "14 + 7 + 0 = 21", "21 + 6 = 27"],
+        ["14 + 7 = 21", "(14 + 7) * 1 = 21", "21 + 6 = 27"],
+        ["14 + 7 = 21", "2 * 7 + 7 = 21", "21 + 6 = 27"],
+        ["14 + 7 = 21", "20 + 1 = 21", "21 + 6 = 27"],
+        ["14 + 7 = 21", "7 + 14 = 21", "21 + 8 = 29", "29 - 8 = 21", "21 + 6 = 27"],
+        ["14 + 7 = 21", "21 + 6 = 27", "20 + 7 = 27", "27 + 0 = 27"],
+    ],
+)
+def test_padding_that_restates_a_gold_value_earns_no_second_route(steps: list[str]):
+    """Found by review: restatements from the question's numbers, a detour through an uncredited
+    repeat, and a route only a no-op uses are padding, not a second route."""
+    gold = "Step 1: 14 + 7 = 21\nStep 2: 21 + 6 = 27"
+    scores = score(steps, gold, "27", correct_weight=0.0, reference_weight=1.0)
+    assert sum(scores) == 2.0
+
+
+@pytest.mark.parametrize(
+    ("steps", "expected"),
+    [
+        # the last equation reaches the gold answer: the wrong answer glued to it blames no earlier step
+        (["Mia has 7 pens and buys 5: 7 + 5 = 12", "12 - 3 = 9 \\boxed{10}"], [1.0, 1.0]),
+        (["7 + 5 = 12", "12 - 3 = 9 #### 10"], [1.0, 1.0]),
+        (
+            ["7 + 5 = 12", "12 - 4 = 8", "\\boxed{8}", "Let me know if anything is unclear."],
+            [1.0, 0.0, 0.5, 0.5],
+        ),
+    ],
+)
+def test_a_wrong_answer_never_blames_a_right_earlier_step_or_chatter(steps, expected):
+    gold = "7 + 5 = <<7+5=12>>12\n12 - 3 = <<12-3=9>>9"
+    assert score(steps, gold, "9", correct_weight=0.0, reference_weight=1.0) == expected
