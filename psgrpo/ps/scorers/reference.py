@@ -362,9 +362,10 @@ def _blame_wrong_answer(
     """A solution whose stated final answer is not the gold answer ``final`` has a wrong step: when
     every step with equations is on the path (the error is in words or in algebra the verifier does
     not read: ``x = 420``, then ``so he climbed 420 branches per day``), its last step that says
-    more than the answer (a step with equations, or one stating a number that is not only the answer:
-    :func:`only_answer`; chatter without a number is passed over) takes the blame: cleared in ``flags`` in place when it
-    has equations, else returned (it then scores 0). Returns ``None`` when nothing is blamed here.
+    more than the answer (a step with equations, or one stating a number that is not only the
+    answer: :func:`only_answer`; chatter without a number is passed over) takes the blame: cleared
+    in ``flags`` in place when it has equations (unless they reach the gold answer: the wrong answer
+    is then in the answer line), else returned (it then scores 0). ``None`` when nothing is blamed.
     """
     if not all(flag for verdict, flag in zip(verdicts, flags, strict=True) if verdict.correct is not None):
         return None
@@ -585,7 +586,7 @@ class ReferenceVerifier(ArithmeticVerifier):
             ``4 feet + 3 inches``: :func:`~psgrpo.ps.scorers.units.unit_mismatch`) is off the path
             (default True; on the dev files 2 more first errors found, no correct solution blamed).
         credit_valid: also credit valid steps off the gold route built from the question's
-            numbers (:data:`CREDIT_VALID`, :func:`credit_valid_steps`; ``"unused"`` leaves 97.8 %
+            numbers (:data:`CREDIT_VALID`, :func:`credit_valid_steps`; ``"unused"`` leaves 97.7 %
             of the real correct dev solutions unflagged against 96.8 %, F1 0.779 against 0.776;
             it changes arith's step scores, so it is not the default; ``"question"`` halves early
             blame but moves more blame late, docs/scorers.md). Default ``"none"``.

@@ -10,8 +10,8 @@ sees the arithmetic in it, and nothing more:
   ``eggs for breakfast``, ``pieces of straw per cage``) are taken out when an operator or an
   operator word follows them (``x``, ``times``, ``plus``; ``of`` only after a fraction, a
   percentage or a decimal below 1: ``5 hours each week for a total of 5*2 = 10`` is prose, then an
-  equation), so they sit *between* numbers of an equation; before ``=`` (or ``is``) only when the number is itself an operand, an operator
-  before it (``80 sheep + 160 sheep = 240 sheep``, not the conversion ``= 12 inches = 1 foot``),
+  equation), so they sit *between* numbers of an equation; before ``=`` (or ``is``) only when
+  the number is itself an operand, an operator before it (``80 sheep + 160 sheep = 240 sheep``, not the conversion ``= 12 inches = 1 foot``),
   and before ``)`` only inside parentheses that hold an operator (``(5280 feet / 1 mile)``, not ``=
   4 (15 minutes)``). Rates (``/minute``, ``$700/week``) and glued hyphen words (``15 4-packs``,
   ``60-minute``) right after a number are units wherever they stand, and such a compound after a
