@@ -38,6 +38,7 @@ from psgrpo.ps.scorers.expressions import (
     Token,
     evaluate,
     has_operator,
+    number_value,
     parse_expression,
     pass_through,
     tokenize,
@@ -351,6 +352,9 @@ def extract_step(text: str, rel_tol: float = 1e-6) -> StepEquations:
     for i, token in enumerate(tokens):
         if token.kind == "num" and token.start not in final_sides:
             values = written_numbers(token.text)
+            # ``4 + 1/2`` uses 1 and 2, and the 1/2 an earlier step may have computed (``1/4 * 2 = 1/2``)
+            whole = number_value(token.text) if len(values) > 1 and "/" in token.text else None
+            values += [] if whole is None else [whole]
             if _signed(tokens, i):  # ``-30 / 3`` uses -30, the result of an earlier step
                 values = [-value for value in values]
             percent = values[-1:] if token.text.endswith("%") else []  # 5% uses 5 or 0.05

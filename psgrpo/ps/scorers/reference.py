@@ -458,6 +458,31 @@ def only_answer(step: str) -> bool:
     return bool(_ANSWER_LINE.match(step)) or not re.search(r"[^\W\d_]", _ANSWER_MARKUP.sub(" ", step))
 
 
+_ANNOUNCES = re.compile(
+    r"(?i)\bwe\s+(?:(?:need|have)\s+to\s+|must\s+|can\s+|will\s+|should\s+)?(?:first\s+)?"
+    r"(?:add|subtract|multiply|divide)\b"
+)
+"""A step that announces an operation: ``we need to add ...``, ``If we divide the total by 2 ...``."""
+
+
+def announced_error(steps: Sequence[str], verdicts: Sequence[StepScore], flags: Sequence[bool]) -> int | None:
+    """The step without equations that announces the operation of the first step off the path, when
+    that step's equations all hold (a wrong idea, not a slip), else ``None``: in ``To find the
+    total in 48 hours, we need to add the quarts made in 2 hours and in 4 hours.`` then ``100 + 50 =
+    150``, the wrong idea is written first in the announcement (:data:`_ANSWER_LINE` steps between
+    them are skipped)."""
+    first = next((j for j, v in enumerate(verdicts) if v.correct is not None and not flags[j]), None)
+    if first is None or verdicts[first].correct != 1:
+        return None
+    k = next(
+        (k for k in reversed(range(first)) if verdicts[k].correct is not None or not only_answer(steps[k])),
+        None,
+    )
+    if k is None or verdicts[k].correct is not None or not _ANNOUNCES.search(steps[k]):
+        return None
+    return k
+
+
 CREDIT_VALID = ("none", "unused", "question", "chain")
 """Which valid steps off the gold route are credited (:func:`credit_valid_steps`): none (default),
 those built from the question's numbers and right earlier results that no later step uses (a true
@@ -585,6 +610,10 @@ class ReferenceVerifier(ArithmeticVerifier):
         unit_flag: a step whose equation mixes units of one dimension (``50 km/hr * 3 days``,
             ``4 feet + 3 inches``: :func:`~psgrpo.ps.scorers.units.unit_mismatch`) is off the path
             (default True; on the dev files 2 more first errors found, no correct solution blamed).
+        blame_announcement: a step without equations that announces the operation (``we need to
+            add ...``) of the first step off the path, whose equations hold, scores 0: the wrong idea
+            is written there first (:func:`announced_error`; default True; on the dev files 3 more
+            first errors found, 1 lost, no correct solution blamed).
         credit_valid: also credit valid steps off the gold route built from the question's
             numbers (:data:`CREDIT_VALID`, :func:`credit_valid_steps`; ``"unused"`` leaves 97.7 %
             of the real correct dev solutions unflagged against 96.8 %, F1 0.779 against 0.776;
@@ -605,6 +634,7 @@ class ReferenceVerifier(ArithmeticVerifier):
         blame_stop: str = "next_step",
         credit_before_slip: bool = True,
         unit_flag: bool = True,
+        blame_announcement: bool = True,
     ) -> None:
         super().__init__(correct_weight, 0.0, neutral_score, rel_tol)
         self.reference_weight = reference_weight
@@ -617,6 +647,7 @@ class ReferenceVerifier(ArithmeticVerifier):
         self.blame_stop = blame_stop
         self.credit_before_slip = credit_before_slip
         self.unit_flag = unit_flag
+        self.blame_announcement = blame_announcement
         self.counts = ReferenceCounts()
         self._reference_cache: dict[tuple[str, str | None], Counter[Fraction]] = {}
         self._parts_cache: dict[tuple[str, str | None], GoldParts] = {}
@@ -714,13 +745,16 @@ class ReferenceVerifier(ArithmeticVerifier):
                 flags[last] = keep_last
         if self.final_step_reaches_answer and final is not None and conclusion is None:
             conclusion = _blame_wrong_answer(steps, verdicts, flags, final)
+        announced = announced_error(steps, verdicts, flags) if self.blame_announcement else None
+        if announced is not None and conclusion is not None and conclusion < announced:
+            announced = None
         self.counts.off_reference += sum(
             v.correct is not None and not f for v, f in zip(verdicts, flags, strict=True)
         )
         self.counts.rows_without_reference += not reference
         return [
             0.0
-            if j == conclusion
+            if j in (conclusion, announced)
             else self.neutral_score
             if v.correct is None
             else self.correct_weight * v.correct + self.reference_weight * float(flag)
@@ -762,5 +796,6 @@ class ReferenceVerifier(ArithmeticVerifier):
             f"neutral_score={self.neutral_score}, rel_tol={self.rel_tol}, "
             f"final_step_reaches_answer={self.final_step_reaches_answer}, blame_stop={self.blame_stop!r}, "
             f"credit_before_slip={self.credit_before_slip}, unit_flag={self.unit_flag}, "
+            f"blame_announcement={self.blame_announcement}, "
             f"credit_valid={self.credit_valid!r})"
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
 from psgrpo.ps.scorers.arithmetic import score_steps
@@ -132,3 +134,15 @@ def test_a_negative_result_links_to_the_step_that_uses_it():
     assert dependency_path(
         [extract_step(s) for s in ["He earns 5 + 5 = 10.", "10 - 20 = -10 short."]], 10
     ) == {0}
+
+
+def test_a_fraction_written_as_a_number_links_to_the_step_that_computed_it():
+    """``4 + 1/2`` uses 1 and 2, and the 1/2 an earlier step computed (``1/4 * 2 = 1/2``)."""
+    steps = [
+        "Team A scores 1/4 * 2 = 1/2 goal.",
+        "Team B scores 4 * 2 = 8 goals.",
+        "In all, 4 + 1/2 = 4.5 goals.",
+    ]
+    assert dependency_graph([extract_step(s) for s in steps]) == [set(), set(), {0}]
+    assert [v for _, v in extract_step("It takes 3 1/2 hours.").uses] == [3, 1, 2, Fraction(7, 2)]
+    assert [v for _, v in extract_step("so -1/2 + 1 = 1/2").uses] == [-1, -2, Fraction(-1, 2), 1]

@@ -609,3 +609,53 @@ def test_padding_that_restates_a_gold_value_earns_no_second_route(steps: list[st
 def test_a_wrong_answer_never_blames_a_right_earlier_step_or_chatter(steps, expected):
     gold = "7 + 5 = <<7+5=12>>12\n12 - 3 = <<12-3=9>>9"
     assert score(steps, gold, "9", correct_weight=0.0, reference_weight=1.0) == expected
+
+
+ICE_CREAM_GOLD = (
+    "Chocolate: 100 / 2 = <<100/2=50>>50 quarts an hour.\nVanilla: 50 / 4 = <<50/4=12.5>>12.5 quarts an hour.\n"
+    "48 * 50 = <<48*50=2400>>2400 quarts.\n48 * 12.5 = <<48*12.5=600>>600 quarts.\n2400 + 600 = <<2400+600=3000>>3000"
+)
+
+
+@pytest.mark.parametrize(
+    "announcement",
+    [
+        "To find the quarts made in 48 hours, we need to add the quarts made in 2 hours and in 4 hours.",
+        "If we add the two amounts, we get the total for 48 hours.",
+        "We add what is made in 2 hours and in 4 hours.",
+    ],
+)
+def test_the_step_announcing_a_wrong_operation_takes_the_blame(announcement: str):
+    """A wrong idea written in words first (``we need to add ...``) and then carried out by a true
+    equation off the gold path is blamed where it is written (real dev solution mr-da43dfa2)."""
+    steps = [
+        "In 2 hours, the factory makes 100 quarts of chocolate.",
+        announcement,
+        "100 quarts + 50 quarts = 150 quarts",
+        "#### 150",
+    ]
+    scores = score(steps, ICE_CREAM_GOLD, "3000", correct_weight=0.0, reference_weight=1.0)
+    assert scores == [0.5, 0.0, 0.0, 0.5]
+    off = score(
+        steps, ICE_CREAM_GOLD, "3000", correct_weight=0.0, reference_weight=1.0, blame_announcement=False
+    )
+    assert off == [0.5, 0.5, 0.0, 0.5]
+
+
+@pytest.mark.parametrize(
+    ("steps", "expected"),
+    [
+        # the operation announced is carried out by a slip (a false equation): the slip is the error
+        (["We need to add the two amounts.", "100 + 50 = 160", "#### 160"], [0.5, 0.0, 0.5]),
+        # the announced step is on the path: nothing to blame there
+        (["We divide 100 quarts by 2 hours.", "100 / 2 = 50", "50 / 4 = 12.5", "48 * 50 = 2400"], None),
+        # words that do not announce an operation
+        (["The factory can add a night shift.", "100 + 50 = 150", "#### 150"], [0.5, 0.0, 0.5]),
+        (["To find the total, we look at both flavours.", "100 + 50 = 150", "#### 150"], [0.5, 0.0, 0.5]),
+    ],
+)
+def test_an_announcement_is_blamed_only_before_a_true_step_off_the_path(steps, expected):
+    scores = score(steps, ICE_CREAM_GOLD, "3000", correct_weight=0.0, reference_weight=1.0)
+    assert scores[0] == 0.5
+    if expected is not None:
+        assert scores == expected
