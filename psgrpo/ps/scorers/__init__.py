@@ -27,7 +27,9 @@ from psgrpo.registry import Registry
 STEP_SCORERS: Registry[type] = Registry("step scorer")
 STEP_SCORERS.register("arithmetic")(ArithmeticVerifier)
 STEP_SCORERS.register("reference")(ReferenceVerifier)
-STEP_SCORERS.register_lazy("prm", "psgrpo.ps.scorers.prm:PRMScorer")  # torch and transformers: only when asked
+STEP_SCORERS.register_lazy(
+    "prm", "psgrpo.ps.scorers.prm:PRMScorer"
+)  # torch and transformers: only when asked
 
 
 def __getattr__(name: str) -> Any:  # `from psgrpo.ps.scorers import PRMScorer` imports torch then, not before

@@ -497,6 +497,51 @@ def _chain(tree: Expr, ops: tuple[str, str], inverse: bool = False) -> list[tupl
     return [(inverse, tree)]
 
 
+@dataclass(frozen=True)
+class PartialChain:
+    """One ``+``/``-`` chain (or ``*``/``/`` chain) of an expression and what it computes in part.
+
+    Attributes:
+        additive: a chain of terms (``+``/``-``), else of factors (``*``/``/``).
+        values: every sub-combination of two or more of its items (:func:`_combinations`).
+        items: the values a step may combine to compute one of ``values``: the items themselves (a
+            factor also as its inverse, a term also as its magnitude) and the sub-combinations.
+    """
+
+    additive: bool
+    values: frozenset[Fraction]
+    items: frozenset[Fraction]
+
+
+def partial_chains(tree: Expr, percent: Fraction = HUNDREDTHS) -> list[PartialChain]:
+    """The :class:`PartialChain` s of every chain in ``tree``, outermost first (see :func:`partial_values`).
+
+    Raises nothing beyond :func:`evaluate`'s ``BudgetExceeded``.
+    """
+    if isinstance(tree, Fraction):
+        return []
+    if len(tree) == 2:
+        return partial_chains(tree[1], percent)
+    found: list[PartialChain] = []
+    for ops in (("+", "-"), ("*", "/")):
+        if tree[0] not in ops:
+            continue
+        chain = _chain(tree, ops)
+        values = [(inverse, evaluate(sub, percent)) for inverse, sub in chain]
+        if all(value is not None for _, value in values):
+            additive = ops[0] == "+"
+            combined = _combinations(values, additive)  # type: ignore[arg-type]
+            items = {value for _, value in values} | {abs(value) for _, value in values}  # type: ignore[arg-type]
+            if not additive:
+                items |= {1 / value for _, value in values if value}  # type: ignore[operator]
+            found.append(PartialChain(additive, frozenset(combined), frozenset(items | combined)))
+        for _, sub in chain:
+            found += partial_chains(sub, percent)
+    if tree[0] == "//":
+        found += partial_chains(tree[1], percent) + partial_chains(tree[2], percent)
+    return found
+
+
 def partial_values(tree: Expr, percent: Fraction = HUNDREDTHS) -> set[Fraction]:
     """The values an expression computes *in part*: every sub-combination of two or more terms of
     each of its ``+``/``-`` chains and factors of its ``*``/``/`` chains, and their magnitudes.
@@ -506,21 +551,29 @@ def partial_values(tree: Expr, percent: Fraction = HUNDREDTHS) -> set[Fraction]:
     grouping of the gold's operands first. Chains longer than :data:`MAX_PARTIAL_TERMS` give
     only their pairs. Raises nothing beyond :func:`evaluate`'s ``BudgetExceeded``.
     """
-    found: set[Fraction] = set()
-    if isinstance(tree, Fraction) or len(tree) == 2:
-        return found if isinstance(tree, Fraction) else partial_values(tree[1], percent)
-    for ops in (("+", "-"), ("*", "/")):
-        if tree[0] not in ops:
-            continue
-        items = _chain(tree, ops)
-        values = [(inverse, evaluate(sub, percent)) for inverse, sub in items]
-        if all(value is not None for _, value in values):
-            found |= _combinations(values, ops[0] == "+")  # type: ignore[arg-type]
-        for _, sub in items:
-            found |= partial_values(sub, percent)
-    if tree[0] == "//":
-        found |= partial_values(tree[1], percent) | partial_values(tree[2], percent)
-    return found
+    return set().union(*(chain.values for chain in partial_chains(tree, percent)))
+
+
+def computes_part(tree: Expr | None, value: Fraction | None, chains: Sequence[PartialChain]) -> bool:
+    """Whether ``tree = value`` computes part of one of ``chains`` *as that chain does*: with the
+    same kind of operation, from that chain's items, to one of its sub-combinations. ``3 + 4 = 7``
+    is part of ``16 - 3 - 4``; ``60 / 2 = 30`` is not part of ``30 + 10 + 60 + 20``, though 30 =
+    10 + 20 there (a wrong step landing on a sub-sum by chance)."""
+    if tree is None or value is None or isinstance(tree, Fraction) or len(tree) != 3:
+        return False
+    ops = ("+", "-") if tree[0] in ("+", "-") else ("*", "/") if tree[0] in ("*", "/") else None
+    if ops is None:
+        return False
+    try:
+        items = [evaluate(sub) for _, sub in _chain(tree, ops)]
+    except BudgetExceeded:
+        return False
+    return any(
+        chain.additive == (ops[0] == "+")
+        and (value in chain.values or abs(value) in chain.values)
+        and all(item is not None and (item in chain.items or abs(item) in chain.items) for item in items)
+        for chain in chains
+    )
 
 
 def _combinations(values: list[tuple[bool, Fraction]], additive: bool) -> set[Fraction]:

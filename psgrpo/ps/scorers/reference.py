@@ -79,9 +79,11 @@ from psgrpo.ps.scorers.dependencies import answer_value, dependency_path
 from psgrpo.ps.scorers.equations import Equation, extract_step
 from psgrpo.ps.scorers.expressions import (
     BudgetExceeded,
+    PartialChain,
     _leaves,
+    computes_part,
     number_value,
-    partial_values,
+    partial_chains,
     tokenize,
     written_numbers,
 )
@@ -119,10 +121,22 @@ class GoldParts:
             values a valid route may compute first.
         operands: the numbers they use (``16``, ``3``, ``4``): a step that only passes one of these
             through (``16 eggs × 1 = 16 eggs``) restates a gold quantity.
+        chains: their ``+``/``-`` and ``*``/``/`` chains
+            (:func:`~psgrpo.ps.scorers.expressions.partial_chains`): a step computes a partial only
+            when it combines a chain's own items with that chain's operation
+            (:func:`~psgrpo.ps.scorers.expressions.computes_part`).
     """
 
     partials: frozenset[Fraction] = frozenset()
     operands: frozenset[Fraction] = frozenset()
+    chains: tuple[PartialChain, ...] = ()
+
+    def computed_by(self, equation: Equation) -> bool:
+        """Whether ``equation`` computes a partial: its result is one and it gets there as a gold
+        chain does (``3 + 4 = 7`` of ``16 - 3 - 4``; not ``60 / 2 = 30`` of ``30 + 10 + 60 + 20``)."""
+        return equation.rhs_value in self.partials and computes_part(
+            equation.lhs_tree, equation.rhs_value, self.chains
+        )
 
 
 def reference_parts(solution: str, answer: str | None, rel_tol: float = 1e-6) -> GoldParts:
@@ -130,16 +144,19 @@ def reference_parts(solution: str, answer: str | None, rel_tol: float = 1e-6) ->
     found = [extract_step(line, rel_tol) for line in solution.splitlines()]
     partials: set[Fraction] = set()
     operands: set[Fraction] = set()
+    chains: list[PartialChain] = []
     for j in dependency_path(found, answer_value(answer)):
         partials.update(value for _, value in found[j].results)
         operands.update(value for _, value in found[j].uses)
         for equation in found[j].equations:
             if equation.lhs_tree is not None:
                 try:
-                    partials |= partial_values(equation.lhs_tree)
+                    found_chains = partial_chains(equation.lhs_tree)
+                    partials.update(*(chain.values for chain in found_chains))
+                    chains += found_chains
                 except BudgetExceeded:
                     continue
-    return GoldParts(frozenset(partials), frozenset(operands))
+    return GoldParts(frozenset(partials), frozenset(operands), tuple(chains))
 
 
 def on_reference(
@@ -273,7 +290,7 @@ def _carried(equation: Equation, reference: Counter[Fraction], parts: GoldParts,
     restates = equation.passes_through is not None and value in parts.operands
     if value is None or (reference[value] > 0 and not restates):
         return False
-    return not gated or value in parts.partials or restates
+    return not gated or restates or parts.computed_by(equation)
 
 
 def carry_support(
@@ -318,8 +335,10 @@ def carry_support(
     for j in sorted(used - set(starts)):  # a gold partial result that a later step goes on from
         verdict = verdicts[j]
         if verdict.correct == 1 and not verdict.noop and not flags[j]:
-            values = [eq.rhs_value for eq in verdict.equations]
-            if all(v is not None and reference[v] == 0 and v in parts.partials for v in values):
+            if all(
+                eq.rhs_value is not None and reference[eq.rhs_value] == 0 and parts.computed_by(eq)
+                for eq in verdict.equations
+            ):
                 flags[j] = True
                 added += 1
     stack = [(k, k not in reaches_answer) for k in sorted(starts, key=lambda k: k in reaches_answer)]

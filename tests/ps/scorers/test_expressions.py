@@ -194,3 +194,43 @@ def test_a_builder_gets_operators_as_written_and_may_refuse():
     assert parse_expression(tokenize("3 × (4 ÷ 2)(5)"), builder=builder) == ("*", ("*", 3, ("/", 4, 2)), 5)
     assert builder.seen == [("/", "÷"), ("*", "×"), ("*", None)]  # None: an implicit product
     assert parse_expression(tokenize("2 ^ 3 + 1"), builder=builder) is None
+
+
+@pytest.mark.parametrize(
+    ("gold", "step", "expected"),
+    [
+        ("16 - 3 - 4", "3 + 4", True),  # the eggs used first, then 16 - 7
+        ("16 - 3 - 4", "4 + 3", True),
+        ("16 - 3 - 4", "16 - 3", True),
+        ("30 + 10 + 60 + 20", "30 + 60", True),
+        ("30 + 10 + 60 + 20", "60 / 2", False),  # 30 = 10 + 20 by chance, reached by a division
+        ("30 + 10 + 60 + 20", "15 * 2", False),
+        ("45 / 100 * 200", "0.45 * 200", True),  # a factor of the chain computed first: 45/100
+        ("60 / 3 / 4", "3 * 4", True),
+        ("60 / 3 / 4", "3 + 9", False),
+        ("2 * (16 - 3 - 4)", "3 + 4", True),  # a chain inside a chain
+    ],
+)
+def test_computes_part_needs_the_chains_items_and_operation(gold, step, expected):
+    from psgrpo.ps.scorers.expressions import (
+        computes_part,
+        evaluate,
+        parse_expression,
+        partial_chains,
+        tokenize,
+    )
+
+    chains = partial_chains(parse_expression(tokenize(gold)))
+    tree = parse_expression(tokenize(step))
+    assert computes_part(tree, evaluate(tree), chains) is expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 50), min_size=2, max_size=8))
+def test_every_pair_of_a_sum_computes_part_of_it(terms):
+    from psgrpo.ps.scorers.expressions import computes_part, parse_expression, partial_chains, tokenize
+
+    chains = partial_chains(parse_expression(tokenize(" + ".join(map(str, terms)))))
+    for i, a in enumerate(terms):
+        for b in terms[i + 1 :]:
+            assert computes_part(("+", Fraction(a), Fraction(b)), Fraction(a + b), chains)

@@ -16,7 +16,9 @@ sys.meta_path.insert(0, Block())
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", BLOCK_TORCH + code], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", BLOCK_TORCH + code], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_the_text_scorers_import_and_score_with_torch_absent():

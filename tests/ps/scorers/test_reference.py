@@ -659,3 +659,27 @@ def test_an_announcement_is_blamed_only_before_a_true_step_off_the_path(steps, e
     assert scores[0] == 0.5
     if expected is not None:
         assert scores == expected
+
+
+def test_a_wrong_step_landing_on_a_sub_sum_of_the_gold_by_chance_is_not_carried():
+    """Real dev solution mr-8a48fcf0: the gold adds 30 + 10 + 60 + 20, so 30 (= 10 + 20), 90 and 50
+    are sub-sums; ``60 / 2 = 30 sheep`` (the zoo's cows halved) reaches 30 by a division, not as the
+    gold does, and is blamed; ``30 + 60 = 90`` and ``30 + 20 = 50`` add two of the gold's own terms
+    (the scorer cannot tell which 30 the second one means) and stay carried by the final sum."""
+    gold = "The zoo has 2 * 30 = <<2*30=60>>60 cows.\nThe farm has 1/2 * 20 = <<1/2*20=10>>10 sheep.\n"
+    gold += "Combined: 30 + 10 + 60 + 20 = <<30+10+60+20=120>>120 animals."
+    steps = [
+        "The zoo has 2 * 30 = 60 cows.",
+        "The farm has 60 / 2 = 30 sheep.",
+        "Cows: 30 + 60 = 90 cows.",
+        "Sheep: 30 + 20 = 50 sheep.",
+        "In all, 90 + 50 = 140 animals.",
+    ]
+    assert score(steps, gold, "120", correct_weight=0.0, reference_weight=1.0) == [1.0, 0.0, 1.0, 1.0, 0.0]
+    right = [
+        "The zoo has 2 * 30 = 60 cows.",
+        "Cows: 30 + 60 = 90.",
+        "Sheep: 1/2 * 20 = 10.",
+        "90 + 10 + 20 = 120",
+    ]
+    assert score(right, gold, "120", correct_weight=0.0, reference_weight=1.0) == [1.0, 1.0, 1.0, 1.0]
