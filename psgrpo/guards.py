@@ -64,7 +64,11 @@ def check_loss_and_gradients(loss: torch.Tensor, model: torch.nn.Module, acceler
     the others waiting in the next collective, e.g. under DDP, ZeRO-3 or FSDP).
     """
     # this process's part of each gradient (a sharded DTensor's local shard; the all-reduce below covers the rest)
-    grads = [(n, getattr(p.grad, "to_local", lambda g=p.grad: g)()) for n, p in model.named_parameters() if p.grad is not None]
+    grads = [
+        (n, getattr(p.grad, "to_local", lambda g=p.grad: g)())
+        for n, p in model.named_parameters()
+        if p.grad is not None
+    ]
     # one device-side verdict per tensor, read back once (a read per parameter is ~290 GPU syncs a step)
     device = loss.device
     verdicts = [torch.isfinite(loss.detach()).all()] + [torch.isfinite(g).all().to(device) for _, g in grads]

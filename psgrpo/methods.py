@@ -135,7 +135,9 @@ class MethodSpec:
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
-            raise ValueError(f"a method name must be an identifier (it prefixes its options), got {self.name!r}")
+            raise ValueError(
+                f"a method name must be an identifier (it prefixes its options), got {self.name!r}"
+            )
         if self.options is not None and not is_dataclass(self.options):
             raise TypeError(f"method {self.name!r}: options must be a dataclass, got {self.options!r}")
 
@@ -302,7 +304,9 @@ def config_class() -> type:
         for options in extra:
             clash = sorted(taken & {f.name for f in fields(options)})
             if clash:
-                raise ValueError(f"{options.__name__} redefines config options {clash}; prefix them with the method's name")
+                raise ValueError(
+                    f"{options.__name__} redefines config options {clash}; prefix them with the method's name"
+                )
         help_and_choices = {"help": method_help(), "choices": method_names()}  # every method, yours too
         method = ("method", str, field(default="grpo", metadata=help_and_choices))
         name = "ProcessGRPOConfig_" + "_".join(o.__name__ for o in extra)

@@ -103,7 +103,9 @@ class ProcessGRPOTrainer(
         name = estimator_for(args)
         estimator = ADVANTAGE_ESTIMATORS.get(name)
         # the method's options (ps_lambda, vps_alpha …) bound once; the signal adds the batch's tensors
-        bound = estimator_options(self.method_spec, args, estimator) if name == self.method_spec.estimator else {}
+        bound = (
+            estimator_options(self.method_spec, args, estimator) if name == self.method_spec.estimator else {}
+        )
         self.advantage_estimator = functools.partial(estimator, **bound)
         self.outcome_weight = bound.get("outcome_weight", 1.0)  # w of A_t = w·A_i + …, for process_share
         self.token_credit = has_token_credit(args)
@@ -167,7 +169,9 @@ class ProcessGRPOTrainer(
             **signal.estimator_kwargs,
         )
         step = self.state.global_step  # nothing non-finite goes on (psgrpo/guards.py)
-        check_rewards(self.step_record.rewards_per_func, self.reward_func_names, step)  # (N, F), NaN = unscorable
+        check_rewards(
+            self.step_record.rewards_per_func, self.reward_func_names, step
+        )  # (N, F), NaN = unscorable
         check_finite("the outcome advantages A_i", output["advantages"], step)
         check_finite("the token advantages A_t", advantages, step)
         metrics = self._metrics[mode]

@@ -192,4 +192,6 @@ def test_autocast_over_other_weights_needs_a_recent_transformers(tmp_path, char_
     with pytest.raises(ValueError, match="bfloat16 autocast over float32 weights needs transformers >= 5.25"):
         build("5.17.0", torch.float32)
     assert build(STATIC_CACHE_AUTOCAST_MIN, torch.float32).generation_config.cache_implementation == "static"
-    assert build("5.17.0", torch.bfloat16).generation_config.cache_implementation == "static"  # weights in bf16
+    assert (
+        build("5.17.0", torch.bfloat16).generation_config.cache_implementation == "static"
+    )  # weights in bf16

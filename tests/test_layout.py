@@ -280,7 +280,9 @@ def test_violations_reads_imports_inside_functions_too():
     assert "psgrpo.loading" not in GRAPH["psgrpo.ps.spec"]
     assert violations(("psgrpo.ps.spec",), ("psgrpo.loading",), ()) == ["psgrpo.ps.spec → psgrpo.loading"]
     assert violations(("psgrpo.ps.spec",), ("psgrpo.load",), ()) == []  # prefixes stop at dots
-    assert "psgrpo.vps.spec → psgrpo.vps.signal" in violations(("psgrpo.vps.spec",), ("psgrpo.vps.signal",), ())
+    assert "psgrpo.vps.spec → psgrpo.vps.signal" in violations(
+        ("psgrpo.vps.spec",), ("psgrpo.vps.signal",), ()
+    )
     assert "psgrpo.loss_hooks → trl.GRPOTrainer" in violations(("psgrpo.loss_hooks",), TRL_TRAINERS, ())
 
 

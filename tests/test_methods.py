@@ -59,12 +59,16 @@ def test_the_builtins_are_four_specs_each_in_its_own_package():
 
 
 def test_an_unknown_method_names_the_registered_ones(position):
-    with pytest.raises(ValueError, match="unknown method 'ppo'; registered: 'grpo', 'position', 'ps', 'tree', 'vps'"):
+    with pytest.raises(
+        ValueError, match="unknown method 'ppo'; registered: 'grpo', 'position', 'ps', 'tree', 'vps'"
+    ):
         get_method("ppo")
     with pytest.raises(ValueError, match="no file nowhere.py"):
         load_method("nowhere.py:position")
     with pytest.raises(ValueError, match="registers no method 'nope'"):
-        load_method(f"{POSITION}:nope")  # the file is imported once (the fixture's), registering 'position' only
+        load_method(
+            f"{POSITION}:nope"
+        )  # the file is imported once (the fixture's), registering 'position' only
 
 
 def test_the_options_bound_to_an_estimator_drop_the_method_prefix(tmp_path):
@@ -103,7 +107,9 @@ def test_a_fifth_method_trains_two_steps_through_the_trainer(tmp_path, char_toke
 
 def test_a_fifth_method_is_refused_where_its_spec_says(tmp_path, position):
     Config = config_class()
-    with pytest.raises(ValueError, match="importance_sampling_level='sequence' cannot be combined with method='position'"):
+    with pytest.raises(
+        ValueError, match="importance_sampling_level='sequence' cannot be combined with method='position'"
+    ):
         Config(**tiny_run_args(tmp_path, method="position", importance_sampling_level="sequence"))
     with pytest.raises(ValueError, match=r"position_decay=1.5 must be in \(0, 1\]"):
         Config(**tiny_run_args(tmp_path, method="position", position_decay=1.5))
@@ -114,7 +120,9 @@ def test_a_fifth_method_is_refused_where_its_spec_says(tmp_path, position):
 
 
 def test_a_fifth_method_is_in_the_options_page(position):
-    spec = __import__("importlib").util.spec_from_file_location("options_page", ROOT / "tools" / "options_page.py")
+    spec = __import__("importlib").util.spec_from_file_location(
+        "options_page", ROOT / "tools" / "options_page.py"
+    )
     page = __import__("importlib").util.module_from_spec(spec)
     spec.loader.exec_module(page)
     text = page.render()
@@ -139,7 +147,9 @@ def test_a_fifth_method_from_the_command_line(tmp_path):
     assert "--position_decay" in shown.stdout and "credit by position" in shown.stdout
     quick = ["--max_steps", "2", "--per_device_train_batch_size", "8", "--max_completion_length", "24",
              "--eval_before_after", "false", "--save_strategy", "no", "--report_to", "none"]  # fmt: skip
-    run = _cli(["train", "--method", METHOD_FLAG, "--position_decay", "0.8", *quick, "--output_dir", "run"], tmp_path)
+    run = _cli(
+        ["train", "--method", METHOD_FLAG, "--position_decay", "0.8", *quick, "--output_dir", "run"], tmp_path
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     metrics = (tmp_path / "run" / "metrics.jsonl").read_text()
     assert "position/process_share" in metrics
@@ -174,5 +184,7 @@ def test_a_config_without_a_registered_methods_options_is_still_built(tmp_path, 
     from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 
     assert ProcessGRPOConfig(**tiny_run_args(tmp_path, method="ps")).method == "ps"
-    with pytest.raises(ValueError, match=r"has options \(PositionOptions\) this config class lacks: .*config_class\(\)"):
+    with pytest.raises(
+        ValueError, match=r"has options \(PositionOptions\) this config class lacks: .*config_class\(\)"
+    ):
         ProcessGRPOConfig(**tiny_run_args(tmp_path, method="position"))

@@ -112,7 +112,10 @@ def test_invariant_to_padding_length(batch, mode):
         **kwargs,
     )
     b = ps_token_advantages(
-        completion_mask=long_mask, step_advantages=long.step_advantages, segment_index=long.segment_index, **kwargs
+        completion_mask=long_mask,
+        step_advantages=long.step_advantages,
+        segment_index=long.segment_index,
+        **kwargs,
     )
     torch.testing.assert_close(b[:, : a.shape[1]], a)
     assert torch.all(b[:, a.shape[1] :] == 0)

@@ -138,7 +138,9 @@ def test_trl_is_the_pinned_minor():
 
 def test_the_contract_is_read_from_the_source():
     """Generated, so it cannot go stale; these members have been overridden or called for a long time."""
-    assert {"_generate_and_score_completions", "_compute_loss", "_generate", "_save_checkpoint"} <= set(OVERRIDDEN)
+    assert {"_generate_and_score_completions", "_compute_loss", "_generate", "_save_checkpoint"} <= set(
+        OVERRIDDEN
+    )
     assert {"_get_per_token_logps_and_entropies", "_generate_and_score_completions"} <= set(CALLS)
     assert {"_metrics", "_tokenizer", "num_generations"} <= set(READS)
     assert "_created_lr_scheduler" in WRITES
@@ -147,7 +149,9 @@ def test_the_contract_is_read_from_the_source():
 @pytest.mark.parametrize("name", sorted(WRITES))
 def test_private_attributes_psgrpo_sets_are_still_trls(name):
     """The contract of a write: TRL or transformers still reads the attribute psgrpo sets for it."""
-    assert re.search(rf"self\.{name}\b", TRL_SOURCE), f"nothing in TRL reads {name!r} now; set in {sorted(WRITES[name])}"
+    assert re.search(rf"self\.{name}\b", TRL_SOURCE), (
+        f"nothing in TRL reads {name!r} now; set in {sorted(WRITES[name])}"
+    )
 
 
 def _trl_owner(name: str) -> type:
@@ -172,7 +176,9 @@ def test_overridden_members_keep_their_signature(name):
         names = [p.name for p in ours if p.kind is not inspect.Parameter.VAR_KEYWORD]
         assert names[: len(theirs)] == theirs[: len(names)] and (
             len(names) >= len(theirs) or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in ours)
-        ), f"{_trl_owner(name).__name__}.{name}{theirs} changed; psgrpo overrides it in {_where(cls)} with {names}"
+        ), (
+            f"{_trl_owner(name).__name__}.{name}{theirs} changed; psgrpo overrides it in {_where(cls)} with {names}"
+        )
 
 
 @pytest.mark.parametrize("name", sorted(CALLS))

@@ -31,11 +31,11 @@ def __getattr__(name: str) -> object:  # the former table, now each method's Ins
         return {spec.name: spec.inspect.legend for spec in all_methods()}
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 NEGATIVE_RGB = (214, 96, 77)
 NEUTRAL_RGB = (247, 247, 247)
 POSITIVE_RGB = (67, 147, 195)
 """Anchors of the diverging scale (ColorBrewer RdBu, readable with black text, colour-blind safe)."""
-
 
 
 # --------------------------------------------------------------------------------------------

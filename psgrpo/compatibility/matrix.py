@@ -143,7 +143,9 @@ TRL_OPTIONS: tuple[TrlOption, ...] = (
         {"multi_objective_aggregation": "normalize_then_sum"},
         "test_train_normalize_then_sum_aggregation",
         token_credit="A_i is batch-normalised, so ps divides step scores by the batch's step-score std",
-        notes={"tree": "tree: V from the per-function group-normalised rewards TRL sums, ΔV divided by their batch std"},
+        notes={
+            "tree": "tree: V from the per-function group-normalised rewards TRL sums, ΔV divided by their batch std"
+        },
     ),
     TrlOption(
         "`reward_weights=[1.0, 0.5, 2.0]`",
@@ -233,7 +235,9 @@ TRL_OPTIONS: tuple[TrlOption, ...] = (
         {"generation_kwargs": {"top_k": 5, "repetition_penalty": 1.1}},
         "test_train_with_generation_kwargs",
         setup="generate",
-        notes={"tree": "tree: the real generation is tree sampling, one TRL generate() per level with these kwargs"},
+        notes={
+            "tree": "tree: the real generation is tree sampling, one TRL generate() per level with these kwargs"
+        },
     ),
     TrlOption("LoRA (`peft_config`)", {}, "test_train_peft_config", setup="peft"),
     TrlOption(
@@ -350,7 +354,9 @@ def render_table() -> str:
     ]
     for number, option in enumerate(TRL_OPTIONS, start=1):
         cells = [cell(option, method) for method in methods]
-        hows = dict.fromkeys(c.how for m, c in zip(methods, cells, strict=True) if m in credit)  # each text once
+        hows = dict.fromkeys(
+            c.how for m, c in zip(methods, cells, strict=True) if m in credit
+        )  # each text once
         lines.append(
             f"| {number} | {option.name} | {option.source} | "
             + " | ".join(c.status for c in cells)

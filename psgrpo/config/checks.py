@@ -64,8 +64,12 @@ def check_config(config: Any) -> None:
     )
     check_technique_options(config)
     check_compiled_generation(config)  # --compiled_generation with vLLM / paged batching / another cache
-    for spec in all_methods():  # each method's options, whatever the method; its combinations when it is the one
-        if spec.options is None or isinstance(config, spec.options):  # a config class without them: not its method
+    for (
+        spec
+    ) in all_methods():  # each method's options, whatever the method; its combinations when it is the one
+        if spec.options is None or isinstance(
+            config, spec.options
+        ):  # a config class without them: not its method
             spec.check(config)
     if isinstance(config.reward_funcs, str):  # YAML/CLI may give "correctness,format"
         config.reward_funcs = [name.strip() for name in config.reward_funcs.split(",") if name.strip()]

@@ -216,7 +216,9 @@ CONFIG_SECTIONS: dict[str, tuple[str, ...]] = {
 
 def config_sections() -> dict[str, tuple[str, ...]]:
     """:data:`CONFIG_SECTIONS` and the sections of methods registered from outside (``psgrpo.methods.config_class``)."""
-    extra = {s.section: s.section_fields for s in all_methods() if s.section and s.section not in CONFIG_SECTIONS}
+    extra = {
+        s.section: s.section_fields for s in all_methods() if s.section and s.section not in CONFIG_SECTIONS
+    }
     return {**CONFIG_SECTIONS, **extra}
 
 

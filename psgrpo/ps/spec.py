@@ -60,7 +60,9 @@ def check_ps_options(config: Any) -> None:
             "step_scorer='prm' needs the process reward model to score with: set step_scorer_kwargs "
             """'{"model": "PATH_OR_HUB_ID"}' (e.g. --step_scorer_kwargs '{"model": "Qwen/Qwen2.5-Math-PRM-7B"}')"""
         )
-    check_step_scorer(config.step_scorer, config.step_scorer_kwargs, hint=", or pass a callable to the trainer")
+    check_step_scorer(
+        config.step_scorer, config.step_scorer_kwargs, hint=", or pass a callable to the trainer"
+    )
     if config.step_scorer == "prm" and isinstance(config.step_scorer_kwargs["model"], str):
         from psgrpo.loading import checkpoint_path
 
@@ -88,7 +90,11 @@ def labelled_steps(decoded: Any, credit: Any, config: Any) -> tuple[list[tuple[f
     """``(r̃_j, step is wrong)`` for every step the arithmetic verifier can judge (diag/process_auc)."""
     from psgrpo.diagnostics.step_logger import ps_segments
 
-    pairs = [p for steps, scores in zip(credit.steps, credit.step_scores, strict=True) for p in ps_segments(steps, scores)]
+    pairs = [
+        p
+        for steps, scores in zip(credit.steps, credit.step_scores, strict=True)
+        for p in ps_segments(steps, scores)
+    ]
     return pairs, []
 
 

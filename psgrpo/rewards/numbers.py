@@ -15,9 +15,7 @@ FRACTION_PATTERN = r"\d+/\d+(?!\.?\d|,\d)"
 VULGAR_FRACTIONS = "¼½¾⅐⅑⅒⅓⅔⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞"
 SPACED_PATTERN = r"(?<=\$)\d{1,3}(?: \d{3})+(?:\.\d+)?(?![\d,/])"
 """A space-grouped amount after a dollar sign: ``$350 000``."""
-NUMBER_PATTERN = (
-    rf"\$?(?:{SPACED_PATTERN}|\d+ {FRACTION_PATTERN}|{FRACTION_PATTERN}|\d*[{VULGAR_FRACTIONS}]|{DECIMAL_PATTERN})%?"
-)
+NUMBER_PATTERN = rf"\$?(?:{SPACED_PATTERN}|\d+ {FRACTION_PATTERN}|{FRACTION_PATTERN}|\d*[{VULGAR_FRACTIONS}]|{DECIMAL_PATTERN})%?"
 """One number written in step text: an optional ``$``, a decimal, a (mixed or vulgar) fraction, an optional ``%``."""
 
 

@@ -25,7 +25,9 @@ def build_signal(trainer: Any, step_scorer: Any) -> Any:
             "with tools, rollout_func or environment_factory (multi-turn rollouts); use method='grpo'"
         )
     if trainer._is_vlm:
-        raise ValueError("method='tree' samples text prompts only; vision-language models are not supported yet")
+        raise ValueError(
+            "method='tree' samples text prompts only; vision-language models are not supported yet"
+        )
     return TreeSignal(
         trainer.args,
         trainer.accelerator,
@@ -72,7 +74,11 @@ def show_levels(view: Any, credit: Any, i: int, token_adv: Any, offsets: Any, co
             text=view.text[offsets[a][0] : offsets[b - 1][1]],
             tokens=(a, b),
             signal=gains[k],
-            details={"V(parent)": values[k], "V(node)": values[k + 1], "A_t on this segment": float(token_adv[a])},
+            details={
+                "V(parent)": values[k],
+                "V(node)": values[k + 1],
+                "A_t on this segment": float(token_adv[a]),
+            },
         )
         for k, (a, b) in enumerate(zip([0, *closes[:-1]], closes, strict=True))
         if b > a
@@ -95,7 +101,9 @@ SPEC = register_method(
         refusals=(
             Refusal(
                 options=("use_transformers_continuous_batching", "method"),
-                applies=lambda c: c.method == "tree" and bool(getattr(c, "use_transformers_continuous_batching", False)),
+                applies=lambda c: (
+                    c.method == "tree" and bool(getattr(c, "use_transformers_continuous_batching", False))
+                ),
                 message=lambda c: (
                     "use_transformers_continuous_batching=True cannot be combined with method='tree' yet: tree "
                     "sampling limits each level's new tokens through TRL's generate() path, which continuous "

@@ -126,7 +126,9 @@ def _packed_chunk(model, rows: Sequence[ProbeRow], temperature: float, width: in
     score_copy = pad_ids([p.score_copy for p in packed], width, device)  # padding lands in a spare column
 
     mask = packed_attention_mask(segment, visible, model.dtype)
-    with logits_only_at(model, score_index):  # (B, N) positions: the lm_head runs only where probes are scored
+    with logits_only_at(
+        model, score_index
+    ):  # (B, N) positions: the lm_head runs only where probes are scored
         logits = model(
             input_ids=input_ids,
             attention_mask=mask,

@@ -359,7 +359,9 @@ def cache_keyword(model) -> str:
         return "cache"
     if "past_key_values" in parameters:
         return "past_key_values"
-    return "cache" if version.parse(transformers.__version__) >= version.parse("5.24.0") else "past_key_values"
+    return (
+        "cache" if version.parse(transformers.__version__) >= version.parse("5.24.0") else "past_key_values"
+    )
 
 
 # --------------------------------------------------------------------------------------------

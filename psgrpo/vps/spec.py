@@ -92,7 +92,9 @@ def show_confidence(view: Any, credit: Any, i: int, token_adv: Any, offsets: Any
     view.segments = []
     for j, (a, b) in enumerate(spans_from_boundaries(boundaries, len(offsets))):
         probed = j < len(boundaries)
-        details = {f"C_{j}": c[j], f"C_{j + 1}": c[j + 1], "α·ΔC": config.vps_alpha * delta[j]} if probed else {}
+        details = (
+            {f"C_{j}": c[j], f"C_{j + 1}": c[j + 1], "α·ΔC": config.vps_alpha * delta[j]} if probed else {}
+        )
         view.segments.append(
             SegmentView(
                 text=view.text[offsets[a][0] : offsets[b - 1][1]],
@@ -104,7 +106,9 @@ def show_confidence(view: Any, credit: Any, i: int, token_adv: Any, offsets: Any
         )
     if bool(credit.truncated[i]) and config.vps_truncated != "keep":
         effect = "gets A_i only" if config.vps_truncated == "outcome" else "gets no update"
-        view.notes.append(f"truncated (no EOS): ΔC not applied, it {effect} (vps_truncated={config.vps_truncated})")
+        view.notes.append(
+            f"truncated (no EOS): ΔC not applied, it {effect} (vps_truncated={config.vps_truncated})"
+        )
 
 
 SPEC = register_method(

@@ -198,7 +198,12 @@ def test_a_trl_section_trains_stock_trl_with_the_same_options(gpu_check, tmp_pat
 
     args = ProcessGRPOConfig(
         **tiny_run_args(
-            tmp_path, beta=0.05, warmup_lr=1e-6, warmup_steps=1, compiled_generation=True, phase_times=True,
+            tmp_path,
+            beta=0.05,
+            warmup_lr=1e-6,
+            warmup_steps=1,
+            compiled_generation=True,
+            phase_times=True,
             bf16=False,  # fp32 weights without autocast: a static cache on every transformers (docs/scaling.md)
         )
     )

@@ -42,7 +42,10 @@ def test_display_keeps_units_inside_text_and_fractions_become_frac(lv) -> None:
     )
     assert lv.to_latex("It costs 2,500 + 500 = 3,000", "dollars") == r"It costs $2{,}500 + 500 = 3{,}000$"
     assert lv.to_latex("#### 18", "double") == r"The answer is $\boxed{18}$."
-    assert lv.to_latex("so 10 dogs take .5 * 10 = 5 hours", "inline") == r"so 10 dogs take \(.5 \times 10 = 5\) hours"
+    assert (
+        lv.to_latex("so 10 dogs take .5 * 10 = 5 hours", "inline")
+        == r"so 10 dogs take \(.5 \times 10 = 5\) hours"
+    )
 
 
 @pytest.mark.parametrize("convention", ["inline", "dollars", "display", "double"])

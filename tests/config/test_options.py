@@ -53,7 +53,9 @@ def test_method_takes_the_registered_methods_in_their_documented_order(tmp_path)
     assert method_names()[:4] == list(BUILTIN_METHODS) == list(options.METHODS)  # the built-ins, then yours
     for name in BUILTIN_METHODS:
         assert _config(tmp_path, method=name).method == name
-    with pytest.raises(ValueError, match="method='bogus' is not allowed; choose one of 'grpo', 'ps', 'vps', 'tree'"):
+    with pytest.raises(
+        ValueError, match="method='bogus' is not allowed; choose one of 'grpo', 'ps', 'vps', 'tree'"
+    ):
         _config(tmp_path, method="bogus")
 
 

@@ -34,7 +34,9 @@ def test_every_runtime_dependency_with_a_lower_bound_is_pinned_to_it(min_version
 
 
 def test_the_check_names_a_package_that_is_not_at_its_minimum(min_versions, capsys):
-    python = sys.executable  # this suite's venv: the newest releases, so trl's minimum 1.16 may match, others not
+    python = (
+        sys.executable
+    )  # this suite's venv: the newest releases, so trl's minimum 1.16 may match, others not
     code = min_versions.main(["--check", python])
     out = capsys.readouterr()
     installed_at_minimum = code == 0

@@ -26,8 +26,8 @@ whether it reaches one of the gold solution's intermediate values::
 * **on the completion's own route** (:func:`carry_support`): a step whose equations hold and whose
   result the gold solution never states is on the path when the completion's own dependencies
   carry it into a later step on the path (``3 + 4 = 7 eggs used`` then ``16 - 7 = 9`` against the
-  gold ``16 - 3 - 4 = 9``): from any such step for values the gold equations compute in part
-  (:class:`GoldParts`), from the last step when it reaches the gold answer for any value. So blame
+  gold ``16 - 3 - 4 = 9``): from any such step for values the gold equations compute in part, as
+  they compute them (:meth:`GoldParts.computed_by`), from the last step when it reaches the gold answer for any value. So blame
   falls where the chain leaves the gold path, or on a chain that ends off the answer.
 * **the reasoning ends at the gold answer** (``final_step_reaches_answer``, default on): the last
   step with equations is on reference only if one of its results is the gold answer. Without
@@ -44,6 +44,10 @@ whether it reaches one of the gold solution's intermediate values::
   last step that says more than the answer.
 * **a false equation is never on the path**, even when its stated result is a gold value by
   chance (``3 * (65 - 30) = 145``, 145 being the gold answer).
+* **a wrong idea announced in words** (``blame_announcement``, default on): when the first step
+  off the path has true equations, a step just before it without equations that announces its
+  operation (``we need to add the quarts made in 2 hours and in 4 hours``) scores 0: the idea is
+  written there first (:func:`announced_error`).
 * **valid steps before a slip** (``credit_before_slip``, default on): a valid step that a later
   step uses, before the first false equation, is on the path (:func:`credit_before_slip`);
   ``credit_valid`` (off) also credits valid steps built from the question's numbers
@@ -56,8 +60,8 @@ This is a psgrpo extension, not a method of the papers psgrpo follows: it uses m
 data than the outcome reward (which reads only the answer). Its limits: a *different but valid*
 route that ends on a wrong answer, or a step nothing later uses, is off reference; equations it
 cannot read are neutral. On real GSM8K solutions by other models (158 wrong with people's labels,
-976 correct) it finds the first wrong step of 65 % of the wrong ones and leaves 96.8 % of the
-correct ones unflagged (weights 0/1): F1 0.776, the same with their steps in LaTeX
+976 correct) it finds the first wrong step of 67 % of the wrong ones and leaves 96.8 % of the
+correct ones unflagged (weights 0/1): F1 0.790, the same with their steps in LaTeX
 (docs/scorers.md). A row whose gold solution states no equation on the path gives no reference
 values (its worked solution is algebra): its steps are then judged on arithmetic alone, a step whose
 equations hold being on reference (counted in ``rows_without_reference``), except that a solution
@@ -310,8 +314,9 @@ def carry_support(
     value, stays off: only values the gold solution does not state are carried), and on through
     theirs:
 
-    * from any step on the path, into a step each of whose results the gold equations compute in
-      part (:attr:`GoldParts.partials`), or, for an equation passing an operand through
+    * from any step on the path, into a step each of whose equations computes what the gold
+      equations compute in part, the way they compute it (:meth:`GoldParts.computed_by`: ``3 + 4``
+      of ``16 - 3 - 4``, not ``60 / 2 = 30`` of ``30 + 10 + 60 + 20``), or, for an equation passing an operand through
       (``16 eggs × 1 = 16 eggs``), use (:attr:`GoldParts.operands`), even when the gold solution
       also states that value as a result (``6 x 1 = 6 rolls to her children`` before ``12 - 6 =
       6``): so a wrong chain that lands on a gold value by chance carries nothing back;
@@ -635,7 +640,7 @@ class ReferenceVerifier(ArithmeticVerifier):
             first errors found, 1 lost, no correct solution blamed).
         credit_valid: also credit valid steps off the gold route built from the question's
             numbers (:data:`CREDIT_VALID`, :func:`credit_valid_steps`; ``"unused"`` leaves 97.7 %
-            of the real correct dev solutions unflagged against 96.8 %, F1 0.779 against 0.776;
+            of the real correct dev solutions unflagged against 96.8 %, F1 0.797 against 0.790;
             it changes arith's step scores, so it is not the default; ``"question"`` halves early
             blame but moves more blame late, docs/scorers.md). Default ``"none"``.
     """
