@@ -60,8 +60,8 @@ This is a psgrpo extension, not a method of the papers psgrpo follows: it uses m
 data than the outcome reward (which reads only the answer). Its limits: a *different but valid*
 route that ends on a wrong answer, or a step nothing later uses, is off reference; equations it
 cannot read are neutral. On real GSM8K solutions by other models (158 wrong with people's labels,
-976 correct) it finds the first wrong step of 67 % of the wrong ones and leaves 96.8 % of the
-correct ones unflagged (weights 0/1): F1 0.790, the same with their steps in LaTeX
+976 correct) it finds the first wrong step of 69 % of the wrong ones and leaves 96.8 % of the
+correct ones unflagged (weights 0/1): F1 0.803, the same with their steps in LaTeX
 (docs/scorers.md). A row whose gold solution states no equation on the path gives no reference
 values (its worked solution is algebra): its steps are then judged on arithmetic alone, a step whose
 equations hold being on reference (counted in ``rows_without_reference``), except that a solution
@@ -74,7 +74,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -92,7 +92,7 @@ from psgrpo.ps.scorers.expressions import (
     written_numbers,
 )
 from psgrpo.ps.scorers.latex import latex_to_text
-from psgrpo.ps.scorers.units import unit_mismatch
+from psgrpo.ps.scorers.units import result_quantities, result_quantity, unit_mismatch
 from psgrpo.ps.scorers.words import number_words
 from psgrpo.rewards.functions import extract_answer
 
@@ -129,11 +129,25 @@ class GoldParts:
             (:func:`~psgrpo.ps.scorers.expressions.partial_chains`): a step computes a partial only
             when it combines a chain's own items with that chain's operation
             (:func:`~psgrpo.ps.scorers.expressions.computes_part`).
+        dimensions: per result the gold text writes with a unit or as money, the dimensions it
+            gives it (:func:`~psgrpo.ps.scorers.units.result_quantities`: ``= 9 hours`` → time).
     """
 
     partials: frozenset[Fraction] = frozenset()
     operands: frozenset[Fraction] = frozenset()
     chains: tuple[PartialChain, ...] = ()
+    dimensions: dict[Fraction, frozenset[str]] = field(default_factory=dict)
+
+    def other_dimension(self, step: str) -> bool:
+        """Whether ``step``'s result is a value the gold solution writes only in other dimensions:
+        ``$36 / 4 = $9 per hour`` against the gold ``36 / 4 = 9 hours`` (money, not time) reaches 9
+        by coincidence. A result or gold value without a known unit is not judged."""
+        result = result_quantity(step)
+        return (
+            result is not None
+            and bool(self.dimensions.get(result[0]))
+            and (result[1] not in self.dimensions[result[0]])
+        )
 
     def computed_by(self, equation: Equation) -> bool:
         """Whether ``equation`` computes a partial: its result is one and it gets there as a gold
@@ -160,7 +174,19 @@ def reference_parts(solution: str, answer: str | None, rel_tol: float = 1e-6) ->
                     chains += found_chains
                 except BudgetExceeded:
                     continue
-    return GoldParts(frozenset(partials), frozenset(operands), tuple(chains))
+    dimensions: dict[Fraction, set[str]] = {}
+    for value, dimension in result_quantities(_ANNOTATION.sub("", solution)):  # ``= $<<6*2=12>>12 on``
+        dimensions.setdefault(value, set()).add(dimension)
+    return GoldParts(
+        frozenset(partials),
+        frozenset(operands),
+        tuple(chains),
+        {value: frozenset(found) for value, found in dimensions.items()},
+    )
+
+
+_ANNOTATION = re.compile(r"<<[^<>]*>>")
+"""A GSM8K calculator annotation: its visible result follows it."""
 
 
 def on_reference(
@@ -632,15 +658,17 @@ class ReferenceVerifier(ArithmeticVerifier):
         credit_before_slip: credit the valid steps a later step uses that come before the first
             false equation (:func:`credit_before_slip`; default True).
         unit_flag: a step whose equation mixes units of one dimension (``50 km/hr * 3 days``,
-            ``4 feet + 3 inches``: :func:`~psgrpo.ps.scorers.units.unit_mismatch`) is off the path
-            (default True; on the dev files 2 more first errors found, no correct solution blamed).
+            ``4 feet + 3 inches``: :func:`~psgrpo.ps.scorers.units.unit_mismatch`), or whose result
+            is a value the gold solution writes only in other dimensions (``$36 / 4 = $9 per hour``
+            against the gold's ``9 hours``: :meth:`GoldParts.other_dimension`), is off the path
+            (default True; on the dev files 2 + 3 more first errors found, no correct solution blamed).
         blame_announcement: a step without equations that announces the operation (``we need to
             add ...``) of the first step off the path, whose equations hold, scores 0: the wrong idea
             is written there first (:func:`announced_error`; default True; on the dev files 3 more
             first errors found, 1 lost, no correct solution blamed).
         credit_valid: also credit valid steps off the gold route built from the question's
             numbers (:data:`CREDIT_VALID`, :func:`credit_valid_steps`; ``"unused"`` leaves 97.7 %
-            of the real correct dev solutions unflagged against 96.8 %, F1 0.797 against 0.790;
+            of the real correct dev solutions unflagged against 96.8 %, F1 0.811 against 0.803;
             it changes arith's step scores, so it is not the default; ``"question"`` halves early
             blame but moves more blame late, docs/scorers.md). Default ``"none"``.
     """
@@ -748,7 +776,11 @@ class ReferenceVerifier(ArithmeticVerifier):
             credit_before_slip(verdicts, flags)
         if self.unit_flag:
             for j, step in enumerate(steps):
-                if verdicts[j].correct is not None and flags[j] and unit_mismatch(step):
+                if (
+                    verdicts[j].correct is not None
+                    and flags[j]
+                    and (unit_mismatch(step) or parts is not None and parts.other_dimension(step))
+                ):
                     flags[j] = False
         if self.credit_valid != "none" and question is not None and reference:
             last = max((j for j, v in enumerate(verdicts) if v.correct is not None), default=-1)

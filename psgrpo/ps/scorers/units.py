@@ -1,4 +1,6 @@
-"""Units that do not match inside one equation: ``50 km/hr * 3 days``, ``4 feet + 3 inches``.
+"""Units that do not match: inside one equation (``50 km/hr * 3 days``, ``4 feet + 3 inches``), or
+between a step's result and the gold solution's same value (``$36 / 4 = $9 per hour`` where the gold
+has ``36 / 4 = 9 hours``).
 
 An equation can hold as arithmetic and still be wrong because its numbers are in different units
 of one dimension: a rate per hour times a number of days, feet plus inches. :func:`unit_mismatch`
@@ -6,12 +8,14 @@ finds the two patterns a rule can see without guessing: a rate ``a X/U`` (or ``a
 ``b V``, and ``a U ± b V``, where ``U`` and ``V`` are different units of the same dimension (time,
 length, weight, volume) in :data:`DIMENSIONS`. Anything else (money and hours, a unit it does not
 know, a conversion written out as ``60 minutes/hour``) is not judged. Linear in the text (one
-regular-expression scan with bounded repetitions).
+regular-expression scan with bounded repetitions). :func:`quantities` reads the dimension a text
+gives each number (money, or a unit of :data:`DIMENSIONS` written right after it).
 """
 
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 from psgrpo.ps.scorers.latex import latex_to_text
 
@@ -20,6 +24,7 @@ DIMENSIONS = {
     "length": "inch foot feet ft yard yd mile meter metre centimeter cm kilometer km millimeter mm",
     "weight": "ounce oz pound lb gram kilogram kg ton",
     "volume": "cup pint quart gallon liter litre milliliter ml",
+    "temperature": "degree",
 }
 """Units by dimension (singular; plurals are read by dropping a final ``s`` / ``es``)."""
 
@@ -67,3 +72,45 @@ def unit_mismatch(step: str) -> bool:
     if any(_mismatch(m["per"], m["unit"]) for m in _RATE.finditer(text)):
         return True
     return any(_mismatch(m["first"], m["second"]) for m in _SUM.finditer(text))
+
+
+MONEY = "money"
+"""The dimension of an amount written ``$12``, ``12 dollars`` or ``12 cents``."""
+
+_QUANTITY = re.compile(
+    r"(?<![\w.,])(?P<dollar>\$\s{0,2})?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d.,]\d)"
+    r"(?:\s{0,8}(?P<unit>[A-Za-z]{1,12})\b)?"  # LaTeX leaves spaces: ``15 \text{ hours}`` -> ``15   hours``
+)
+
+
+def quantities(text: str) -> list[tuple[Fraction, str]]:
+    """The numbers of ``text`` whose dimension it names, in order, as ``(value, dimension)``: money
+    (``$12``, ``12.50 dollars``, ``30 cents``), or the dimension of a unit of :data:`DIMENSIONS`
+    written right after the number (``12 hours``, ``2 feet/hour`` and ``$9 per hour`` by their first
+    unit). A number followed by another word (``12 green cards``), a percentage or nothing is left out.
+    """
+    found = []
+    for match in _QUANTITY.finditer(text):
+        unit = (match["unit"] or "").lower()
+        if match["dollar"] or unit in {"dollar", "dollars", "cent", "cents"}:
+            dimension = MONEY
+        elif (canonical := _canonical(unit)) is not None:
+            dimension = _UNIT[canonical]
+        else:
+            continue
+        found.append((Fraction(match["num"].replace(",", "")), dimension))
+    return found
+
+
+def result_quantities(text: str) -> list[tuple[Fraction, str]]:
+    """The value and dimension of each result plain ``text`` states: the first number with a
+    dimension after each ``=``, before the next (``12 miles / 4 mph = 3 hours`` → [(3, time)]; the
+    12 miles it computes from are operands, not results)."""
+    return [found[0] for piece in text.split("=")[1:] if (found := quantities(piece))]
+
+
+def result_quantity(step: str) -> tuple[Fraction, str] | None:
+    """The value and dimension of a step's last result, its LaTeX read first (:func:`result_quantities`:
+    ``$36 / 4 = $9 per hour`` → (9, money)), else ``None``."""
+    found = result_quantities(latex_to_text(step))
+    return found[-1] if found else None

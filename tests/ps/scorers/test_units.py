@@ -1,13 +1,23 @@
-"""psgrpo.ps.scorers.units: units of one dimension mixed inside an equation, and what is not judged."""
+"""psgrpo.ps.scorers.units: units of one dimension mixed inside an equation, a result in another
+dimension than the gold's same value, and what is not judged."""
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from psgrpo.ps.scorers.reference import ReferenceVerifier
-from psgrpo.ps.scorers.units import unit_mismatch
+from psgrpo.ps.scorers.units import (
+    DIMENSIONS,
+    MONEY,
+    quantities,
+    result_quantities,
+    result_quantity,
+    unit_mismatch,
+)
 
 
 @pytest.mark.parametrize(
@@ -45,6 +55,9 @@ def test_matching_or_unknown_units_are_not_flagged(text: str) -> None:
 @given(st.text(max_size=200))
 def test_any_text_is_judged_without_raising(text: str) -> None:
     assert unit_mismatch(text) in {True, False}
+    assert all(isinstance(value, Fraction) for value, _ in quantities(text))
+    result = result_quantity(text)
+    assert result is None or result[1] in {MONEY, *DIMENSIONS}
 
 
 def test_the_reference_scorer_blames_a_step_mixing_units():
@@ -61,3 +74,43 @@ def test_the_reference_scorer_blames_a_step_mixing_units():
     assert (score, unflagged) == ([0.0], [1.0])
     right = ["He drives 50 km/hr * 72 hours = 3600 km."]
     assert ReferenceVerifier(0.0, 1.0)(["q"], [right], solution=[gold], answer=["3600"])[0] == [1.0]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("$36 / 4 = $9 per hour", [(36, "money"), (9, "money")]),
+        ("8 / 4 = 2 hours to dig", [(2, "time")]),
+        ("4 feet/hour / 2 = 2 feet/hour", [(4, "length"), (2, "length")]),
+        ("1,200 dollars, 30 cents and 3.5 km", [(1200, "money"), (30, "money"), (Fraction(7, 2), "length")]),
+        ("3 * 5 = 15   degrees", [(15, "temperature")]),  # LaTeX leaves spaces: 15 \text{ degrees}
+        ("12 green cards, 50%, 7 and 1,2,3", []),  # another word, a percentage, nothing, a list
+    ],
+)
+def test_quantities_read_the_dimension_written_after_a_number(text, expected) -> None:
+    assert quantities(text) == [(Fraction(v), d) for v, d in expected]
+
+
+def test_a_result_is_the_first_quantity_after_each_equals_sign() -> None:
+    gold = (
+        "12 miles / 4 mph = 3 hours. Then 3 hours - 1 hour - 1 hour = 1 hour, and 12 - 4 - 2 miles = 6 miles"
+    )
+    assert result_quantities(gold) == [(3, "time"), (1, "time"), (6, "length")]
+    assert result_quantity(r"so \(\$36 \div 4 = \$9\) per hour") == (9, "money")
+    assert result_quantity("She sells 36 cups.") is None
+
+
+def test_the_reference_scorer_blames_a_gold_value_reached_in_another_dimension() -> None:
+    """Real dev solution mr-43a13978: the gold's 9 is hours (36 cups / 4 cups an hour); ``$36 / 4 =
+    $9 per hour`` reaches 9 as money, by coincidence, and is the first wrong step."""
+    gold = "She makes 3 * 12 = <<3*12=36>>36 cups.\nShe sells them for 36 * $1 = $<<36*1=36>>36.\n"
+    gold += "Her profit is $36 - $18 = $<<36-18=18>>18.\nSelling takes 36 / 4 = <<36/4=9>>9 hours.\n"
+    gold += "Per hour: $18 / 9 hours = $<<18/9=2>>2 per hour."
+    steps = ["She makes 3 x 12 = 36 cups.", "She gets 36 x $1 = $36.", "She makes $36 / 4 = $9 per hour."]
+    steps += ["So the profit per hour is $9 - $18 = -$9.", "#### 9"]
+    scores = ReferenceVerifier(0.0, 1.0)(["q"], [steps], solution=[gold], answer=["2"])[0]
+    assert scores[:3] == [1.0, 1.0, 0.0]
+    hours = [*steps[:2], "Selling takes 36 / 4 = 9 hours.", "$36 - $18 = $18", "$18 / 9 = $2 per hour."]
+    assert ReferenceVerifier(0.0, 1.0)(["q"], [hours], solution=[gold], answer=["2"])[0] == [1.0] * 5
+    unchecked = ReferenceVerifier(0.0, 1.0, unit_flag=False)(["q"], [steps], solution=[gold], answer=["2"])[0]
+    assert unchecked[2] == 1.0
