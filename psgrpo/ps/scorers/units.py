@@ -83,30 +83,39 @@ _QUANTITY = re.compile(
 )
 
 
+def _dimension(match: re.Match[str]) -> str | None:
+    """The dimension a :data:`_QUANTITY` match gives its number, ``None`` when it names none."""
+    unit = (match["unit"] or "").lower()
+    if match["dollar"] or unit in {"dollar", "dollars", "cent", "cents"}:
+        return MONEY
+    canonical = _canonical(unit)
+    return None if canonical is None else _UNIT[canonical]
+
+
 def quantities(text: str) -> list[tuple[Fraction, str]]:
     """The numbers of ``text`` whose dimension it names, in order, as ``(value, dimension)``: money
     (``$12``, ``12.50 dollars``, ``30 cents``), or the dimension of a unit of :data:`DIMENSIONS`
     written right after the number (``12 hours``, ``2 feet/hour`` and ``$9 per hour`` by their first
     unit). A number followed by another word (``12 green cards``), a percentage or nothing is left out.
     """
-    found = []
-    for match in _QUANTITY.finditer(text):
-        unit = (match["unit"] or "").lower()
-        if match["dollar"] or unit in {"dollar", "dollars", "cent", "cents"}:
-            dimension = MONEY
-        elif (canonical := _canonical(unit)) is not None:
-            dimension = _UNIT[canonical]
-        else:
-            continue
-        found.append((Fraction(match["num"].replace(",", "")), dimension))
-    return found
+    return [
+        (Fraction(match["num"].replace(",", "")), dimension)
+        for match in _QUANTITY.finditer(text)
+        if (dimension := _dimension(match)) is not None
+    ]
 
 
 def result_quantities(text: str) -> list[tuple[Fraction, str]]:
-    """The value and dimension of each result plain ``text`` states: the first number with a
-    dimension after each ``=``, before the next (``12 miles / 4 mph = 3 hours`` → [(3, time)]; the
-    12 miles it computes from are operands, not results)."""
-    return [found[0] for piece in text.split("=")[1:] if (found := quantities(piece))]
+    """The value and dimension of each result plain ``text`` states with a unit: the first number
+    after each ``=``, when a unit or ``$`` comes with it (``12 miles / 4 mph = 3 hours`` → [(3,
+    time)]; the 12 miles it computes from are operands; in ``3 * 4 = 12, so $24`` the result 12 has
+    no unit and the $24 is not it)."""
+    found = []
+    for piece in text.split("=")[1:]:
+        match = _QUANTITY.search(piece)
+        if match is not None and (dimension := _dimension(match)) is not None:
+            found.append((Fraction(match["num"].replace(",", "")), dimension))
+    return found
 
 
 def result_quantity(step: str) -> tuple[Fraction, str] | None:
