@@ -125,6 +125,12 @@ def gamed_variants(p: Problem) -> dict[str, str]:
         "pad: detour (x + 1, x - 1)": completion(
             [honest[0], f"{first} + 1 = {first + 1}", f"{first + 1} - 1 = {first}", *honest[1:]], p.answer
         ),
+        "pad: halves of question numbers (7 / 2 = 3.5)": completion(
+            [*honest[:-1], *(f"{n} / 2 = {n / 2:g}" for n in numbers if n % 2), honest[-1]], p.answer
+        ),
+        "pad: a division restating a value (24/2 = 12)": completion(
+            [honest[0], f"{2 * first}/2 = {first}", *honest[1:]], p.answer
+        ),
         "split: one step into unit steps": completion(
             honest[:split_at] + unit_steps(p.steps[split_at]) + honest[split_at + 1 :], p.answer
         ),

@@ -18,7 +18,6 @@ continues through it to where its operand came from. Values match exactly
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,7 +56,6 @@ def links(found: Sequence[StepEquations]) -> Links:
     """The :class:`Links` of a solution's steps (linked as in :func:`dependency_path`)."""
     depends_on: list[set[int]] = [set() for _ in found]
     producers: dict[Fraction, list[int]] = {}
-    rounded: dict[Fraction, list[int]] = {}  # a non-integer result rounded down or to nearest: 5.5 -> 5, 6
     for j, step in enumerate(found):
         first_own: dict[Fraction, int] = {}
         for position, value in step.results:
@@ -66,16 +64,9 @@ def links(found: Sequence[StepEquations]) -> Links:
             value for position, value in step.uses if first_own.get(value, position) >= position
         )
         for value, count in external.items():
-            # a whole number no step computed may be an earlier result rounded (``8 / 1.5 = 5.33``,
-            # then ``5 * 6 = 30`` recipes)
-            depends_on[j].update((producers.get(value) or rounded.get(value, []))[-count:])
+            depends_on[j].update(producers.get(value, [])[-count:])
         for value in dict.fromkeys(value for _, value in step.results):
             producers.setdefault(value, []).append(j)
-            if value.denominator != 1:
-                for whole in dict.fromkeys(
-                    (Fraction(math.floor(value)), Fraction(math.floor(value + Fraction(1, 2))))
-                ):
-                    rounded.setdefault(whole, []).append(j)
     return Links(depends_on, producers)
 
 

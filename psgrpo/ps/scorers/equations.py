@@ -352,13 +352,16 @@ def extract_step(text: str, rel_tol: float = 1e-6) -> StepEquations:
     for i, token in enumerate(tokens):
         if token.kind == "num" and token.start not in final_sides:
             values = written_numbers(token.text)
-            # ``4 + 1/2`` uses 1 and 2, and the 1/2 an earlier step may have computed (``1/4 * 2 = 1/2``)
+            # ``4 + 1/2`` uses 1 and 2, and the 1/2 an earlier step may have computed (``1/4 * 2 =
+            # 1/2``); not when the step computes that value from it (``24/2 = 12`` divides)
+            sign = -1 if _signed(tokens, i) else 1  # ``-30 / 3`` uses -30, the result of an earlier step
             whole = number_value(token.text) if len(values) > 1 and "/" in token.text else None
-            values += [] if whole is None else [whole]
-            if _signed(tokens, i):  # ``-30 / 3`` uses -30, the result of an earlier step
-                values = [-value for value in values]
+            wholes = [] if whole is None else [sign * whole]
+            if any(position > token.start and value in wholes for position, value in results):
+                wholes = []
+            values = [sign * value for value in values]
             percent = values[-1:] if token.text.endswith("%") else []  # 5% uses 5 or 0.05
-            uses += [(token.start, value) for value in values + [v * HUNDREDTHS for v in percent]]
+            uses += [(token.start, value) for value in values + [v * HUNDREDTHS for v in percent] + wholes]
     uses.sort(key=lambda use: use[0])
     return StepEquations(equations, [value for _, value in uses], uses, results, unparsed)
 

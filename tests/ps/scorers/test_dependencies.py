@@ -148,16 +148,8 @@ def test_a_fraction_written_as_a_number_links_to_the_step_that_computed_it():
     assert [v for _, v in extract_step("so -1/2 + 1 = 1/2").uses] == [-1, -2, Fraction(-1, 2), 1]
 
 
-def test_a_whole_number_no_step_computed_links_to_an_earlier_result_rounded():
-    """``8 / 1.5 = 5.33`` then ``5 * 6 = 30``: the 5 is 5.33 rounded down (real dev solution
-    mr-2f8eb0a6), so the division is used; a whole number some step computed links there only, and
-    a result is not rounded up (the 6 of ``5 * 6`` is not 5.33 rounded up)."""
-    steps = [
-        "4 * 2 = 8 hours a week.",
-        "8 / 1.5 = 5.33 recipes.",
-        "So 5 recipes a week.",
-        "5 * 6 = 30 recipes.",
-    ]
-    assert dependency_graph([extract_step(s) for s in steps]) == [set(), {0}, {1}, {1}]
-    exact = ["2 + 3 = 5", "16 / 3 = 5.33", "5 * 6 = 30"]
-    assert dependency_graph([extract_step(s) for s in exact]) == [set(), set(), {0}]
+def test_a_division_written_without_spaces_does_not_use_its_own_result():
+    """``24/2 = 12`` computes 12 (found by review: it linked to an earlier 12); ``-1/2 + 1`` uses -1/2."""
+    assert dependency_graph([extract_step(s) for s in ["5 + 7 = 12", "24/2 = 12"]]) == [set(), set()]
+    assert dependency_graph([extract_step(s) for s in ["5 + 7 = 12", r"\frac{24}{2} = 12"]]) == [set(), set()]
+    assert Fraction(-1, 2) in [v for _, v in extract_step("so -1/2 + 1 = 1/2").uses]

@@ -683,3 +683,31 @@ def test_a_wrong_step_landing_on_a_sub_sum_of_the_gold_by_chance_is_not_carried(
         "90 + 10 + 20 = 120",
     ]
     assert score(right, gold, "120", correct_weight=0.0, reference_weight=1.0) == [1.0, 1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("steps", "expected"),
+    [
+        # a half of a question number pads: no later step uses 2.5, although 12 - 3 uses a 3
+        (["5 / 2 = 2.5", "7 + 5 = 12", "12 - 3 = 9", "<answer>9</answer>"], [0.5, 1.0, 1.0, 0.5]),
+        (["9 / 2 = 4.5", "7 + 5 = 13", "13 - 3 = 10", "<answer>10</answer>"], [0.5, 0.0, 0.5, 0.5]),
+        # ``24/2 = 12`` divides: it does not use the 12 a pad computed before it
+        (
+            ["7 + 5 = 12", "5 + 7 = 12", "24/2 = 12", "12 - 3 = 9", "<answer>9</answer>"],
+            [1.0, 0.5, 0.5, 1.0, 0.5],
+        ),
+    ],
+)
+def test_padding_with_halves_or_a_spaceless_division_earns_nothing(steps, expected):
+    """Found by review: a link from a whole number to an earlier result rounded, or from ``24/2`` to
+    an earlier 12, made padding steps "used" and paid them."""
+    assert score(steps, GOLD, "9") == expected
+
+
+def test_an_announcement_of_another_operation_is_not_blamed():
+    """Found by review: ``we need to multiply`` announces the gold's idea; the step after it adds."""
+    gold = "Step 1: 100 * 2 = 200\nStep 2: 200 + 50 = 250"
+    steps = ["We need to multiply the price by 2.", "100 + 50 = 150", "<answer>150</answer>"]
+    assert score(steps, gold, "250", correct_weight=0.0, reference_weight=1.0) == [0.5, 0.0, 0.5]
+    steps[0] = "We need to add the two prices."
+    assert score(steps, gold, "250", correct_weight=0.0, reference_weight=1.0) == [0.0, 0.0, 0.5]
