@@ -27,8 +27,9 @@ whether it reaches one of the gold solution's intermediate values::
   result the gold solution never states is on the path when the completion's own dependencies
   carry it into a later step on the path (``3 + 4 = 7 eggs used`` then ``16 - 7 = 9`` against the
   gold ``16 - 3 - 4 = 9``): from any such step for values the gold equations compute in part, as
-  they compute them (:meth:`GoldParts.computed_by`), from the last step when it reaches the gold answer for any value. So blame
-  falls where the chain leaves the gold path, or on a chain that ends off the answer.
+  they compute them (:meth:`GoldParts.computed_by`), from the last step when it reaches the gold
+  answer for any value. So blame falls where the chain leaves the gold path, or on a chain that
+  ends off the answer.
 * **the reasoning ends at the gold answer** (``final_step_reaches_answer``, default on): the last
   step with equations is on reference only if one of its results is the gold answer. Without
   this rule a solution that *stops short* (leaves out the last operation, or the one after a
@@ -136,7 +137,7 @@ class GoldParts:
     partials: frozenset[Fraction] = frozenset()
     operands: frozenset[Fraction] = frozenset()
     chains: tuple[PartialChain, ...] = ()
-    dimensions: dict[Fraction, frozenset[str]] = field(default_factory=dict)
+    dimensions: dict[Fraction, frozenset[str]] = field(default_factory=dict, hash=False)
 
     def other_dimension(self, step: str) -> bool:
         """Whether ``step``'s result is a value the gold solution writes only in other dimensions:
