@@ -176,7 +176,7 @@ def reference_parts(solution: str, answer: str | None, rel_tol: float = 1e-6) ->
                 except BudgetExceeded:
                     continue
     dimensions: dict[Fraction, set[str]] = {}
-    for value, dimension in result_quantities(_ANNOTATION.sub("", solution)):  # ``= $<<6*2=12>>12 on``
+    for value, dimension in result_quantities(solution):
         dimensions.setdefault(value, set()).add(dimension)
     return GoldParts(
         frozenset(partials),
@@ -184,10 +184,6 @@ def reference_parts(solution: str, answer: str | None, rel_tol: float = 1e-6) ->
         tuple(chains),
         {value: frozenset(found) for value, found in dimensions.items()},
     )
-
-
-_ANNOTATION = re.compile(r"<<[^<>]*>>")
-"""A GSM8K calculator annotation: its visible result follows it."""
 
 
 def on_reference(

@@ -105,13 +105,17 @@ def quantities(text: str) -> list[tuple[Fraction, str]]:
     ]
 
 
+_ANNOTATION = re.compile(r"<<[^<>]*>>")
+"""A GSM8K calculator annotation (``$<<6*2=12>>12 on``): the result it shows follows it."""
+
+
 def result_quantities(text: str) -> list[tuple[Fraction, str]]:
     """The value and dimension of each result plain ``text`` states with a unit: the first number
     after each ``=``, when a unit or ``$`` comes with it (``12 miles / 4 mph = 3 hours`` → [(3,
     time)]; the 12 miles it computes from are operands; in ``3 * 4 = 12, so $24`` the result 12 has
-    no unit and the $24 is not it)."""
+    no unit and the $24 is not it). Calculator annotations are read as the result they show."""
     found = []
-    for piece in text.split("=")[1:]:
+    for piece in _ANNOTATION.sub("", text).split("=")[1:]:
         match = _QUANTITY.search(piece)
         if match is not None and (dimension := _dimension(match)) is not None:
             found.append((Fraction(match["num"].replace(",", "")), dimension))
@@ -121,5 +125,5 @@ def result_quantities(text: str) -> list[tuple[Fraction, str]]:
 def result_quantity(step: str) -> tuple[Fraction, str] | None:
     """The value and dimension of a step's last result, its LaTeX read first (:func:`result_quantities`:
     ``$36 / 4 = $9 per hour`` → (9, money)), else ``None``."""
-    found = result_quantities(latex_to_text(step))
+    found = result_quantities(latex_to_text(_ANNOTATION.sub("", step)))
     return found[-1] if found else None

@@ -99,6 +99,8 @@ def test_a_result_is_the_first_quantity_after_each_equals_sign() -> None:
     assert result_quantity(r"so \(\$36 \div 4 = \$9\) per hour") == (9, "money")
     assert result_quantity("She sells 36 cups.") is None
     assert result_quantity("3 * 4 = 12, so the apples cost $24") is None  # the result 12 has no unit
+    assert result_quantity("He spent 6*2 = $<<6*2=12>>12 on peaches.") == (12, "money")
+    assert result_quantity("It takes 36/4=<<36/4=9>>9 hours.") == (9, "time")
 
 
 def test_the_reference_scorer_blames_a_gold_value_reached_in_another_dimension() -> None:
