@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-min device-wheels lint warmstart check-fresh qwen-vocab clean
+.PHONY: demo test test-fast test-min test-versions device-wheels lint warmstart check-fresh qwen-vocab clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,29 @@ $(STAMP_MIN): pyproject.toml tools/min_versions.py
 test-min: $(STAMP_MIN)
 	$(VENV_MIN)/bin/python -m pytest -q -m "not slow"
 
+# The fast suite under another set of versions inside the declared ranges, in its own venv .venv-<SET>:
+#   make test-versions SET=gpu_image   the CUDA image's transformers, accelerate, datasets … (CPU torch)
+#   make test-versions SET=top         the newest torch here (2.14.1, a ~3 GB CUDA build run on the CPU)
+# Each set is tools/versions/<SET>.txt, pip constraints; run them before a GPU session and when a release
+# lands. Not in CI (its 20-minute budget): docs/compatibility.md says when to run them.
+VERSION_SETS := $(sort $(basename $(notdir $(wildcard tools/versions/*.txt))))
+
+.venv-%/.installed: tools/versions/%.txt pyproject.toml
+	$(PYTHON) -m venv .venv-$*
+	.venv-$*/bin/pip install --upgrade pip
+	.venv-$*/bin/pip install -c $< torch
+	.venv-$*/bin/pip install -c $< -e ".[dev,plot]"
+	.venv-$*/bin/python tools/min_versions.py --check .venv-$*/bin/python --constraints $<
+	.venv-$*/bin/python -m psgrpo.tiny.qwen_tokenizer || echo "Qwen vocabulary not fetched: its tests will be skipped"
+	touch $@
+
+test-versions:
+	@if [ -z "$(SET)" ] || [ -z "$(filter $(SET),$(VERSION_SETS))" ]; then \
+		echo "make test-versions: SET must be one of: $(VERSION_SETS) (tools/versions/<SET>.txt); got '$(SET)'" >&2; \
+		exit 2; fi
+	$(MAKE) .venv-$(SET)/.installed
+	.venv-$(SET)/bin/python -m pytest -q -m "not slow"
+
 # The wheels a bare CUDA image lacks (trl, datasets, math-verify …) and Qwen's vocabulary into .cache/, which
 # travels with the working tree to the GPU machine: then `bash benchmarks/device_check.sh` there (docs/gpu_check.md).
 device-wheels: $(STAMP)
@@ -68,4 +91,4 @@ qwen-vocab: $(STAMP)
 	$(BIN)/python -m psgrpo.tiny.qwen_tokenizer --copy_to .cache
 
 clean:
-	rm -rf $(VENV) $(VENV_MIN) outputs runs .pytest_cache
+	rm -rf $(VENV) $(VENV_MIN) $(addprefix .venv-,$(VERSION_SETS)) outputs runs .pytest_cache

@@ -2,6 +2,8 @@
 
     python tools/min_versions.py                      # print constraints: one `name==lowest` per dependency
     python tools/min_versions.py --check PYTHON       # exit 1 unless PYTHON's environment has exactly them
+    python tools/min_versions.py --check PYTHON --constraints tools/versions/gpu_image.txt
+                                                      # … exactly that set's pins instead
 
 ``make test-min`` installs the package into ``.venv-min`` under these constraints and runs the fast
 suite there, as TRL's CI job "Tests with minimum versions" does: a declared range is a promise, so its
@@ -12,6 +14,10 @@ that bound, except ``torch``: the only CPU build that installs without a multi-G
 one on this project's machines (:data:`TORCH_CPU`), so the minimum job runs it and the declared torch
 minimum is exercised on the GPU image (benchmarks/device_check.sh). Optional and dev extras are not
 pinned. It lives outside the package: nothing that trains imports it.
+
+``make test-versions SET=<name>`` does the same for another set of versions inside the declared ranges,
+``tools/versions/<name>.txt`` (pip constraints): ``gpu_image``, the CUDA image psgrpo first ran on (its
+transformers, accelerate, datasets …, with the CPU torch), and ``top``, the newest torch pip offers here.
 """
 
 from __future__ import annotations
@@ -56,6 +62,21 @@ def constraints(lowest: dict[str, str]) -> list[str]:
     return [f"{name}=={TORCH_CPU if name == 'torch' else v}" for name, v in sorted(lowest.items())]
 
 
+def read_constraints(path: Path) -> dict[str, str]:
+    """``{distribution name: pinned version}`` of a pip constraints file of ``name==version`` lines
+    (``#`` comments and blank lines skipped); any other line is an error naming the file and line."""
+    pins: dict[str, str] = {}
+    for number, raw in enumerate(Path(path).read_text().splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*==\s*([0-9][0-9A-Za-z.+]*)", line)
+        if match is None:
+            raise ValueError(f"{path}:{number}: expected 'name==version', got {raw!r}")
+        pins[match[1].lower().replace("_", "-")] = match[2]
+    return pins
+
+
 def installed_versions(python: str, names: list[str]) -> dict[str, str | None]:
     """``{name: version}`` in ``python``'s environment (``None`` when not installed)."""
     script = (
@@ -70,17 +91,28 @@ def installed_versions(python: str, names: list[str]) -> dict[str, str | None]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", metavar="PYTHON", help="check PYTHON's environment instead of printing")
+    parser.add_argument(
+        "--constraints",
+        metavar="FILE",
+        type=Path,
+        help="with --check: check FILE's 'name==version' pins (tools/versions/*.txt) instead of the minimums",
+    )
     args = parser.parse_args(argv)
+    if args.constraints is not None and args.check is None:
+        parser.error("--constraints needs --check PYTHON")
     lowest = lowest_versions()
     if args.check is None:
         print("\n".join(constraints(lowest)))
         return 0
     from packaging.version import Version
 
-    wanted = dict(line.split("==") for line in constraints(lowest))
+    if args.constraints is None:
+        wanted, what = dict(line.split("==") for line in constraints(lowest)), "declared minimum"
+    else:
+        wanted, what = read_constraints(args.constraints), f"pinned in {args.constraints}"
     got = installed_versions(args.check, list(wanted))
     wrong = [
-        f"{n}: declared minimum {w}, installed {got[n]}"
+        f"{n}: {what} {w}, installed {got[n]}"
         for n, w in wanted.items()
         if got[n] is None or Version(Version(got[n]).public) != Version(w)
     ]

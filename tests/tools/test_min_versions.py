@@ -78,3 +78,46 @@ def test_no_declared_minimum_is_below_what_a_dependency_itself_requires(min_vers
                 too_low.append(f"{dependency} needs {requirement}, pyproject declares {name}>={lowest[name]}")
     assert "trl" in at_floor  # pinned to 1.16.x: always at its floor
     assert not too_low, too_low
+
+
+def test_a_constraints_file_is_read_as_pins_and_a_bad_line_names_its_place(min_versions, tmp_path):
+    good = tmp_path / "set.txt"
+    good.write_text("# a comment\n\ntorch==2.13.0\nhuggingface_hub == 1.33.0  # the image's\n")
+    assert min_versions.read_constraints(good) == {"torch": "2.13.0", "huggingface-hub": "1.33.0"}
+    bad = tmp_path / "bad.txt"
+    bad.write_text("torch==2.13.0\ntransformers>=5.6\n")
+    with pytest.raises(ValueError, match=r"bad\.txt:2: expected 'name==version', got 'transformers>=5\.6'"):
+        min_versions.read_constraints(bad)
+
+
+def test_the_check_against_a_set_names_each_pin_that_is_not_installed(min_versions, tmp_path, capsys):
+    pins = tmp_path / "set.txt"
+    pins.write_text(f"pytest=={version('pytest')}\npackaging==0.0.1\n")
+    assert min_versions.main(["--check", sys.executable, "--constraints", str(pins)]) == 1
+    err = capsys.readouterr().err
+    assert f"packaging: pinned in {pins} 0.0.1, installed {version('packaging')}" in err
+    assert "pytest:" not in err
+    with pytest.raises(SystemExit):  # --constraints alone is a usage error, not a silent print
+        min_versions.main(["--constraints", str(pins)])
+
+
+def test_every_version_set_stays_inside_the_declared_ranges(min_versions):
+    """tools/versions/*.txt (`make test-versions SET=…`): a set outside the ranges pyproject.toml
+    declares would test a promise the package does not make."""
+    declared = {
+        Requirement(text).name.lower(): Requirement(text).specifier
+        for text in min_versions.tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+            "dependencies"
+        ]
+    }
+    sets = sorted((ROOT / "tools" / "versions").glob("*.txt"))
+    assert {path.stem for path in sets} >= {"gpu_image", "top"}
+    outside = [
+        f"{path.name}: {name}=={pin} is outside {name}{declared[name]}"
+        for path in sets
+        for name, pin in min_versions.read_constraints(path).items()
+        if name in declared and not declared[name].contains(pin, prereleases=True)
+    ]
+    assert not outside, outside
+    makefile = (ROOT / "Makefile").read_text()
+    assert "test-versions:" in makefile and "--constraints $<" in makefile
