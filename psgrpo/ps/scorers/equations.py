@@ -115,7 +115,9 @@ class StepEquations:
     unparsed: int = 0
 
 
-_ANNOTATION_RE = re.compile(rf"<<(?P<body>[^<>]*)>>(?P<shown>{NUMBER_PATTERN})?")
+ANNOTATION_PATTERN = r"<<(?P<body>[^<>]*)>>"
+"""A GSM8K calculator annotation, ``<<6*2=12>>``; the result it shows follows it (``$<<6*2=12>>12 on``)."""
+_ANNOTATION_RE = re.compile(rf"{ANNOTATION_PATTERN}(?P<shown>{NUMBER_PATTERN})?")
 _STEP_MARKER_RE = re.compile(r"\bstep\s*\d+\s*[:.)-]?|^[^\S\n]*\d+[.)](?=\s)", re.IGNORECASE | re.MULTILINE)
 # Stands for a removed annotation, padded to its length: not math, so it ends any expression.
 _PLACEHOLDER = "¶"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from psgrpo.ps.scorers.equations import ANNOTATION_PATTERN
 from psgrpo.ps.scorers.latex import latex_to_text
 
 DIMENSIONS = {
@@ -105,8 +106,7 @@ def quantities(text: str) -> list[tuple[Fraction, str]]:
     ]
 
 
-_ANNOTATION = re.compile(r"<<[^<>]*>>")
-"""A GSM8K calculator annotation (``$<<6*2=12>>12 on``): the result it shows follows it."""
+_ANNOTATION = re.compile(ANNOTATION_PATTERN)
 
 
 def result_quantities(text: str) -> list[tuple[Fraction, str]]:
