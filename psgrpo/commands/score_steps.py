@@ -17,7 +17,8 @@ and ProcessBench's metrics (:mod:`psgrpo.eval.first_error`) compare predictions 
 text. A solution whose problem is not in ``--gold`` is skipped and counted when the scorer needs
 those columns, else scored without them; the summary says which and how many.
 
-Prints a markdown table (F1, exact / early / late / missed, false blame, µs per step; one row per
+Prints a markdown table (F1 with a 95 % bootstrap interval over solutions, exact / early / late /
+missed, false blame, µs per step; one row per
 generator when the solutions have a ``generator`` field) and writes into ``--output_dir`` (when
 given): ``summary.json`` (metrics, counts, timing, ``by_generator``, the flag rule and the options) and ``predictions.jsonl`` (per solution: id, label,
 prediction, step scores and flags, gold found or not, the line's other fields). Every input is
@@ -204,13 +205,15 @@ def generator_groups(rows: list[_Row]) -> dict[str, list[_Row]]:
 def _metrics(rows: list[_Row], seconds: float) -> dict[str, Any]:
     """ProcessBench's metrics of the scored ``rows`` (``missed``: wrong solutions with no step
     flagged, the same count as ``never``), the steps scored and ``seconds_per_step``."""
-    from psgrpo.eval.first_error import first_error_metrics
+    from psgrpo.eval.first_error import f1_interval, first_error_metrics
 
     scored = [row for row in rows if row.prediction is not None]
     steps = sum(len(row.solution.steps) for row in scored)
     metrics = first_error_metrics([r.solution.label for r in scored], [r.prediction for r in scored])  # type: ignore[misc]
+    interval = f1_interval(metrics)
     return {
         **metrics,
+        "f1_interval": None if interval is None else list(interval),
         "missed": metrics["never"],
         "steps_scored": steps,
         "seconds_per_step": seconds / steps if steps else None,
@@ -221,6 +224,13 @@ def _rate(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f} %"
 
 
+def _rate_with_interval(value: float | None, interval: Sequence[float] | None) -> str:
+    """``80.3 % (75.0–85.1)``: a share in percent and its interval, when there is one."""
+    if interval is None:
+        return _rate(value)
+    return f"{_rate(value)} ({100 * interval[0]:.1f}–{100 * interval[1]:.1f})"
+
+
 def _table_row(name: str, metrics: dict[str, Any]) -> list[str]:
     per_step = metrics["seconds_per_step"]
     return [
@@ -228,7 +238,7 @@ def _table_row(name: str, metrics: dict[str, Any]) -> list[str]:
         f"{metrics['rows']} ({metrics['wrong_rows']} / {metrics['correct_rows']})",
         _rate(metrics["error_acc"]),
         _rate(metrics["correct_acc"]),
-        _rate(metrics["f1"]),
+        _rate_with_interval(metrics["f1"], metrics.get("f1_interval")),
         _rate(metrics["flagged_any"]),
         f"{metrics['exact']} / {metrics['early']} / {metrics['late']} / {metrics['missed']}",
         str(metrics["false_blame"]),
@@ -237,7 +247,8 @@ def _table_row(name: str, metrics: dict[str, Any]) -> list[str]:
 
 
 def markdown_table(summary: dict[str, Any], scorer_name: str) -> str:
-    """The summary as a markdown table: ProcessBench's metrics, where the first flag falls on wrong
+    """The summary as a markdown table: ProcessBench's metrics (F1 with its stratified bootstrap 95 %
+    interval, :func:`psgrpo.eval.first_error.f1_interval`), where the first flag falls on wrong
     solutions (exact / early / late / missed), correct solutions blamed, speed; then one row per
     generator when the rows name theirs."""
     header = [
@@ -245,7 +256,7 @@ def markdown_table(summary: dict[str, Any], scorer_name: str) -> str:
         "solutions (wrong / correct)",
         "error_acc",
         "correct_acc",
-        "F1",
+        "F1 (95 % interval)",
         "flagged_any",
         "exact / early / late / missed",
         "false blame",

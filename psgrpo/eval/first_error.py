@@ -14,12 +14,18 @@ also counts where the prediction falls: ``exact``, ``early`` (a step before the 
 ``late`` (after it) and ``never`` (-1), and ``flagged_any``, the share with any prediction ≥ 0.
 A metric over no solution is ``None`` (JSON ``null``): a file of correct solutions only has no
 ``error_acc`` and no ``f1``.
+
+:func:`f1_interval` says how far ``f1`` could move on another draw of as many solutions: with 156
+wrong solutions and 976 correct ones at F1 0.80, one exact prediction more or less moves it by
+about 0.004, and its 95 % interval is about ±0.05 wide.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 
 def harmonic_mean(a: float | None, b: float | None) -> float | None:
@@ -68,3 +74,37 @@ def first_error_metrics(labels: Sequence[int], predictions: Sequence[int]) -> di
         "flagged_any": (len(wrong) - counts["never"]) / len(wrong) if wrong else None,
         **counts,
     }
+
+
+def f1_interval(
+    metrics: dict[str, Any], confidence: float = 0.95, resamples: int = 10_000, seed: int = 0
+) -> tuple[float, float] | None:
+    """A percentile bootstrap interval of ProcessBench's ``f1``, stratified by class.
+
+    Each resample redraws, with replacement, as many wrong solutions and as many correct ones as
+    ``metrics`` counts, so a resample's exact predictions are Binomial(wrong_rows, error_acc) and its
+    unflagged correct solutions Binomial(correct_rows, correct_acc); its F1 is their harmonic mean.
+    Seeded: the same counts give the same interval.
+
+    Args:
+        metrics: what :func:`first_error_metrics` returns.
+        confidence: the interval's coverage, in (0, 1).
+        resamples: bootstrap draws.
+        seed: the random generator's seed.
+
+    Returns:
+        ``(low, high)``, shares in [0, 1]; ``None`` when ``f1`` is undefined (no wrong or no correct solution).
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    if metrics["f1"] is None:
+        return None
+    rng = np.random.default_rng(seed)
+    n_wrong, n_correct = metrics["wrong_rows"], metrics["correct_rows"]
+    a = rng.binomial(n_wrong, metrics["error_acc"], resamples) / n_wrong  # (resamples,)
+    b = rng.binomial(n_correct, metrics["correct_acc"], resamples) / n_correct  # (resamples,)
+    total = a + b
+    f1 = np.divide(2 * a * b, total, out=np.zeros_like(total), where=total > 0)
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(f1, [tail, 100 - tail])
+    return float(low), float(high)

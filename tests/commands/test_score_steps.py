@@ -121,7 +121,10 @@ def test_reference_end_to_end(files, tmp_path, capsys):
         and by_id["ducks-slip"]["final_answer_correct"] is False
     )
     printed = capsys.readouterr().out
-    assert "| reference | 3 (2 / 1) | 100.0 % | 100.0 % | 100.0 % | 100.0 % | 2 / 0 / 0 / 0 |" in printed
+    assert (
+        "| reference | 3 (2 / 1) | 100.0 % | 100.0 % | 100.0 % (100.0–100.0) | 100.0 % | 2 / 0 / 0 / 0 |"
+        in printed
+    )
     assert "1 of 4 solutions found no gold problem: skipped" in printed
 
 

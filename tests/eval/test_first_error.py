@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from psgrpo.eval.first_error import first_error_metrics, harmonic_mean
+from psgrpo.eval.first_error import f1_interval, first_error_metrics, harmonic_mean
 
 
 def test_hand_computed_case():
@@ -78,3 +78,38 @@ def test_harmonic_mean_is_symmetric_and_bounded(a, b):
     h = harmonic_mean(a, b)
     assert h == pytest.approx(harmonic_mean(b, a))
     assert min(a, b) - 1e-12 <= h <= max(a, b) + 1e-12
+
+
+def _counts(exact: int, wrong: int, blamed: int, correct: int) -> dict:
+    """Metrics of `wrong` solutions with `exact` found, and `correct` ones with `blamed` flagged."""
+    labels = [2] * wrong + [-1] * correct
+    predictions = [2] * exact + [-1] * (wrong - exact) + [0] * blamed + [-1] * (correct - blamed)
+    return first_error_metrics(labels, predictions)
+
+
+def test_the_f1_interval_of_the_dev_files_counts_is_about_five_points_either_way():
+    m = _counts(exact=107, wrong=156, blamed=31, correct=976)  # the reference scorer on the dev files
+    low, high = f1_interval(m)
+    assert low < m["f1"] < high
+    assert 0.74 < low < 0.76 and 0.84 < high < 0.86  # (0.750, 0.851) at seed 0
+    assert f1_interval(m) == (low, high)  # seeded
+    narrower = f1_interval(m, confidence=0.5)
+    assert low < narrower[0] < narrower[1] < high
+    big = f1_interval(_counts(exact=1070, wrong=1560, blamed=310, correct=9760))
+    assert big[1] - big[0] < (high - low) / 2  # ten times the solutions: about a third of the width
+
+
+def test_the_f1_interval_is_none_where_f1_is_and_refuses_a_bad_confidence():
+    assert f1_interval(first_error_metrics([-1, -1], [-1, 0])) is None  # no wrong solution
+    assert f1_interval(first_error_metrics([1, 2], [1, -1])) is None  # no correct solution
+    with pytest.raises(ValueError, match="confidence must be in"):
+        f1_interval(_counts(1, 2, 0, 2), confidence=95)
+
+
+@given(labelled())
+def test_the_f1_interval_is_ordered_and_inside_zero_one(pair):
+    m = first_error_metrics(*pair)
+    interval = f1_interval(m, resamples=200)
+    assert (interval is None) == (m["f1"] is None)
+    if interval is not None:
+        assert 0 <= interval[0] <= interval[1] <= 1
