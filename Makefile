@@ -47,13 +47,17 @@ test-min: $(STAMP_MIN)
 	$(VENV_MIN)/bin/python -m pytest -q -m "not slow"
 
 # The fast suite under another set of versions inside the declared ranges, in its own venv .venv-<SET>:
-#   make test-versions SET=gpu_image   the CUDA image's transformers, accelerate, datasets … (CPU torch)
-#   make test-versions SET=top         the newest torch here (2.14.1, a ~3 GB CUDA build run on the CPU)
-# Each set is tools/versions/<SET>.txt, pip constraints; run them before a GPU session and when a release
-# lands. Not in CI (its 20-minute budget): docs/compatibility.md says when to run them.
+#   make test-versions SET=gpu_image   the CUDA image psgrpo first ran on: torch 2.11.0 (the floor),
+#                                      transformers 5.17.0, accelerate 1.15.0, datasets 4.8.5 …
+#   make test-versions SET=top         the newest torch on PyPI (2.15.0)
+# Each set is tools/versions/<SET>.txt, pip constraints; both torch builds are PyPI's CUDA ones (~3 GB,
+# run on the CPU). On this project's machines pip's config caps torch at 2.14.1 (/etc/xdg/pip):
+# `PIP_CONFIG_FILE=/dev/null make test-versions SET=top` lifts it (and the local indexes: PyPI serves all).
+# Not in CI (its 20-minute budget): docs/compatibility.md says when to run them.
 VERSION_SETS := $(sort $(basename $(notdir $(wildcard tools/versions/*.txt))))
 
 .venv-%/.installed: tools/versions/%.txt pyproject.toml
+	rm -rf .venv-$*
 	$(PYTHON) -m venv .venv-$*
 	.venv-$*/bin/pip install --upgrade pip
 	.venv-$*/bin/pip install -c $< torch
@@ -63,7 +67,7 @@ VERSION_SETS := $(sort $(basename $(notdir $(wildcard tools/versions/*.txt))))
 	touch $@
 
 test-versions:
-	@if [ -z "$(SET)" ] || [ -z "$(filter $(SET),$(VERSION_SETS))" ]; then \
+	@if [ "$(words $(SET))" != 1 ] || [ -n "$(filter-out $(VERSION_SETS),$(SET))" ] || [ "$(SET)" = min ]; then \
 		echo "make test-versions: SET must be one of: $(VERSION_SETS) (tools/versions/<SET>.txt); got '$(SET)'" >&2; \
 		exit 2; fi
 	$(MAKE) .venv-$(SET)/.installed

@@ -11,13 +11,14 @@ bottom is tested as well as its top (``make test``, the newest releases).
 
 Every runtime dependency of ``[project] dependencies`` in pyproject.toml with a ``>=`` bound is pinned to
 that bound, except ``torch``: the only CPU build that installs without a multi-GB CUDA download is the
-one on this project's machines (:data:`TORCH_CPU`), so the minimum job runs it and the declared torch
-minimum is exercised on the GPU image (benchmarks/device_check.sh). Optional and dev extras are not
+one on this project's machines (:data:`TORCH_CPU`), so the minimum job runs it, and the declared torch
+minimum runs in ``make test-versions SET=gpu_image`` (PyPI's CUDA build, on a CPU) and on the GPU image
+(benchmarks/device_check.sh). Optional and dev extras are not
 pinned. It lives outside the package: nothing that trains imports it.
 
 ``make test-versions SET=<name>`` does the same for another set of versions inside the declared ranges,
 ``tools/versions/<name>.txt`` (pip constraints): ``gpu_image``, the CUDA image psgrpo first ran on (its
-transformers, accelerate, datasets …, with the CPU torch), and ``top``, the newest torch pip offers here.
+transformers, accelerate, datasets … and torch 2.11.0, the declared floor), and ``top``, the newest torch.
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ TORCH_CPU = "2.13.0"
 _REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9_.-]+)(\[[^\]]*\])?\s*(.*)$")
 
 
+def canonical_name(name: str) -> str:
+    """A distribution name as PEP 503 compares names: ``Huggingface.Hub``, ``huggingface_hub`` → ``huggingface-hub``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def lowest_versions(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, str]:
     """``{distribution name: declared lower bound}`` for every runtime dependency that has one."""
     dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
@@ -53,7 +59,7 @@ def lowest_versions(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, str]
         name, _, spec = match.groups()
         bound = re.search(r">=\s*([0-9][0-9A-Za-z.]*)", spec)
         if bound is not None:
-            lowest[name.lower()] = bound[1]
+            lowest[canonical_name(name)] = bound[1]
     return lowest
 
 
@@ -64,7 +70,8 @@ def constraints(lowest: dict[str, str]) -> list[str]:
 
 def read_constraints(path: Path) -> dict[str, str]:
     """``{distribution name: pinned version}`` of a pip constraints file of ``name==version`` lines
-    (``#`` comments and blank lines skipped); any other line is an error naming the file and line."""
+        (``#`` comments and blank lines skipped; names canonical, :func:`canonical_name`); any other line,
+    or a name pinned twice, is an error naming the file and line."""
     pins: dict[str, str] = {}
     for number, raw in enumerate(Path(path).read_text().splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -73,7 +80,10 @@ def read_constraints(path: Path) -> dict[str, str]:
         match = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*==\s*([0-9][0-9A-Za-z.+]*)", line)
         if match is None:
             raise ValueError(f"{path}:{number}: expected 'name==version', got {raw!r}")
-        pins[match[1].lower().replace("_", "-")] = match[2]
+        name = canonical_name(match[1])
+        if name in pins:
+            raise ValueError(f"{path}:{number}: {name} is pinned twice (also to {pins[name]})")
+        pins[name] = match[2]
     return pins
 
 
@@ -104,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check is None:
         print("\n".join(constraints(lowest)))
         return 0
-    from packaging.version import Version
+    from packaging.specifiers import SpecifierSet
 
     if args.constraints is None:
         wanted, what = dict(line.split("==") for line in constraints(lowest)), "declared minimum"
@@ -114,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     wrong = [
         f"{n}: {what} {w}, installed {got[n]}"
         for n, w in wanted.items()
-        if got[n] is None or Version(Version(got[n]).public) != Version(w)
+        # pip's rule: a pin without a local label matches any (`==2.13.0` admits 2.13.0+cpu)
+        if got[n] is None or not SpecifierSet(f"=={w}").contains(got[n], prereleases=True)
     ]
     for line in wrong:
         print(f"min_versions: {line}", file=sys.stderr)

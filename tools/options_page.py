@@ -229,7 +229,9 @@ def render() -> str:
 def main(argv: list[str]) -> int:
     from psgrpo.methods import load_method
 
-    while argv[:1] == ["--method"] and len(argv) >= 2:  # --method my_methods.py:NAME: a method of your own too
+    while (
+        argv[:1] == ["--method"] and len(argv) >= 2
+    ):  # --method my_methods.py:NAME: a method of your own too
         load_method(argv[1])
         argv = argv[2:]
     if argv[:1] == ["--write"] and len(argv) == 2:
@@ -238,7 +240,10 @@ def main(argv: list[str]) -> int:
     if not argv:
         sys.stdout.write(render())
         return 0
-    print("usage: python tools/options_page.py [--method FILE.py:NAME ...] [--write docs/options.md]", file=sys.stderr)
+    print(
+        "usage: python tools/options_page.py [--method FILE.py:NAME ...] [--write docs/options.md]",
+        file=sys.stderr,
+    )
     return 2
 
 

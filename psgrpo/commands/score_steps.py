@@ -17,7 +17,7 @@ and ProcessBench's metrics (:mod:`psgrpo.eval.first_error`) compare predictions 
 text. A solution whose problem is not in ``--gold`` is skipped and counted when the scorer needs
 those columns, else scored without them; the summary says which and how many.
 
-Prints a markdown table (F1 with a 95 % bootstrap interval over solutions, exact / early / late /
+Prints a markdown table (F1 with its 95 % interval over solutions, exact / early / late /
 missed, false blame, µs per step; one row per
 generator when the solutions have a ``generator`` field) and writes into ``--output_dir`` (when
 given): ``summary.json`` (metrics, counts, timing, ``by_generator``, the flag rule and the options) and ``predictions.jsonl`` (per solution: id, label,
@@ -225,7 +225,7 @@ def _rate(value: float | None) -> str:
 
 
 def _rate_with_interval(value: float | None, interval: Sequence[float] | None) -> str:
-    """``80.3 % (75.0–85.1)``: a share in percent and its interval, when there is one."""
+    """``80.3 % (74.8–84.9)``: a share in percent and its interval, when there is one."""
     if interval is None:
         return _rate(value)
     return f"{_rate(value)} ({100 * interval[0]:.1f}–{100 * interval[1]:.1f})"
@@ -247,7 +247,7 @@ def _table_row(name: str, metrics: dict[str, Any]) -> list[str]:
 
 
 def markdown_table(summary: dict[str, Any], scorer_name: str) -> str:
-    """The summary as a markdown table: ProcessBench's metrics (F1 with its stratified bootstrap 95 %
+    """The summary as a markdown table: ProcessBench's metrics (F1 with its 95 %
     interval, :func:`psgrpo.eval.first_error.f1_interval`), where the first flag falls on wrong
     solutions (exact / early / late / missed), correct solutions blamed, speed; then one row per
     generator when the rows name theirs."""

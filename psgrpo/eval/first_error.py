@@ -17,15 +17,15 @@ A metric over no solution is ``None`` (JSON ``null``): a file of correct solutio
 
 :func:`f1_interval` says how far ``f1`` could move on another draw of as many solutions: with 156
 wrong solutions and 976 correct ones at F1 0.80, one exact prediction more or less moves it by
-about 0.004, and its 95 % interval is about ±0.05 wide.
+about 0.004, and its 95 % interval reaches about 0.05 either side. It is sampling noise only: a
+scorer tuned on the same files is also optimistic by an amount no interval over them can show.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from typing import Any
-
-import numpy as np
 
 
 def harmonic_mean(a: float | None, b: float | None) -> float | None:
@@ -77,19 +77,23 @@ def first_error_metrics(labels: Sequence[int], predictions: Sequence[int]) -> di
 
 
 def f1_interval(
-    metrics: dict[str, Any], confidence: float = 0.95, resamples: int = 10_000, seed: int = 0
+    metrics: dict[str, Any], confidence: float = 0.95, draws: int = 10_000, seed: int = 0
 ) -> tuple[float, float] | None:
-    """A percentile bootstrap interval of ProcessBench's ``f1``, stratified by class.
+    """An interval for ProcessBench's ``f1``: each class's accuracy uncertain on its own, the two
+    propagated through the harmonic mean.
 
-    Each resample redraws, with replacement, as many wrong solutions and as many correct ones as
-    ``metrics`` counts, so a resample's exact predictions are Binomial(wrong_rows, error_acc) and its
-    unflagged correct solutions Binomial(correct_rows, correct_acc); its F1 is their harmonic mean.
-    Seeded: the same counts give the same interval.
+    ``error_acc`` is ``exact`` hits in ``wrong_rows`` solutions and ``correct_acc`` unflagged ones in
+    ``correct_rows``; each is drawn from its Jeffreys distribution, Beta(k + ½, n − k + ½), and the
+    interval is the central ``confidence`` share of the ``draws`` F1 values. For classes of hundreds
+    of solutions this is the stratified bootstrap's interval (within 0.003 on the dev files' counts);
+    unlike the bootstrap, an accuracy of 0 or 1 on a few solutions still gives a wide interval (1
+    wrong solution found of 1: error_acc between about 0.2 and 1). Seeded: the same counts give the
+    same interval.
 
     Args:
         metrics: what :func:`first_error_metrics` returns.
         confidence: the interval's coverage, in (0, 1).
-        resamples: bootstrap draws.
+        draws: simulated (error_acc, correct_acc) pairs, ≥ 1.
         seed: the random generator's seed.
 
     Returns:
@@ -97,14 +101,19 @@ def f1_interval(
     """
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    if draws < 1:
+        raise ValueError(f"draws must be at least 1, got {draws!r}")
     if metrics["f1"] is None:
         return None
-    rng = np.random.default_rng(seed)
-    n_wrong, n_correct = metrics["wrong_rows"], metrics["correct_rows"]
-    a = rng.binomial(n_wrong, metrics["error_acc"], resamples) / n_wrong  # (resamples,)
-    b = rng.binomial(n_correct, metrics["correct_acc"], resamples) / n_correct  # (resamples,)
-    total = a + b
-    f1 = np.divide(2 * a * b, total, out=np.zeros_like(total), where=total > 0)
-    tail = 100 * (1 - confidence) / 2
-    low, high = np.percentile(f1, [tail, 100 - tail])
-    return float(low), float(high)
+    rng = random.Random(seed)
+    found, wrong = metrics["exact"], metrics["wrong_rows"]
+    unflagged, correct = metrics["correct_rows"] - metrics["false_blame"], metrics["correct_rows"]
+    f1 = sorted(
+        harmonic_mean(
+            rng.betavariate(found + 0.5, wrong - found + 0.5),
+            rng.betavariate(unflagged + 0.5, correct - unflagged + 0.5),
+        )
+        for _ in range(draws)
+    )
+    tail = (1 - confidence) / 2
+    return f1[int(tail * (draws - 1))], f1[round((1 - tail) * (draws - 1))]

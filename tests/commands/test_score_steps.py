@@ -120,10 +120,13 @@ def test_reference_end_to_end(files, tmp_path, capsys):
         by_id["ducks-slip"]["generator"] == "handmade"
         and by_id["ducks-slip"]["final_answer_correct"] is False
     )
+    # Perfect on 3 solutions is not certainty: F1's interval is wide and ends below 1.
+    low, high = summary["f1_interval"]
+    assert 0 < low < 0.6 and 0.9 < high < 1
     printed = capsys.readouterr().out
     assert (
-        "| reference | 3 (2 / 1) | 100.0 % | 100.0 % | 100.0 % (100.0–100.0) | 100.0 % | 2 / 0 / 0 / 0 |"
-        in printed
+        f"| reference | 3 (2 / 1) | 100.0 % | 100.0 % | 100.0 % ({100 * low:.1f}–{100 * high:.1f}) | 100.0 % "
+        "| 2 / 0 / 0 / 0 |" in printed
     )
     assert "1 of 4 solutions found no gold problem: skipped" in printed
 

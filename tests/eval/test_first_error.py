@@ -91,7 +91,9 @@ def test_the_f1_interval_of_the_dev_files_counts_is_about_five_points_either_way
     m = _counts(exact=107, wrong=156, blamed=31, correct=976)  # the reference scorer on the dev files
     low, high = f1_interval(m)
     assert low < m["f1"] < high
-    assert 0.74 < low < 0.76 and 0.84 < high < 0.86  # (0.750, 0.851) at seed 0
+    assert (
+        0.74 < low < 0.76 and 0.84 < high < 0.86
+    )  # (0.748, 0.849); the stratified bootstrap: (0.750, 0.851)
     assert f1_interval(m) == (low, high)  # seeded
     narrower = f1_interval(m, confidence=0.5)
     assert low < narrower[0] < narrower[1] < high
@@ -104,12 +106,21 @@ def test_the_f1_interval_is_none_where_f1_is_and_refuses_a_bad_confidence():
     assert f1_interval(first_error_metrics([1, 2], [1, -1])) is None  # no correct solution
     with pytest.raises(ValueError, match="confidence must be in"):
         f1_interval(_counts(1, 2, 0, 2), confidence=95)
+    with pytest.raises(ValueError, match="draws must be at least 1"):
+        f1_interval(_counts(1, 2, 0, 2), draws=0)
+
+
+def test_a_perfect_score_on_few_solutions_gets_a_wide_interval_not_a_point():
+    low, high = f1_interval(_counts(exact=2, wrong=2, blamed=0, correct=1))
+    assert low < 0.6 and high < 1  # a bootstrap would say (1.0, 1.0)
+    low_big, high_big = f1_interval(_counts(exact=200, wrong=200, blamed=0, correct=1000))
+    assert 0.98 < low_big < high_big < 1
 
 
 @given(labelled())
 def test_the_f1_interval_is_ordered_and_inside_zero_one(pair):
     m = first_error_metrics(*pair)
-    interval = f1_interval(m, resamples=200)
+    interval = f1_interval(m, draws=200)
     assert (interval is None) == (m["f1"] is None)
     if interval is not None:
         assert 0 <= interval[0] <= interval[1] <= 1

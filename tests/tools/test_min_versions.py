@@ -88,15 +88,29 @@ def test_a_constraints_file_is_read_as_pins_and_a_bad_line_names_its_place(min_v
     bad.write_text("torch==2.13.0\ntransformers>=5.6\n")
     with pytest.raises(ValueError, match=r"bad\.txt:2: expected 'name==version', got 'transformers>=5\.6'"):
         min_versions.read_constraints(bad)
+    twice = tmp_path / "twice.txt"
+    twice.write_text("huggingface_hub==1.33.0\nHuggingface.Hub==1.34.0\n")
+    with pytest.raises(
+        ValueError, match=r"twice\.txt:2: huggingface-hub is pinned twice \(also to 1\.33\.0\)"
+    ):
+        min_versions.read_constraints(twice)
+    local = tmp_path / "local.txt"
+    local.write_text("torch==2.11.0+cu130\n")
+    assert min_versions.read_constraints(local) == {"torch": "2.11.0+cu130"}
 
 
 def test_the_check_against_a_set_names_each_pin_that_is_not_installed(min_versions, tmp_path, capsys):
     pins = tmp_path / "set.txt"
-    pins.write_text(f"pytest=={version('pytest')}\npackaging==0.0.1\n")
+    pins.write_text(f"PyTest=={version('pytest')}\npackaging==0.0.1\n")
     assert min_versions.main(["--check", sys.executable, "--constraints", str(pins)]) == 1
     err = capsys.readouterr().err
     assert f"packaging: pinned in {pins} 0.0.1, installed {version('packaging')}" in err
     assert "pytest:" not in err
+    public = (
+        tmp_path / "public.txt"
+    )  # torch 2.13.0+cpu is what `torch==2.13.0` installs: it matches, as in pip
+    public.write_text(f"torch=={Version(version('torch')).public}\n")
+    assert min_versions.main(["--check", sys.executable, "--constraints", str(public)]) == 0
     with pytest.raises(SystemExit):  # --constraints alone is a usage error, not a silent print
         min_versions.main(["--constraints", str(pins)])
 
@@ -105,7 +119,7 @@ def test_every_version_set_stays_inside_the_declared_ranges(min_versions):
     """tools/versions/*.txt (`make test-versions SET=…`): a set outside the ranges pyproject.toml
     declares would test a promise the package does not make."""
     declared = {
-        Requirement(text).name.lower(): Requirement(text).specifier
+        min_versions.canonical_name(Requirement(text).name): Requirement(text).specifier
         for text in min_versions.tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
             "dependencies"
         ]
@@ -119,5 +133,6 @@ def test_every_version_set_stays_inside_the_declared_ranges(min_versions):
         if name in declared and not declared[name].contains(pin, prereleases=True)
     ]
     assert not outside, outside
+    assert "torch" in min_versions.read_constraints(ROOT / "tools" / "versions" / "top.txt")  # names match
     makefile = (ROOT / "Makefile").read_text()
     assert "test-versions:" in makefile and "--constraints $<" in makefile

@@ -116,7 +116,8 @@ class StepEquations:
 
 
 ANNOTATION_PATTERN = r"<<(?P<body>[^<>]*)>>"
-"""A GSM8K calculator annotation, ``<<6*2=12>>``; the result it shows follows it (``$<<6*2=12>>12 on``)."""
+"""A GSM8K calculator annotation, ``<<6*2=12>>``; the result it shows follows it (``$<<6*2=12>>12 on``).
+It names one group, ``body``, so a regular expression can hold it once."""
 _ANNOTATION_RE = re.compile(rf"{ANNOTATION_PATTERN}(?P<shown>{NUMBER_PATTERN})?")
 _STEP_MARKER_RE = re.compile(r"\bstep\s*\d+\s*[:.)-]?|^[^\S\n]*\d+[.)](?=\s)", re.IGNORECASE | re.MULTILINE)
 # Stands for a removed annotation, padded to its length: not math, so it ends any expression.
