@@ -70,7 +70,7 @@ def constraints(lowest: dict[str, str]) -> list[str]:
 
 def read_constraints(path: Path) -> dict[str, str]:
     """``{distribution name: pinned version}`` of a pip constraints file of ``name==version`` lines
-        (``#`` comments and blank lines skipped; names canonical, :func:`canonical_name`); any other line,
+    (``#`` comments and blank lines skipped; names canonical, :func:`canonical_name`); any other line,
     or a name pinned twice, is an error naming the file and line."""
     pins: dict[str, str] = {}
     for number, raw in enumerate(Path(path).read_text().splitlines(), 1):
@@ -119,7 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.constraints is None:
         wanted, what = dict(line.split("==") for line in constraints(lowest)), "declared minimum"
     else:
-        wanted, what = read_constraints(args.constraints), f"pinned in {args.constraints}"
+        try:
+            wanted, what = read_constraints(args.constraints), f"pinned in {args.constraints}"
+        except (OSError, ValueError) as error:  # one line, not a traceback
+            parser.error(f"--constraints: {error}")
     got = installed_versions(args.check, list(wanted))
     wrong = [
         f"{n}: {what} {w}, installed {got[n]}"

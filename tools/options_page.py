@@ -229,9 +229,8 @@ def render() -> str:
 def main(argv: list[str]) -> int:
     from psgrpo.methods import load_method
 
-    while (
-        argv[:1] == ["--method"] and len(argv) >= 2
-    ):  # --method my_methods.py:NAME: a method of your own too
+    # --method my_methods.py:NAME: a method of your own too
+    while argv[:1] == ["--method"] and len(argv) >= 2:
         load_method(argv[1])
         argv = argv[2:]
     if argv[:1] == ["--write"] and len(argv) == 2:

@@ -113,6 +113,18 @@ def test_the_check_against_a_set_names_each_pin_that_is_not_installed(min_versio
     assert min_versions.main(["--check", sys.executable, "--constraints", str(public)]) == 0
     with pytest.raises(SystemExit):  # --constraints alone is a usage error, not a silent print
         min_versions.main(["--constraints", str(pins)])
+    capsys.readouterr()
+    bad = tmp_path / "bad.txt"
+    bad.write_text("torch>=2.11\n")
+    for path, message in (
+        (bad, r"bad\.txt:1: expected 'name==version'"),
+        (tmp_path / "none.txt", "No such file"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:  # a bad or missing set: one usage line, no traceback
+            min_versions.main(["--check", sys.executable, "--constraints", str(path)])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert re.search(rf"error: --constraints: .*{message}", err) and "Traceback" not in err
 
 
 def test_every_version_set_stays_inside_the_declared_ranges(min_versions):
