@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-min test-versions device-wheels lint warmstart check-fresh qwen-vocab clean
+.PHONY: demo test test-fast test-min test-versions device-wheels device-rehearsal lint warmstart check-fresh qwen-vocab clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -78,6 +78,11 @@ test-versions:
 device-wheels: $(STAMP)
 	PYTHON=$(BIN)/python bash benchmarks/device_wheels.sh
 
+# The device check's install step and --cpu-smoke, on a stand-in for the device image (.venv-standin: torch
+# 2.11.0, transformers 5.17.0 … and no trl, datasets, math-verify): run it before a GPU session.
+device-rehearsal: $(STAMP)
+	bash benchmarks/device_rehearsal.sh $(ARGS)
+
 lint: $(STAMP)
 	$(BIN)/ruff check psgrpo tests benchmarks experiments tools
 
@@ -95,4 +100,4 @@ qwen-vocab: $(STAMP)
 	$(BIN)/python -m psgrpo.tiny.qwen_tokenizer --copy_to .cache
 
 clean:
-	rm -rf $(VENV) $(VENV_MIN) $(addprefix .venv-,$(VERSION_SETS)) outputs runs .pytest_cache
+	rm -rf $(VENV) $(VENV_MIN) $(addprefix .venv-,$(VERSION_SETS)) .venv-standin outputs runs .pytest_cache

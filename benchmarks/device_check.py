@@ -3,8 +3,10 @@
     bash benchmarks/device_check.sh [--cpu-smoke] [--report_dir DIR] [--output_dir DIR] [--budget_s 480]
 
 ``device_check.sh`` installs the carried wheels when the image lacks trl / datasets / math-verify, then runs
-this script, which runs, each in its own process and within one time budget (``--budget_s``, counted from
-the shell script's start; default 480 s = 8 minutes):
+this script. It first checks that every requirement of psgrpo and of the carried packages
+(``device_wheels.txt``) is installed (else one line per missing one, exit status 2, nothing run) and at a
+version it admits (else a warning, in the report too). Then it runs, each in its own process and within
+one time budget (``--budget_s``, counted from the shell script's start; default 480 s = 8 minutes):
 
 1. **tests**: the fast suite (``pytest -m "not slow"``) with pytest-xdist (``-n --workers``, default 14 on
    16 cores); its counts and the ids of failed tests, from a JUnit XML file (``--tests_timeout_s`` caps it);
@@ -44,6 +46,13 @@ from pathlib import Path
 from typing import Any
 
 from _common import markdown_table
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = REPO / "benchmarks"
@@ -52,6 +61,9 @@ GPU_SECTIONS = ["grpo-static", "grpo", "ps-static", "vps-static", "tree-static",
 """gpu_check's sections on the GPU, most needed first (a section the budget leaves out is recorded as skipped)."""
 
 SMOKE_TESTS = ["tests/test_timing.py"]
+
+CARRIED = BENCHMARKS / "device_wheels.txt"
+"""The packages that travel as wheels (``device_wheels.sh`` downloads them, ``device_check.sh`` installs them)."""
 
 STEP_TARGET_S = 5.0
 """The issue's target for grpo's step at the recipe's shape on an H200-class GPU (s)."""
@@ -135,6 +147,63 @@ def run_tests(cli: argparse.Namespace, work: Path) -> dict[str, Any]:
     return result
 
 
+def carried_names(path: Path = CARRIED) -> list[str]:
+    """The canonical names of the packages pinned in ``device_wheels.txt`` (comments and blank lines skipped)."""
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+    return [canonicalize_name(Requirement(line).name) for line in lines if line]
+
+
+def requirement_problems(
+    requirements: list[str], carried: set[str], needed_by: str = "psgrpo"
+) -> tuple[list[str], list[str]]:
+    """What ``requirements`` and, through them, the carried packages' own requirements need that this Python lacks.
+
+    Walks the requirements of ``needed_by`` (e.g. pyproject.toml's ``dependencies``) and of every carried
+    package they reach, with the extras asked of it (``math-verify[antlr4_13_2]`` reaches antlr4's pin);
+    markers are evaluated for this Python. The image's own packages are checked for presence and version,
+    not walked into. Returns ``(missing, mismatched)``, one line each: ``"dill>=0.3.0 (needed by datasets)"``
+    and ``"fsspec<=2026.9.0 (needed by datasets): 2026.10.0 installed"``.
+    """
+    missing: list[str] = []
+    mismatched: list[str] = []
+    todo = [(Requirement(r), needed_by) for r in requirements]
+    seen: set[tuple[str, frozenset[str]]] = set()
+    while todo:
+        requirement, parent = todo.pop(0)
+        extras = {canonicalize_name(e) for e in requirement.extras}
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+            continue
+        name = canonicalize_name(requirement.name)
+        try:
+            distribution = importlib.metadata.distribution(requirement.name)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(f"{requirement} (needed by {parent})")
+            continue
+        if requirement.specifier and not requirement.specifier.contains(
+            distribution.version, prereleases=True
+        ):
+            mismatched.append(f"{requirement} (needed by {parent}): {distribution.version} installed")
+        if name not in carried or (name, frozenset(extras)) in seen:
+            continue
+        seen.add((name, frozenset(extras)))
+        for line in distribution.requires or []:
+            sub = Requirement(line)
+            if sub.marker is not None and not any(
+                sub.marker.evaluate({"extra": extra}) for extra in extras | {""}
+            ):
+                continue
+            sub.marker = None
+            todo.append((sub, name))
+    return missing, mismatched
+
+
+def check_requirements() -> dict[str, list[str]]:
+    """:func:`requirement_problems` for psgrpo's dependencies (pyproject.toml) and the carried packages."""
+    dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    missing, mismatched = requirement_problems(dependencies, set(carried_names()))
+    return {"missing": missing, "mismatched": mismatched}
+
+
 def budget_left(cli: argparse.Namespace) -> float:
     return cli.budget_s - seconds_since_start()
 
@@ -206,6 +275,44 @@ def environment() -> dict[str, Any]:
     return env
 
 
+def verdict(report: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """``(problems, notes)`` of a device_check.json: a part that failed, and what did not run or warned.
+
+    A problem: tests that failed, errored, timed out or did not report; a gpu_check section or the generation
+    part that failed or did not report. A note: a section or part skipped (no CUDA, the time budget, a
+    package that does not import) and a requirement at a version its dependant does not admit.
+    """
+    problems: list[str] = []
+    notes = [f"requirement not met: {line}" for line in report.get("requirements", {}).get("mismatched", [])]
+    tests = report["parts"]["tests"]
+    if "tests" not in tests:
+        problems.append(f"tests: no report (exit status {tests.get('exit_status')})")
+    else:
+        if tests["failures"] or tests["errors"]:
+            problems.append(
+                f"tests: {tests['failures']} failed, {tests['errors']} errors: {tests['failed'][:5]}"
+            )
+        if tests["timed_out"]:
+            problems.append("tests: timed out")
+        if tests["passed"] == 0:
+            problems.append("tests: none passed")
+    gpu = report["parts"]["gpu_check"]
+    sections = gpu.get("report", {}).get("sections", {})
+    if not sections:
+        problems.append(f"gpu_check: no report (exit status {gpu.get('exit_status')})")
+    for name, section in sections.items():
+        status = section.get("status", "no status")
+        if status.startswith("skipped"):
+            notes.append(f"gpu_check {name}: {status}")
+        elif status != "ok":
+            problems.append(f"gpu_check {name}: {status}")
+    generation = report["parts"]["generation"]
+    if "report" not in generation:
+        status = generation.get("status", f"no report (exit status {generation.get('exit_status')})")
+        (notes if status.startswith("skipped") else problems).append(f"generation: {status}")
+    return problems, notes
+
+
 def markdown(report: dict[str, Any]) -> str:
     """device_check.md: tests, gpu_check's tables, generation, targets."""
     env, parts = report["environment"], report["parts"]
@@ -214,6 +321,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"{json.dumps(env)}; total {report['wall_s']:.0f} s of a {report['budget_s']:.0f} s budget.",
         "",
     ]
+    lines += [f"- requirement not met: `{line}`" for line in report["requirements"]["mismatched"]]
     tests = parts["tests"]
     if "tests" in tests:
         lines.append(
@@ -289,6 +397,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="run bench_generation only with this much left (60)",
     )
     parser.add_argument("--new_tokens", type=int, default=128, help="bench_generation's new tokens (128)")
+    parser.add_argument(
+        "--verify",
+        metavar="REPORT",
+        default=None,
+        help="run nothing: read a device_check.json, print what failed or did not run; exit 1 if a part failed",
+    )
     cli = parser.parse_args(argv)
     if cli.workers is None:
         cli.workers = 2 if cli.smoke else min(14, max((os.cpu_count() or 2) - 2, 1))
@@ -299,8 +413,33 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return cli
 
 
+def verify(path: Path) -> int:
+    """Print :func:`verdict` of a device_check.json; 0 when no part failed, 1 otherwise."""
+    problems, notes = verdict(json.loads(path.read_text()))
+    for line in notes:
+        print(f"device_check: note: {line}")
+    for line in problems:
+        print(f"device_check: FAILED: {line}", file=sys.stderr)
+    if not problems:
+        print(f"device_check: {path}: every part that ran passed")
+    return 1 if problems else 0
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     cli = parse_args(argv)
+    if cli.verify:
+        raise SystemExit(verify(Path(cli.verify)))
+    requirements = check_requirements()
+    if requirements["missing"]:  # nothing could run: say what to carry, before any part spends the budget
+        for line in requirements["missing"]:
+            print(
+                f"device_check: {line} is not installed: add it to benchmarks/device_wheels.txt, run "
+                "'bash benchmarks/device_wheels.sh' where PyPI is reachable and carry .cache again",
+                file=sys.stderr,
+            )
+        raise SystemExit(2)
+    for line in requirements["mismatched"]:
+        print(f"device_check: warning: {line}; the parts run anyway", file=sys.stderr, flush=True)
     work = Path(cli.output_dir).resolve()
     work.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {
@@ -308,6 +447,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "budget_s": cli.budget_s,
         "output_dir": str(work),
         "environment": environment(),
+        "requirements": requirements,
         "parts": {},
     }
     for name, part in (("tests", run_tests), ("gpu_check", run_gpu_check), ("generation", run_generation)):

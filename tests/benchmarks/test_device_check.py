@@ -126,3 +126,157 @@ def test_cpu_smoke_runs_every_part_and_writes_one_json_and_one_table(tmp_path, q
             "generation.log",
         ]
     )
+
+
+def _fake_distribution(site: Path, name: str, version: str, requires: list[str] = ()) -> None:
+    """A ``<name>-<version>.dist-info`` folder that importlib.metadata reads as an installed distribution."""
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    lines += [f"Requires-Dist: {r}" for r in requires]
+    (info / "METADATA").write_text("\n".join(lines) + "\n")
+
+
+def test_the_requirements_of_carried_packages_are_walked_with_their_extras(
+    device_check, tmp_path, monkeypatch
+):
+    """psgrpo → carried-a[x] → carried-b (extra x only) → image-c; image packages are checked, not walked."""
+    site = tmp_path / "site"
+    _fake_distribution(
+        site,
+        "zz-carried-a",
+        "1.0",
+        ["zz-image-c>=2", 'zz-carried-b==3.0; extra == "x"', 'zz-nowhere; extra == "y"'],
+    )
+    _fake_distribution(site, "zz-carried-b", "2.0", ["zz-gone>=1", 'zz-old; python_version < "3.0"'])
+    _fake_distribution(site, "zz-image-c", "1.5", ["zz-image-only-needs"])
+    monkeypatch.syspath_prepend(str(site))
+    carried = {"zz-carried-a", "zz-carried-b"}
+    missing, mismatched = device_check.requirement_problems(["zz-carried-a[x]>=1"], carried)
+    assert missing == ["zz-gone>=1 (needed by zz-carried-b)"]
+    assert mismatched == [
+        "zz-image-c>=2 (needed by zz-carried-a): 1.5 installed",
+        "zz-carried-b==3.0 (needed by zz-carried-a): 2.0 installed",
+    ]
+    # without the extra, carried-b is not needed; a missing top-level requirement is named as psgrpo's
+    missing, mismatched = device_check.requirement_problems(["zz-carried-a", "zz-absent"], carried)
+    assert missing == ["zz-absent (needed by psgrpo)"]
+    assert mismatched == ["zz-image-c>=2 (needed by zz-carried-a): 1.5 installed"]
+
+
+def test_this_environment_meets_psgrpo_and_the_carried_packages_requirements(device_check):
+    """The check the device run starts with, on the Python running the tests: nothing missing, and where pip
+    finds no broken requirement (a pip-resolved venv, as `make test` builds), no version mismatch either."""
+    problems = device_check.check_requirements()
+    assert problems["missing"] == []
+    pip = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True, timeout=120)
+    if pip.returncode == 0:
+        assert problems["mismatched"] == []
+
+
+def test_the_wheel_list_and_the_image_list_split_the_packages_between_them(device_check):
+    """Every carried package pinned once; the image stand-in never holds what must travel as a wheel."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    text = (REPO / "benchmarks/device_wheels.txt").read_text()
+    pins = [Requirement(line.split("#")[0]) for line in text.splitlines() if line.split("#")[0].strip()]
+    assert all(len(p.specifier) == 1 and next(iter(p.specifier)).operator == "==" for p in pins)
+    carried = device_check.carried_names()
+    assert len(set(carried)) == len(carried) == len(pins)
+    assert {"trl", "datasets", "math-verify"} <= set(carried)
+    image_lines = (REPO / "benchmarks/device_image.txt").read_text().splitlines()
+    image = {canonicalize_name(line) for line in image_lines if line.strip() and not line.startswith("#")}
+    assert {"torch", "transformers", "accelerate"} <= image
+    assert not image & set(carried)
+
+
+def test_a_missing_requirement_stops_the_check_with_one_line_per_package(
+    device_check, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(
+        device_check,
+        "check_requirements",
+        lambda: {"missing": ["dill>=0.3 (needed by datasets)"], "mismatched": []},
+    )
+    with pytest.raises(SystemExit) as stop:
+        device_check.main(["--cpu-smoke", "--output_dir", str(tmp_path / "work")])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert (
+        "device_check: dill>=0.3 (needed by datasets) is not installed: add it to benchmarks/device_wheels.txt"
+        in err
+    )
+    assert not (tmp_path / "work").exists()
+
+
+def _report(**parts):
+    base = {
+        "requirements": {"missing": [], "mismatched": []},
+        "parts": {
+            "tests": {"tests": 10, "failures": 0, "errors": 0, "skipped": 1, "passed": 9, "timed_out": False},
+            "gpu_check": {
+                "report": {
+                    "sections": {
+                        "grpo-static": {"status": "ok"},
+                        "liger-grpo": {"status": "skipped: needs CUDA (--cpu-smoke)"},
+                    }
+                }
+            },
+            "generation": {"report": {"caches": {}}},
+        },
+    }
+    base["parts"] |= parts
+    return base
+
+
+def test_the_verdict_separates_failed_parts_from_skipped_ones(device_check, tmp_path, capsys):
+    problems, notes = device_check.verdict(_report())
+    assert problems == [] and notes == ["gpu_check liger-grpo: skipped: needs CUDA (--cpu-smoke)"]
+    broken = _report(
+        tests={
+            "tests": 10,
+            "failures": 2,
+            "errors": 0,
+            "skipped": 0,
+            "passed": 8,
+            "timed_out": True,
+            "failed": ["a::x", "a::y"],
+        },
+        gpu_check={"report": {"sections": {"vps-static": {"status": "failed (exit 1): boom"}}}},
+        generation={"exit_status": 1},
+    )
+    broken["requirements"]["mismatched"] = ["fsspec<=2026.9.0 (needed by datasets): 2026.10.0 installed"]
+    problems, notes = device_check.verdict(broken)
+    assert problems == [
+        "tests: 2 failed, 0 errors: ['a::x', 'a::y']",
+        "tests: timed out",
+        "gpu_check vps-static: failed (exit 1): boom",
+        "generation: no report (exit status 1)",
+    ]
+    assert notes == ["requirement not met: fsspec<=2026.9.0 (needed by datasets): 2026.10.0 installed"]
+    skipped_generation = _report(generation={"status": "skipped: time budget (40 s left)"})
+    assert device_check.verdict(skipped_generation)[0] == []
+    path = tmp_path / "device_check.json"
+    path.write_text(json.dumps(broken))
+    with pytest.raises(SystemExit) as stop:
+        device_check.main(["--verify", str(path)])
+    assert stop.value.code == 1
+    assert "device_check: FAILED: gpu_check vps-static: failed (exit 1): boom" in capsys.readouterr().err
+    path.write_text(json.dumps(_report()))
+    with pytest.raises(SystemExit) as stop:
+        device_check.main(["--verify", str(path)])
+    assert stop.value.code == 0 and "every part that ran passed" in capsys.readouterr().out
+
+
+def test_the_rehearsal_script_refuses_an_unknown_argument_in_one_line():
+    done = subprocess.run(
+        ["bash", str(REPO / "benchmarks/device_rehearsal.sh"), "--full"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "device_rehearsal: unknown argument '--full': expected --full_tests or --help"
+    ]

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The device check's install step and --cpu-smoke, rehearsed here on a stand-in for the device image, before a
+# GPU session spends its minutes finding that a wheel or a requirement is missing:
+#   1. .venv-standin: the packages the image holds of what psgrpo needs (benchmarks/device_image.txt), at the
+#      versions tools/versions/gpu_image.txt pins (torch 2.11.0, transformers 5.17.0, accelerate 1.15.0 …),
+#      and neither trl, datasets nor math-verify (checked);
+#   2. the carried wheels (benchmarks/device_wheels.txt) for that venv's Python, into .cache/wheels-<X.Y>
+#      (.cache/wheels, for the image's Python 3.12, is left as it is);
+#   3. benchmarks/device_check.sh --cpu-smoke through it: the offline install into a fresh site folder, the
+#      requirements check, then every part small; its report must show every part ran and passed;
+#   4. with --full_tests: the whole fast suite through the installed wheels (the device check's tests part,
+#      less CUDA).
+#
+#   make device-rehearsal                           # = bash benchmarks/device_rehearsal.sh (needs .venv)
+#   bash benchmarks/device_rehearsal.sh --full_tests
+#
+# torch 2.11.0 is PyPI's CUDA build (about 3 GB with its CUDA wheels; it runs on the CPU), so the first run
+# downloads it. The report lands in outputs/device_rehearsal/ (docs/gpu_check.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FULL=0
+for arg in "$@"; do
+    case "$arg" in
+        --full_tests) FULL=1 ;;
+        -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "device_rehearsal: unknown argument '$arg': expected --full_tests or --help" >&2; exit 2 ;;
+    esac
+done
+if [[ ! -x .venv/bin/python ]]; then
+    echo "device_rehearsal: .venv is missing (it downloads the wheels): run 'make test-fast' or 'make device-rehearsal'" >&2
+    exit 2
+fi
+PYTHON="${PYTHON:-python3}"
+VENV="${STANDIN_VENV:-.venv-standin}"
+SET=tools/versions/gpu_image.txt
+STAMP="$VENV/.installed"
+if [[ ! -f "$STAMP" || "$SET" -nt "$STAMP" || benchmarks/device_image.txt -nt "$STAMP" ]]; then
+    echo "device_rehearsal: building the image stand-in $VENV"
+    rm -rf "$VENV"
+    "$PYTHON" -m venv "$VENV"
+    "$VENV/bin/pip" install -q --upgrade pip
+    mapfile -t IMAGE < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' benchmarks/device_image.txt | grep -v '^$')
+    "$VENV/bin/pip" install -q -c "$SET" "${IMAGE[@]}"
+    touch "$STAMP"
+fi
+for module in trl datasets math_verify; do
+    if "$VENV/bin/python" -c "import $module" 2>/dev/null; then
+        echo "device_rehearsal: $VENV imports $module, which the image lacks: the install step would not be rehearsed" >&2
+        exit 1
+    fi
+done
+PYVER=$("$VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+WHEELS=".cache/wheels-$PYVER"
+DEVICE_PYTHON_VERSION="$PYVER" DEVICE_WHEELS_DIR="$WHEELS" PYTHON=.venv/bin/python \
+    bash benchmarks/device_wheels.sh >/dev/null
+SITE=$(mktemp -d /tmp/psgrpo-standin-site.XXXXXX)
+trap 'rm -rf "$SITE"' EXIT
+OUT=outputs/device_rehearsal
+rm -rf "$OUT"
+PSGRPO_WHEELS="$WHEELS" PSGRPO_SITE="$SITE" PYTHON="$VENV/bin/python" OMP_NUM_THREADS=1 \
+    bash benchmarks/device_check.sh --cpu-smoke --output_dir "$OUT/work" --report_dir "$OUT"
+.venv/bin/python benchmarks/device_check.py --verify "$OUT/device_check.json"
+if [[ "$FULL" == 1 ]]; then
+    PYTHONPATH="$SITE:$PWD" PSGRPO_CACHE="$PWD/.cache" TOKENIZERS_PARALLELISM=false \
+        "$VENV/bin/python" -m pytest -q -m "not slow" -p no:cacheprovider
+fi
