@@ -2,7 +2,7 @@
 
 ``psgrpo compare --report_only true`` trains nothing: it reads each finished run and refuses one
 made with other settings than the command's. A change to a recipe or to how compare resolves
-settings can therefore orphan every kept run; these tests redraw three of them (reading 50 runs'
+settings can therefore orphan every kept run; these tests redraw four of them (reading about 70 runs'
 ``metrics.jsonl``, no model) and check the figures of the published tables.
 """
 
@@ -33,35 +33,54 @@ def accuracies(path: Path) -> dict[tuple[str, int, int], float]:
         }
 
 
-def redraw(name: str, tmp_path: Path, flags: list[str]) -> Path:
-    """Copy ``RUNS/name/runs`` into a fresh output directory and draw its report; returns that directory."""
+def redraw(name: str, tmp_path: Path, flags: list[str], borrowed: tuple[str, str] | None = None) -> Path:
+    """Copy ``RUNS/name/runs`` (and the ``borrowed[1]`` runs of ``RUNS/borrowed[0]/runs``, e.g. a control
+    kept elsewhere) into a fresh output directory and draw its report; returns that directory."""
     out = tmp_path / name
     shutil.copytree(RUNS / name / "runs", out / "runs")
+    if borrowed is not None:
+        for run in sorted((RUNS / borrowed[0] / "runs").glob(borrowed[1])):
+            shutil.copytree(run, out / "runs" / run.name)
     compare([*flags, "--output_dir", str(out), "--report_only", "true"])
     return out
 
 
-def test_the_second_confirmation_redraws_and_its_preregistered_tests_hold(
-    tmp_path, import_experiment, capsys
+@pytest.mark.parametrize(
+    "name, borrowed",
+    [("hard-ref-confirm2", None), ("hard-ref-confirm3", ("hard-ref-confirm2", "grpo-seed1?"))],
+)
+def test_the_confirmations_redraw_and_their_preregistered_tests_hold(
+    name, borrowed, tmp_path, import_experiment, capsys
 ):
+    """The second (64a2f19's scorer) and third (today's, against the second's kept grpo runs) confirmations."""
     out = redraw(
-        "hard-ref-confirm2",
+        name,
         tmp_path,
         ["--config", "configs/arith_hard.yaml", "--max_steps", "60", "--eval_every", "30",
          "--max_eval_examples", "1000", "--eval_batch_size", "250", "--save_strategy", "no",
          "--report_to", "none", "--diagnostics", "true", "--seeds", *map(str, range(10, 20)),
          "--arms", "grpo=--method grpo", BIN],
+        borrowed,
     )  # fmt: skip
-    assert accuracies(out / "curves.csv") == accuracies(RUNS / "hard-ref-confirm2" / "curves.csv")
+    assert accuracies(out / "curves.csv") == accuracies(RUNS / name / "curves.csv")
     capsys.readouterr()
     import_experiment("preregistered").main(
         [str(out / "curves.csv"), "--treatment", "ps-ref-bin", "--seeds", *map(str, range(10, 20)),
          "--final_step", "60", "--early_step", "30", "--level", "0.975"]
     )  # fmt: skip
-    assert (
-        capsys.readouterr().out.strip()
-        == (RUNS / "hard-ref-confirm2" / "preregistered.md").read_text().strip()
-    )
+    assert capsys.readouterr().out.strip() == (RUNS / name / "preregistered.md").read_text().strip()
+
+
+def test_the_third_confirmations_control_reproduced_the_kept_grpo_run():
+    """Its pre-registered condition: fresh grpo (seed 10) gave the kept held-out accuracies exactly."""
+
+    def heldout(path: Path) -> dict[int, float]:
+        rows = (json.loads(line) for line in path.read_text().splitlines())
+        return {r["step"]: r["heldout/accuracy"] for r in rows if "heldout/accuracy" in r}
+
+    fresh = heldout(RUNS / "hard-ref-confirm3" / "grpo-check" / "grpo-seed10" / "metrics.jsonl")
+    kept = heldout(RUNS / "hard-ref-confirm2" / "runs" / "grpo-seed10" / "metrics.jsonl")
+    assert fresh == kept and sorted(fresh) == [0, 30, 60]
 
 
 def test_the_demo_default_redraws_with_the_recipe_its_runs_trained_with(tmp_path):
