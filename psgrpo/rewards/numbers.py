@@ -1,4 +1,4 @@
-"""Parsing of numeric answers as people write them: ``1,000``, ``$18``, ``18.0``, ``-3``, ``3/4``, ``50%``."""
+"""Parsing of numeric answers as people write them: ``1,000``, ``$18``, ``£18``, ``18.0``, ``-3``, ``3/4``, ``50%``."""
 
 from __future__ import annotations
 
@@ -13,10 +13,18 @@ DECIMAL_PATTERN = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
 FRACTION_PATTERN = r"\d+/\d+(?!\.?\d|,\d)"
 """A glued fraction ``3/4`` (one number, so ``1 1/2 / 1/2`` is 3), never ``3/4.5``."""
 VULGAR_FRACTIONS = "¼½¾⅐⅑⅒⅓⅔⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞"
-SPACED_PATTERN = r"(?<=\$)\d{1,3}(?: \d{3})+(?:\.\d+)?(?![\d,/])"
-"""A space-grouped amount after a dollar sign: ``$350 000``."""
-NUMBER_PATTERN = rf"\$?(?:{SPACED_PATTERN}|\d+ {FRACTION_PATTERN}|{FRACTION_PATTERN}|\d*[{VULGAR_FRACTIONS}]|{DECIMAL_PATTERN})%?"
-"""One number written in step text: an optional ``$``, a decimal, a (mixed or vulgar) fraction, an optional ``%``."""
+CURRENCY_SIGNS = "$£€¥₹"
+"""Signs written before an amount (``$18``, ``£18``, ``€18``): part of the number, not of its value."""
+CURRENCY_PATTERN = "[$£€¥₹]"
+SPACED_PATTERN = rf"(?<={CURRENCY_PATTERN})\d{{1,3}}(?: \d{{3}})+(?:\.\d+)?(?![\d,/])"
+"""A space-grouped amount after a currency sign: ``$350 000``."""
+NUMBER_PATTERN = rf"{CURRENCY_PATTERN}?(?:{SPACED_PATTERN}|\d+ {FRACTION_PATTERN}|{FRACTION_PATTERN}|\d*[{VULGAR_FRACTIONS}]|{DECIMAL_PATTERN})%?"
+"""One number written in step text: an optional currency sign, a decimal, a (mixed or vulgar) fraction, an optional ``%``."""
+
+
+def without_currency(text: str) -> str:
+    """``text`` without the currency sign it starts with (``£1,000`` → ``1,000``), if any."""
+    return text[1:] if text[:1] in CURRENCY_SIGNS else text
 
 
 def decimal_value(body: str) -> Fraction:
@@ -30,7 +38,7 @@ def decimal_value(body: str) -> Fraction:
 _NUMBER_RE = re.compile(
     rf"""^
     (?P<sign>[-+−])?\s*
-    \$?\s*
+    [$£€¥₹]?\s*
     (?P<body>{DECIMAL_PATTERN})
     (?:\s*/\s*(?P<den>\d+))?              # 3/4, 3 / 4
     \s*%?
@@ -46,7 +54,7 @@ MAX_NUMBER_DIGITS = 1000
 def parse_number(text: str) -> Fraction | None:
     """Parse ``text`` as one number and return it exactly, or ``None`` if it is not one number.
 
-    Accepts thousands separators, a leading ``$``, a trailing ``%`` (kept as written: ``50%`` is 50,
+    Accepts thousands separators, a leading currency sign (``$ £ € ¥ ₹``), a trailing ``%`` (kept as written: ``50%`` is 50,
     as GSM8K answers are), decimals, a sign (ASCII or Unicode minus) and simple fractions ``a/b``.
     Surrounding whitespace and a final full stop are ignored. Anything else (words, two numbers,
     an empty string, more than :data:`MAX_NUMBER_DIGITS` digits) gives ``None``.

@@ -16,6 +16,10 @@ from psgrpo.rewards.numbers import MAX_NUMBER_DIGITS, format_number, parse_numbe
     [
         ("1,000", 1000),
         ("$18", 18),
+        ("£18", 18),
+        ("€1,250.50", Fraction(2501, 2)),
+        ("-¥3", -3),
+        ("₹ 40", 40),
         ("18.0", 18),
         ("-3", -3),
         ("−3", -3),
@@ -28,7 +32,9 @@ def test_parse_number(text, value):
     assert parse_number(text) == value
 
 
-@pytest.mark.parametrize("text", ["", "two", "3 4", "1/0", "9" * (MAX_NUMBER_DIGITS + 1), "1." + "0" * 5000])
+@pytest.mark.parametrize(
+    "text", ["", "two", "£", "£$3", "3£", "3 4", "1/0", "9" * (MAX_NUMBER_DIGITS + 1), "1." + "0" * 5000]
+)
 def test_not_a_number(text):
     assert parse_number(text) is None  # never Python's "Exceeds the limit (4300 digits)" ValueError
 

@@ -46,6 +46,7 @@ from psgrpo.ps.scorers.expressions import (
 )
 from psgrpo.ps.scorers.latex import latex_to_text
 from psgrpo.ps.scorers.words import read_words
+from psgrpo.rewards.numbers import CURRENCY_PATTERN
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class Equation:
 
 def rounding_tolerance(rhs_text: str, percent: Fraction = HUNDREDTHS) -> Fraction:
     """Half a unit of the last decimal written in a single-number right side (``3.33`` → 0.005), else 0."""
-    match = re.fullmatch(r"[-−+]?\s*\$?[\d,]*\.(\d+)(%?)", rhs_text.strip())
+    match = re.fullmatch(rf"[-−+]?\s*{CURRENCY_PATTERN}?[\d,]*\.(\d+)(%?)", rhs_text.strip())
     if match is None:
         return Fraction(0)
     unit = Fraction(1, 10 ** len(match.group(1)))

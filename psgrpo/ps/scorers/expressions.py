@@ -4,7 +4,7 @@ Text is split into :class:`Token` s (:func:`tokenize`), a run of tokens is parse
 expression tree (:func:`parse_expression`, recursive descent with standard precedence, never
 ``eval``; a :class:`Builder` makes the tree's nodes, :data:`Expr` tuples by default) and evaluated
 exactly with ``Fraction`` (:func:`evaluate`). Numbers are read as written:
-``1,000``, ``$18``, ``2.5``, ``3/4``, ``3 1/2``, ``½`` and ``50%`` (a percentage: hundredths, or as
+``1,000``, ``$18`` (or ``£18``, ``€18``), ``2.5``, ``3/4``, ``3 1/2``, ``½`` and ``50%`` (a percentage: hundredths, or as
 written); operators ``+ - * / // × ÷ x ^ **`` (``x`` only between numbers; ``^`` a power with a
 small integer exponent) and Unicode minus. Clock times (``3:30``) and scientific notation (``1e3``)
 are not numbers here: an equation holding one is left unread rather than misread.
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Generic, Protocol, TypeVar, overload
 
-from psgrpo.rewards.numbers import NUMBER_PATTERN, decimal_value
+from psgrpo.rewards.numbers import CURRENCY_PATTERN, NUMBER_PATTERN, decimal_value, without_currency
 
 # --------------------------------------------------------------------------- budget
 
@@ -74,7 +74,7 @@ _UNREAD = (
     r"\d{1,2}:\d{2}(?::\d{2})?(?!\d)|\d+(?:\.\d+)?[eE][-+]?\d+(?![\w.])"  # 3:30, 1e3: never read as 30, 3
 )
 _TOKEN_RE = re.compile(
-    rf"(?P<ws>\s+|\$(?=[-−]\d))|(?P<unread>{_UNREAD})|(?P<num>{NUMBER_PATTERN})|(?P<op>//|\*\*|[-+*/×÷−–^])"
+    rf"(?P<ws>\s+|{CURRENCY_PATTERN}(?=[-−]\d))|(?P<unread>{_UNREAD})|(?P<num>{NUMBER_PATTERN})|(?P<op>//|\*\*|[-+*/×÷−–^])"
     r"|(?P<lpar>\()|(?P<rpar>\))"
     r"|(?P<eq>=)|(?P<word>[A-Za-z_]+)|(?P<other>.)",
     re.DOTALL,
@@ -120,7 +120,7 @@ def _kind(kind: str, text: str) -> str:
     in scientific notation (``1e3``) is ``other``: never read, so never misread."""
     if kind == "unread":
         return "other"
-    return "other" if kind == "num" and re.match(r"\$?0\d", text) else kind
+    return "other" if kind == "num" and re.match(rf"{CURRENCY_PATTERN}?0\d", text) else kind
 
 
 def _times_sign(tokens: Sequence[Token], i: int) -> Token:
@@ -155,7 +155,7 @@ def parse_literal(text: str) -> Expr | None:
     Raises:
         BudgetExceeded: the number has more than :data:`MAX_LITERAL_DIGITS` digits.
     """
-    body = text.removeprefix("$")
+    body = without_currency(text)
     if sum(char.isdigit() for char in body) > MAX_LITERAL_DIGITS:
         raise BudgetExceeded(f"a number of more than {MAX_LITERAL_DIGITS} digits")
     percent = body.endswith("%")

@@ -19,6 +19,7 @@ from fractions import Fraction
 
 from psgrpo.ps.scorers.equations import ANNOTATION_PATTERN
 from psgrpo.ps.scorers.latex import latex_to_text
+from psgrpo.rewards.numbers import CURRENCY_PATTERN
 
 DIMENSIONS = {
     "time": "second sec minute min hour hr day week wk month year yr",
@@ -76,10 +77,11 @@ def unit_mismatch(step: str) -> bool:
 
 
 MONEY = "money"
-"""The dimension of an amount written ``$12``, ``12 dollars`` or ``12 cents``."""
+"""The dimension of an amount written ``$12`` (or ``£12``, ``€12`` …), ``12 dollars`` or ``12 cents``."""
 
 _QUANTITY = re.compile(
-    r"(?<![\w.,])(?P<dollar>\$\s{0,2})?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d.,]\d)"
+    rf"(?<![\w.,])(?P<currency>{CURRENCY_PATTERN}\s{{0,2}})?"
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d.,]\d)"
     r"(?:\s{0,8}(?P<unit>[A-Za-z]{1,12})\b)?"  # LaTeX leaves spaces: ``15 \text{ hours}`` -> ``15   hours``
 )
 
@@ -87,7 +89,7 @@ _QUANTITY = re.compile(
 def _dimension(match: re.Match[str]) -> str | None:
     """The dimension a :data:`_QUANTITY` match gives its number, ``None`` when it names none."""
     unit = (match["unit"] or "").lower()
-    if match["dollar"] or unit in {"dollar", "dollars", "cent", "cents"}:
+    if match["currency"] or unit in {"dollar", "dollars", "cent", "cents"}:
         return MONEY
     canonical = _canonical(unit)
     return None if canonical is None else _UNIT[canonical]

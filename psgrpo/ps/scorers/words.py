@@ -39,6 +39,7 @@ import re
 from collections.abc import Sequence
 
 from psgrpo.ps.scorers.expressions import MAX_EXPRESSION_TOKENS, OP_CANONICAL, Token, times_signs
+from psgrpo.rewards.numbers import without_currency
 
 MAX_UNIT_WORDS = 6
 """Most words one unit may have (``eggs for breakfast``, ``pieces of straw per hamster cage``)."""
@@ -159,7 +160,7 @@ def drop_units(tokens: Sequence[Token], text: str) -> list[Token]:
 
 def _is_part(token: Token) -> bool:
     """A number that is a part of something: a fraction, a percentage or a decimal below 1."""
-    body = token.text.removeprefix("$")
+    body = without_currency(token.text)
     return token.kind == "num" and (
         "/" in body or body.endswith("%") or bool(re.fullmatch(r"0?\.\d+", body)) or not body[:1].isdigit()
     )

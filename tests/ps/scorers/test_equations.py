@@ -55,6 +55,21 @@ def test_commas_dollars_decimals_and_percent():
     assert holds("3 / 6 = 50%") == [True]
 
 
+@pytest.mark.parametrize("sign", ["$", "£", "€", "¥", "₹"])
+def test_every_currency_sign_is_read_as_part_of_its_amount(sign):
+    """A false equation in pounds or euros is as false as one in dollars (before, ``3 × €4 = €13`` was unread)."""
+    assert holds(f"She pays 3 × {sign}4 = {sign}12.") == [True]
+    assert holds(f"She pays 3 × {sign}4 = {sign}13.") == [False]
+    assert holds(
+        f"It costs {sign}1,000 + {sign}250.50 = {sign}1,250.50; {sign}350 000 / 2 = {sign}175 000"
+    ) == [
+        True,
+        True,
+    ]
+    assert holds(f"The price falls by {sign}-5 + 2 = -3") == [True]  # a sign before a negative amount
+    assert holds(f"It costs {sign}05 + 1 = 6") == []  # a leading zero is a code, never read
+
+
 def test_rounded_results_hold_to_the_written_precision():
     assert holds("10/3 = 3.33") == [True]
     assert holds("2/3 = 0.67") == [True]

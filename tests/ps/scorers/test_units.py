@@ -80,6 +80,7 @@ def test_the_reference_scorer_blames_a_step_mixing_units():
     ("text", "expected"),
     [
         ("$36 / 4 = $9 per hour", [(36, "money"), (9, "money")]),
+        ("£36 / 4 = € 9 and ¥2 for 3 hours", [(36, "money"), (9, "money"), (2, "money"), (3, "time")]),
         ("8 / 4 = 2 hours to dig", [(2, "time")]),
         ("4 feet/hour / 2 = 2 feet/hour", [(4, "length"), (2, "length")]),
         ("1,200 dollars, 30 cents and 3.5 km", [(1200, "money"), (30, "money"), (Fraction(7, 2), "length")]),
