@@ -3,8 +3,8 @@
     bash benchmarks/device_check.sh [--cpu-smoke] [--report_dir DIR] [--output_dir DIR] [--budget_s 480]
 
 ``device_check.sh`` installs the carried wheels when the image lacks trl / datasets / math-verify, then runs
-this script. It first checks that every requirement of psgrpo and of the carried packages
-(``device_wheels.txt``) is installed (else one line per missing one, exit status 2, nothing run) and at a
+this script. It first checks that every requirement of psgrpo, and of each carried package
+(``device_wheels.txt``) that psgrpo's requirements lead to, is installed (else one line per missing one, exit status 2, nothing run) and at a
 version it admits (else a warning, in the report too). Then it runs, each in its own process and within
 one time budget (``--budget_s``, counted from the shell script's start; default 480 s = 8 minutes):
 
@@ -47,7 +47,7 @@ from typing import Any
 
 from _common import markdown_table
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 try:
     import tomllib
@@ -194,7 +194,31 @@ def requirement_problems(
                 continue
             sub.marker = None
             todo.append((sub, name))
-    return missing, mismatched
+    return list(dict.fromkeys(missing)), list(dict.fromkeys(mismatched))  # reached twice: one line
+
+
+def stale_wheels(folder: Path, path: Path = CARRIED) -> list[str]:
+    """How the wheels in ``folder`` differ from the pins of ``device_wheels.txt``: one line per pin without
+    its wheel, per wheel of another version and per wheel nobody pinned (empty when they agree)."""
+    pins = {}
+    for line in path.read_text().splitlines():
+        if text := line.split("#", 1)[0].strip():
+            requirement = Requirement(text)
+            pins[canonicalize_name(requirement.name)] = next(iter(requirement.specifier)).version
+    found = {}
+    for wheel in sorted(folder.glob("*.whl")):
+        name, version, *_ = parse_wheel_filename(wheel.name)
+        found[canonicalize_name(name)] = str(version)
+    lines = [f"{name}=={pins[name]}: no wheel" for name in pins if name not in found]
+    lines += [
+        f"{name}=={pins[name]}: the wheel is {version}"
+        for name, version in found.items()
+        if name in pins and version != pins[name]
+    ]
+    lines += [
+        f"{name} {version}: a wheel nobody pinned" for name, version in found.items() if name not in pins
+    ]
+    return lines
 
 
 def check_requirements() -> dict[str, list[str]]:
@@ -226,6 +250,7 @@ def run_gpu_check(cli: argparse.Namespace, work: Path) -> dict[str, Any]:
     command += ["--cpu-smoke"] if cli.smoke else []
     result = run_logged(command, work / "gpu_check.log", budget_left(cli) - cli.generation_min_s / 2)
     result["command"] = " ".join(command[1:])
+    result["requested"] = list(cli.sections)
     if (out / "gpu_check.json").is_file():
         result["report"] = json.loads((out / "gpu_check.json").read_text())
     return result
@@ -294,12 +319,19 @@ def verdict(report: dict[str, Any]) -> tuple[list[str], list[str]]:
             )
         if tests["timed_out"]:
             problems.append("tests: timed out")
+        elif tests.get("exit_status") not in (0, None) and not (tests["failures"] or tests["errors"]):
+            problems.append(f"tests: exit status {tests['exit_status']} with no failed test")
         if tests["passed"] == 0:
             problems.append("tests: none passed")
     gpu = report["parts"]["gpu_check"]
     sections = gpu.get("report", {}).get("sections", {})
     if not sections:
         problems.append(f"gpu_check: no report (exit status {gpu.get('exit_status')})")
+    elif gpu.get("timed_out"):
+        problems.append("gpu_check: killed at the time budget; its report holds the sections that finished")
+    elif gpu.get("exit_status") not in (0, None):
+        problems.append(f"gpu_check: exit status {gpu['exit_status']}")
+    notes += [f"gpu_check {name}: not run" for name in gpu.get("requested", []) if name not in sections]
     for name, section in sections.items():
         status = section.get("status", "no status")
         if status.startswith("skipped"):
@@ -307,7 +339,9 @@ def verdict(report: dict[str, Any]) -> tuple[list[str], list[str]]:
         elif status != "ok":
             problems.append(f"gpu_check {name}: {status}")
     generation = report["parts"]["generation"]
-    if "report" not in generation:
+    if generation.get("timed_out"):
+        problems.append("generation: timed out")
+    elif "report" not in generation:
         status = generation.get("status", f"no report (exit status {generation.get('exit_status')})")
         (notes if status.startswith("skipped") else problems).append(f"generation: {status}")
     return problems, notes
@@ -398,6 +432,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--new_tokens", type=int, default=128, help="bench_generation's new tokens (128)")
     parser.add_argument(
+        "--check_wheels",
+        metavar="DIR",
+        default=None,
+        help="run nothing: say how the wheels in DIR differ from device_wheels.txt's pins; exit 1 if they do",
+    )
+    parser.add_argument(
         "--verify",
         metavar="REPORT",
         default=None,
@@ -429,6 +469,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     cli = parse_args(argv)
     if cli.verify:
         raise SystemExit(verify(Path(cli.verify)))
+    if cli.check_wheels:
+        stale = stale_wheels(Path(cli.check_wheels))
+        for line in stale:
+            print(
+                f"device_check: {cli.check_wheels}: {line}; run 'bash benchmarks/device_wheels.sh'",
+                file=sys.stderr,
+            )
+        raise SystemExit(1 if stale else 0)
     requirements = check_requirements()
     if requirements["missing"]:  # nothing could run: say what to carry, before any part spends the budget
         for line in requirements["missing"]:

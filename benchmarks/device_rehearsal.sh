@@ -9,7 +9,8 @@
 #   3. benchmarks/device_check.sh --cpu-smoke through it: the offline install into a fresh site folder, the
 #      requirements check, then every part small; its report must show every part ran and passed;
 #   4. with --full_tests: the whole fast suite through the installed wheels (the device check's tests part,
-#      less CUDA).
+#      less CUDA);
+# and checks that .cache/wheels, the folder that travels to the GPU, holds exactly the pinned wheels.
 #
 #   make device-rehearsal                           # = bash benchmarks/device_rehearsal.sh (needs .venv)
 #   bash benchmarks/device_rehearsal.sh --full_tests
@@ -33,13 +34,20 @@ fi
 PYTHON="${PYTHON:-python3}"
 VENV="${STANDIN_VENV:-.venv-standin}"
 SET=tools/versions/gpu_image.txt
-STAMP="$VENV/.installed"
-if [[ ! -f "$STAMP" || "$SET" -nt "$STAMP" || benchmarks/device_image.txt -nt "$STAMP" ]]; then
+STAMP="$VENV/.standin-installed"
+if [[ -e "$VENV" && ! -f "$STAMP" && ! -f "$VENV/.standin-building" ]]; then
+    echo "device_rehearsal: $VENV exists and is not a stand-in this script built: set STANDIN_VENV to a new folder" >&2
+    exit 2
+fi
+if [[ ! -f "$STAMP" || "$SET" -nt "$STAMP" || benchmarks/device_image.txt -nt "$STAMP" ]] \
+    || ! "$VENV/bin/python" -c pass 2>/dev/null; then
     echo "device_rehearsal: building the image stand-in $VENV"
     rm -rf "$VENV"
     "$PYTHON" -m venv "$VENV"
+    touch "$VENV/.standin-building"
     "$VENV/bin/pip" install -q --upgrade pip
     mapfile -t IMAGE < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' benchmarks/device_image.txt | grep -v '^$')
+    [[ ${#IMAGE[@]} -gt 0 ]] || { echo "device_rehearsal: benchmarks/device_image.txt names no package" >&2; exit 2; }
     "$VENV/bin/pip" install -q -c "$SET" "${IMAGE[@]}"
     touch "$STAMP"
 fi
@@ -60,6 +68,7 @@ rm -rf "$OUT"
 PSGRPO_WHEELS="$WHEELS" PSGRPO_SITE="$SITE" PYTHON="$VENV/bin/python" OMP_NUM_THREADS=1 \
     bash benchmarks/device_check.sh --cpu-smoke --output_dir "$OUT/work" --report_dir "$OUT"
 .venv/bin/python benchmarks/device_check.py --verify "$OUT/device_check.json"
+.venv/bin/python benchmarks/device_check.py --check_wheels .cache/wheels  # what travels: the pins, for Python 3.12
 if [[ "$FULL" == 1 ]]; then
     PYTHONPATH="$SITE:$PWD" PSGRPO_CACHE="$PWD/.cache" TOKENIZERS_PARALLELISM=false \
         "$VENV/bin/python" -m pytest -q -m "not slow" -p no:cacheprovider

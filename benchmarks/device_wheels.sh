@@ -18,6 +18,7 @@ if [[ -z "${PYTHON:-}" ]]; then
 fi
 DEST="${DEVICE_WHEELS_DIR:-.cache/wheels}"
 mapfile -t PACKAGES < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' benchmarks/device_wheels.txt | grep -v '^$')
+[[ ${#PACKAGES[@]} -gt 0 ]] || { echo "device_wheels: benchmarks/device_wheels.txt pins no package" >&2; exit 2; }
 mkdir -p "$DEST"
 rm -f "$DEST"/*.whl  # one version of each: two stop the install there
 "$PYTHON" -m pip download --no-deps --only-binary=:all: --python-version "${DEVICE_PYTHON_VERSION:-3.12}" \

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -158,6 +159,9 @@ def test_the_requirements_of_carried_packages_are_walked_with_their_extras(
         "zz-image-c>=2 (needed by zz-carried-a): 1.5 installed",
         "zz-carried-b==3.0 (needed by zz-carried-a): 2.0 installed",
     ]
+    # carried-a reached twice (with and without its extra): each problem is still one line
+    twice = device_check.requirement_problems(["zz-carried-a[x]>=1", "zz-carried-a"], carried)
+    assert twice == (missing, mismatched)
     # without the extra, carried-b is not needed; a missing top-level requirement is named as psgrpo's
     missing, mismatched = device_check.requirement_problems(["zz-carried-a", "zz-absent"], carried)
     assert missing == ["zz-absent (needed by psgrpo)"]
@@ -169,8 +173,12 @@ def test_this_environment_meets_psgrpo_and_the_carried_packages_requirements(dev
     finds no broken requirement (a pip-resolved venv, as `make test` builds), no version mismatch either."""
     problems = device_check.check_requirements()
     assert problems["missing"] == []
+    try:  # pip check sees psgrpo's own floors only where psgrpo is installed (not on the device's PYTHONPATH)
+        importlib.metadata.distribution("psgrpo")
+    except importlib.metadata.PackageNotFoundError:
+        return
     pip = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True, timeout=120)
-    if pip.returncode == 0:
+    if pip.returncode == 0 and "DEVICE_CHECK_STARTED" not in os.environ:
         assert problems["mismatched"] == []
 
 
@@ -280,3 +288,67 @@ def test_the_rehearsal_script_refuses_an_unknown_argument_in_one_line():
     assert done.stderr.strip().splitlines() == [
         "device_rehearsal: unknown argument '--full': expected --full_tests or --help"
     ]
+
+
+def test_a_gpu_check_killed_or_failing_midway_is_a_problem_and_unrun_sections_are_named(device_check):
+    killed = _report(
+        gpu_check={
+            "exit_status": None,
+            "timed_out": True,
+            "requested": ["grpo-static", "grpo", "vps-static"],
+            "report": {"sections": {"grpo-static": {"status": "ok"}}},
+        },
+        tests={
+            "tests": 3,
+            "failures": 0,
+            "errors": 0,
+            "skipped": 0,
+            "passed": 3,
+            "timed_out": False,
+            "exit_status": 4,
+        },
+        generation={"timed_out": True},
+    )
+    problems, notes = device_check.verdict(killed)
+    assert problems == [
+        "tests: exit status 4 with no failed test",
+        "gpu_check: killed at the time budget; its report holds the sections that finished",
+        "generation: timed out",
+    ]
+    assert notes == ["gpu_check grpo: not run", "gpu_check vps-static: not run"]
+    crashed = _report(gpu_check={"exit_status": 1, "report": {"sections": {"grpo-static": {"status": "ok"}}}})
+    assert device_check.verdict(crashed)[0] == ["gpu_check: exit status 1"]
+
+
+def _wheel(folder: Path, name: str, version: str) -> None:
+    (folder / f"{name}-{version}-py3-none-any.whl").write_bytes(b"")
+
+
+def test_stale_wheels_names_each_difference_from_the_pins(device_check, tmp_path):
+    pins = tmp_path / "pins.txt"
+    pins.write_text(
+        "# carried\ntrl==1.16.0\nmath-verify==0.9.0  # the verifier\nlatex2sympy2_extended==1.11.0\n"
+    )
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    _wheel(folder, "trl", "1.16.0")
+    _wheel(folder, "math_verify", "0.9.0")
+    _wheel(folder, "latex2sympy2_extended", "1.11.0")
+    assert device_check.stale_wheels(folder, pins) == []
+    (folder / "trl-1.16.0-py3-none-any.whl").unlink()
+    _wheel(folder, "trl", "1.17.0")
+    (folder / "latex2sympy2_extended-1.11.0-py3-none-any.whl").unlink()
+    _wheel(folder, "dill", "0.4.1")
+    assert device_check.stale_wheels(folder, pins) == [
+        "latex2sympy2-extended==1.11.0: no wheel",
+        "trl==1.16.0: the wheel is 1.17.0",
+        "dill 0.4.1: a wheel nobody pinned",
+    ]
+
+
+def test_the_wheels_that_travel_are_the_pinned_ones(device_check):
+    """``.cache/wheels`` (an ignored path, filled by `make device-wheels`) is what the GPU run installs."""
+    folder = REPO / ".cache" / "wheels"
+    if not any(folder.glob("*.whl")):
+        pytest.skip(".cache/wheels holds no wheels here (`make device-wheels` fills it)")
+    assert device_check.stale_wheels(folder) == []
