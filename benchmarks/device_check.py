@@ -454,8 +454,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def verify(path: Path) -> int:
-    """Print :func:`verdict` of a device_check.json; 0 when no part failed, 1 otherwise."""
-    problems, notes = verdict(json.loads(path.read_text()))
+    """Print :func:`verdict` of a device_check.json; 0 when no part failed, 1 otherwise, 2 when unreadable."""
+    try:
+        report = json.loads(path.read_text())
+        problems, notes = verdict(report)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        print(
+            f"device_check: --verify {path}: not a device_check.json ({type(error).__name__}: {error})",
+            file=sys.stderr,
+        )
+        return 2
     for line in notes:
         print(f"device_check: note: {line}")
     for line in problems:
@@ -470,6 +478,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if cli.verify:
         raise SystemExit(verify(Path(cli.verify)))
     if cli.check_wheels:
+        if not Path(cli.check_wheels).is_dir():
+            print(
+                f"device_check: --check_wheels {cli.check_wheels}: no such folder; run 'bash benchmarks/device_wheels.sh'",
+                file=sys.stderr,
+            )
+            raise SystemExit(2)
         stale = stale_wheels(Path(cli.check_wheels))
         for line in stale:
             print(

@@ -352,3 +352,16 @@ def test_the_wheels_that_travel_are_the_pinned_ones(device_check):
     if not any(folder.glob("*.whl")):
         pytest.skip(".cache/wheels holds no wheels here (`make device-wheels` fills it)")
     assert device_check.stale_wheels(folder) == []
+
+
+@pytest.mark.parametrize("flag", ["--verify", "--check_wheels"])
+def test_a_missing_or_unreadable_report_or_folder_is_one_line(device_check, tmp_path, capsys, flag):
+    with pytest.raises(SystemExit) as stop:
+        device_check.main([flag, str(tmp_path / "nowhere")])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    if flag == "--verify":
+        (tmp_path / "bad.json").write_text("{}")
+        with pytest.raises(SystemExit) as stop:
+            device_check.main([flag, str(tmp_path / "bad.json")])
+        assert stop.value.code == 2 and "not a device_check.json (KeyError" in capsys.readouterr().err
