@@ -9,13 +9,19 @@ and a result) and rewrites it in one of these conventions:
 * ``dollars``: ``$\\frac{30}{100} \\cdot 180 = 54$``, ``\\dfrac``, thousands as ``{,}``;
 * ``display``: ``\\[ 50 \\text{ km/hr} \\times 3 \\text{ days} = 150 \\text{ km} \\]``, ``\\div``;
 * ``double``: ``$$ 2 \\cdot 3 = 6 $$``, thousands as ``\\,``, a closing ``#### n`` as ``\\boxed{n}``;
-* ``mixed`` (default): the convention of each row chosen by a hash of its id.
+* ``mixed`` (default): the convention of each row chosen by a hash of its id;
+* ``plain``: no LaTeX (with ``--currency``, the steps in another currency only).
+
+``--currency £`` (or ``€ ¥ ₹``) first writes every ``$`` amount of the steps in that currency; LaTeX keeps
+the sign as written (``\(3 \times £68 = £204\)``), where a dollar is ``\$``.
 
 Equations it cannot delimit (words for numbers, algebra) stay as written, as they would in a
 model's LaTeX. Usage::
 
     python benchmarks/scorers/latex_versions.py --data ../shared/data/gsm8k_step_labels/wrong_dev.jsonl \\
         --convention mixed --output /tmp/wrong_dev_latex.jsonl
+    python benchmarks/scorers/latex_versions.py --data /tmp/dev_all.jsonl --convention plain --currency £ \\
+        --output /tmp/dev_pounds.jsonl
 """
 
 from __future__ import annotations
@@ -27,8 +33,9 @@ import re
 from pathlib import Path
 
 CONVENTIONS = ("inline", "dollars", "display", "double")
+CURRENCIES = ("$", "£", "€", "¥", "₹")
 
-_NUM = r"(?<![\d.])\$?(?:\d[\d,]*(?:\.\d+)?|\.\d+)%?"
+_NUM = r"(?<![\d.])[$£€¥₹]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)%?"
 _UNIT = r"(?:\s*(?!(?:x|X|times|is|and|of)\b)[A-Za-z]+(?:/[A-Za-z]+)?){0,3}"
 _OP = r"\s*(?:[-+*/×÷]|\bx\b)\s*"
 _EQUATION = re.compile(
@@ -41,12 +48,13 @@ _TOKEN = re.compile(
 
 def _number(text: str, convention: str) -> str:
     """A number as LaTeX: ``\\$``, ``\\%``, thousands ``{,}`` or ``\\,``, glued fractions ``\\frac``."""
-    dollar, body, percent = text.startswith("$"), text.lstrip("$").rstrip("%"), text.endswith("%")
+    sign = text[0] if text[0] in CURRENCIES else ""
+    body, percent = text.removeprefix(sign).rstrip("%"), text.endswith("%")
     if convention == "double":
         body = body.replace(",", "\\,")
     elif convention in {"dollars", "display"}:
         body = body.replace(",", "{,}")
-    return ("\\$" if dollar else "") + body + ("\\%" if percent else "")
+    return ("\\$" if sign == "$" else sign) + body + ("\\%" if percent else "")
 
 
 def _math(equation: str, convention: str) -> str:
@@ -65,7 +73,7 @@ def _math(equation: str, convention: str) -> str:
             and nxt[0] == ("op", "/")
             and nxt[1][0] == "num"
             and convention != "display"
-            and "$" not in text + nxt[1][1]
+            and not {text[0], nxt[1][1][0]} & set(CURRENCIES)
         )
         if glued_fraction:
             out.append(f"{frac}{{{_number(text, convention)}}}{{{_number(nxt[1][1], convention)}}}")
@@ -123,30 +131,39 @@ def convention_of(row_id: object, convention: str) -> str:
     return CONVENTIONS[digest[0] % len(CONVENTIONS)]
 
 
-def convert_rows(rows: list[dict], convention: str) -> list[dict]:
-    """Each row with its steps in LaTeX and a ``latex_convention`` field."""
+def in_currency(step: str, sign: str) -> str:
+    """``step`` with each dollar amount (``$`` before a digit or a minus and a digit) in ``sign`` instead."""
+    return re.sub(r"\$(?=-?\d)", sign, step) if sign != "$" else step
+
+
+def convert_rows(rows: list[dict], convention: str, currency: str = "$") -> list[dict]:
+    """Each row with its steps in ``currency``, then in LaTeX (not for ``plain``), and a ``latex_convention`` field."""
     out = []
     for row in rows:
         chosen = convention_of(row["id"], convention)
-        out.append(
-            {**row, "steps": [to_latex(step, chosen) for step in row["steps"]], "latex_convention": chosen}
-        )
+        steps = [in_currency(step, currency) for step in row["steps"]]
+        if chosen != "plain":
+            steps = [to_latex(step, chosen) for step in steps]
+        out.append({**row, "steps": steps, "latex_convention": chosen})
     return out
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", nargs="+", required=True, help="JSONL files in ProcessBench's format")
-    parser.add_argument("--convention", default="mixed", choices=(*CONVENTIONS, "mixed"))
+    parser.add_argument("--convention", default="mixed", choices=(*CONVENTIONS, "mixed", "plain"))
+    parser.add_argument(
+        "--currency", default="$", choices=CURRENCIES, help="write the steps' $ amounts in this"
+    )
     parser.add_argument("--output", required=True)
     args = parser.parse_args(argv)
     rows = [
         json.loads(line) for path in args.data for line in Path(path).read_text().splitlines() if line.strip()
     ]
-    converted = convert_rows(rows, args.convention)
+    converted = convert_rows(rows, args.convention, args.currency)
     changed = sum(new["steps"] != old["steps"] for new, old in zip(converted, rows, strict=True))
     Path(args.output).write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in converted))
-    print(f"{args.output}: {len(rows)} rows, {changed} with LaTeX ({args.convention})")
+    print(f"{args.output}: {len(rows)} rows, {changed} changed ({args.convention}, {args.currency})")
 
 
 if __name__ == "__main__":

@@ -62,6 +62,24 @@ def test_the_scorer_reads_what_the_converter_writes(lv, convention: str) -> None
         ]
 
 
+@pytest.mark.parametrize("convention", ["inline", "dollars", "display", "double", "plain"])
+def test_another_currency_is_written_and_read_like_dollars(lv, convention: str) -> None:
+    """``--currency €``: the dollar amounts of a row in euros (LaTeX keeps ``€``), same equations read."""
+    row = {"id": 7, "steps": ["He pays 3 * $68 = $205 in all, $-5 back.", "Then 4 * 5 = 20."], "label": 0}
+    [converted] = lv.convert_rows([row], convention, "€")
+    assert "$6" not in converted["steps"][0] and "€68" in converted["steps"][0].replace(" ", "")
+    assert converted["steps"][1] == (
+        row["steps"][1] if convention == "plain" else lv.to_latex(row["steps"][1], convention)
+    )
+    for plain, written in zip(row["steps"], converted["steps"], strict=True):
+        assert [(e.lhs_value, e.rhs_value, e.holds) for e in extract_equations(written)] == [
+            (e.lhs_value, e.rhs_value, e.holds) for e in extract_equations(plain)
+        ]
+    assert lv.convert_rows([row], convention, "$")[0]["steps"][0] == (
+        row["steps"][0] if convention == "plain" else lv.to_latex(row["steps"][0], convention)
+    )
+
+
 def test_mixed_is_deterministic_and_keeps_steps_and_labels(lv) -> None:
     rows = [json.loads(line) for line in SAMPLE.read_text().splitlines()[:60]]
     first, second = lv.convert_rows(rows, "mixed"), lv.convert_rows(rows, "mixed")
