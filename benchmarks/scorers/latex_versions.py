@@ -32,10 +32,12 @@ import json
 import re
 from pathlib import Path
 
-CONVENTIONS = ("inline", "dollars", "display", "double")
-CURRENCIES = ("$", "£", "€", "¥", "₹")
+from psgrpo.rewards.numbers import CURRENCY_PATTERN, CURRENCY_SIGNS
 
-_NUM = r"(?<![\d.])[$£€¥₹]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)%?"
+CONVENTIONS = ("inline", "dollars", "display", "double")
+CURRENCIES = tuple(CURRENCY_SIGNS)
+
+_NUM = rf"(?<![\d.]){CURRENCY_PATTERN}?(?:\d[\d,]*(?:\.\d+)?|\.\d+)%?"
 _UNIT = r"(?:\s*(?!(?:x|X|times|is|and|of)\b)[A-Za-z]+(?:/[A-Za-z]+)?){0,3}"
 _OP = r"\s*(?:[-+*/×÷]|\bx\b)\s*"
 _EQUATION = re.compile(
