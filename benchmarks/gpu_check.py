@@ -262,6 +262,7 @@ def run_section(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         reset_peak_rss()
         start_rss = current_rss_mib()
+    graphs = dynamo_graphs()
     start = time.perf_counter()
     with trainer_class(spec.get("trainer", spec["method"])):
         psgrpo_train(section_argv(spec))  # not the CLI's main: an error must raise, not become exit status 2
@@ -278,6 +279,9 @@ def run_section(spec: dict[str, Any]) -> dict[str, Any]:
         "loss": [r.get("loss") for r in logs if "loss" in r],
         "process_share": [r[key] for r in steps if (key := f"{spec['method']}/process_share") in r],
         "section_wall_s": wall,
+        # graphs dynamo made in this section: a -static section's decoding step, once (tree: once per level batch
+        # size, then dynamic); more that grow with the steps mean it compiles again every step
+        "compiled_graphs": dynamo_graphs() - graphs,
         "trainer": spec.get("trainer", spec["method"]),
         "generation_cache": spec.get("cache", "dynamic"),
         # per step: seconds per phase (psgrpo/timing.py), and the whole optimizer step
@@ -293,6 +297,13 @@ def run_section(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         result |= {"start_rss_mib": start_rss, "peak_rss_mib": peak_rss_mib()}
     return result
+
+
+def dynamo_graphs() -> int:
+    """Graphs torch.compile has made in this process so far (``torch._dynamo.utils.counters``)."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
 
 
 def run_in_child(spec: dict[str, Any], timeout_s: float) -> dict[str, Any]:
@@ -413,11 +424,12 @@ def markdown(report: dict[str, Any]) -> str:
         *memory,
         "tokens",
         "loss",
+        "compiled graphs",
     ]
     rows = []
     for name, r in report["sections"].items():
         if r["status"] != "ok":
-            rows.append([name, r["status"], "", "", "", "", "", ""])
+            rows.append([name, r["status"], *[""] * (len(headers) - 2)])
             continue
         mem = (
             [f"{r['peak_allocated_gib']:.2f}", f"{r['peak_reserved_gib']:.2f}"]
@@ -427,7 +439,8 @@ def markdown(report: dict[str, Any]) -> str:
         times = ", ".join(f"{t:.2f}" for t in r["step_time_s"])
         tokens = ", ".join(f"{t:.0f}" for t in r["completion_tokens_mean"] if t is not None)
         loss = ", ".join(f"{v:.4g}" for v in r["loss"])
-        rows.append([name, "ok", times, f"{r['train_s_per_step']:.2f}", *mem, tokens, loss])
+        graphs = str(r.get("compiled_graphs", ""))
+        rows.append([name, "ok", times, f"{r['train_s_per_step']:.2f}", *mem, tokens, loss, graphs])
     m = report["model"]
     lead = (
         f"Model: random Qwen2, {m['num_layers']} layers × {m['hidden_size']}, {m['num_heads']} heads / "

@@ -26,12 +26,17 @@ transformers has it, 5.17 on) before each rollout to the batch's longest prompt 
 rounded up to a multiple of :data:`CACHE_BUCKET` tokens, so the cache length changes only when a batch
 crosses a bucket. Tree's levels (prompt + prefix + the level's budget) fit in that ceiling; their batch
 sizes differ, so each distinct one compiles once (dynamo then makes the batch size dynamic).
+
+With gradient checkpointing on, TRL's rollouts would add a forward hook to the input embeddings at every
+step, and dynamo would compile decoding again at every step (:func:`tidy_input_grad_hooks`, which psgrpo's
+trainer applies always and :func:`enable_compiled_generation` applies to stock TRL too).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import types
 from typing import Any
 
 from transformers import GenerationConfig
@@ -110,6 +115,67 @@ def check_cache_dtype(trainer: Any) -> None:
         )
 
 
+def _enable_input_require_grads_once(self: Any) -> None:
+    """``PreTrainedModel.enable_input_require_grads`` that first removes the hooks an earlier call left."""
+    self.disable_input_require_grads()
+    type(self).enable_input_require_grads(self)
+
+
+def _pretrained_models(model: Any) -> list[Any]:
+    from transformers import PreTrainedModel
+
+    return [module for module in model.modules() if isinstance(module, PreTrainedModel)]
+
+
+def keep_one_input_grad_hook(model: Any) -> int:
+    """Make re-enabling gradient checkpointing replace the input-embedding hook, not add one; models patched.
+
+    Each ``PreTrainedModel`` inside ``model`` (the policy; a PEFT wrapper's base model) gets an instance
+    ``enable_input_require_grads`` that removes its last call's hooks first (a bound method, so a deep copy binds
+    its own). Calling it again patches nothing. Why: :func:`tidy_input_grad_hooks`.
+    """
+    patched = 0
+    for module in _pretrained_models(model):
+        if "enable_input_require_grads" not in vars(module):
+            module.enable_input_require_grads = types.MethodType(_enable_input_require_grads_once, module)
+            patched += 1
+    return patched
+
+
+def _generate_without_input_grad_hooks(self: Any, *args: Any, **kwargs: Any) -> Any:
+    """``generate``, first removing the input-embedding hooks while gradient checkpointing is off (TRL's rollout)."""
+    if not self.is_gradient_checkpointing:  # turning it on again after generating adds the hook back
+        for module in _pretrained_models(self):
+            module.disable_input_require_grads()
+    return type(self).generate(self, *args, **kwargs)
+
+
+def tidy_input_grad_hooks(trainer: Any) -> None:
+    """One ``make_inputs_require_grads`` hook on the policy's input embeddings while it trains, none while it generates.
+
+    With gradient checkpointing on, TRL turns it off and on again around each generation and each no-grad
+    log-prob forward (``unwrap_model_for_generation``, ``disable_gradient_checkpointing``: twice per step).
+    transformers' enable registers a new forward hook on the input embeddings each time; its disable removes them
+    only for PEFT adapters loaded through transformers (5.6, 5.17 and 5.25 alike). So after step ``s`` the
+    embeddings carry 2·s + 1 hooks, and every forward runs them all (0.3 µs each per decoded token on a CPU).
+    With ``compiled_generation``, dynamo guards on their number (transformers 5.25, torch 2.13), so decoding
+    compiled again at every step until dynamo's ``recompile_limit`` (8), then ran eagerly for the rest of
+    training; with transformers 5.17 and torch 2.11 the hook broke each decoding graph in two instead.
+
+    So: :func:`keep_one_input_grad_hook` on ``trainer.model`` and, when ``args.gradient_checkpointing``, an
+    instance ``generate`` on each of its models that generates without the hooks while gradient checkpointing is
+    off, as it is inside TRL's rollouts (every tree level too); TRL turns it back on after generating, which adds
+    the one hook the training forward needs. A ``generate`` with gradient checkpointing on (an evaluation
+    callback) leaves the hooks as they are. Idempotent.
+    """
+    keep_one_input_grad_hook(trainer.model)
+    if not trainer.args.gradient_checkpointing:  # no toggling, so no leak; a PEFT setup's own hook stays
+        return
+    for module in _pretrained_models(trainer.model):
+        if hasattr(module, "generate") and "generate" not in vars(module):
+            module.generate = types.MethodType(_generate_without_input_grad_hooks, module)
+
+
 def enable_compiled_generation(trainer: Any, compile_config: Any = None) -> None:
     """Make a ``trl.GRPOTrainer`` (stock or psgrpo's) decode with a static cache through a compiled forward.
 
@@ -131,6 +197,9 @@ def enable_compiled_generation(trainer: Any, compile_config: Any = None) -> None
             "paged batching"
         )
     check_cache_dtype(trainer)
+    tidy_input_grad_hooks(
+        trainer
+    )  # else decoding compiles again every step (psgrpo's trainer does it always)
     config.cache_implementation = STATIC_CACHE
     config.disable_compile = False
     if compile_config is not None:

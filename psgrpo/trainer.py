@@ -32,7 +32,7 @@ from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.credit import CreditRecord, ProcessSignal, SignalOutput, StepRecord, process_term_metrics
 from psgrpo.diagnostics.step_logger import StepDiagnostics
 from psgrpo.eval.vllm_backend import VLLM_INSTALL
-from psgrpo.generation import check_compiled_generation, enable_compiled_generation
+from psgrpo.generation import check_compiled_generation, enable_compiled_generation, tidy_input_grad_hooks
 from psgrpo.guards import check_finite, check_loss_and_gradients, check_rewards
 from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
 from psgrpo.methods import estimator_for, estimator_options, get_method
@@ -120,6 +120,7 @@ class ProcessGRPOTrainer(
         if isinstance(model, str):  # "embedded:arith" → the committed checkpoint, loaded offline by TRL
             model = resolve_checkpoint(model)
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
+        tidy_input_grad_hooks(self)  # TRL's rollouts would add a hook to the embeddings per step
         if args.compiled_generation:  # static cache + compiled decoding (psgrpo/generation.py)
             enable_compiled_generation(self)
         if args.phase_times:  # time/<phase>_s metrics (psgrpo/timing.py)

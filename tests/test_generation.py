@@ -195,3 +195,125 @@ def test_autocast_over_other_weights_needs_a_recent_transformers(tmp_path, char_
     assert (
         build("5.17.0", torch.bfloat16).generation_config.cache_implementation == "static"
     )  # weights in bf16
+
+
+def _input_grad_hooks(model) -> int:
+    return len(model.get_input_embeddings()._forward_hooks)
+
+
+def _tiny_trainer(tmp_path, tokenizer, method="grpo", stock=False, **overrides):
+    """A tiny run with gradient checkpointing on (TRL's default, the GSM8K recipe's setting)."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    fields = tiny_run_args(tmp_path, gradient_checkpointing=True, bf16=False, **overrides)
+    model = build_tiny_model(tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64)
+    if stock:
+        return GRPOTrainer(
+            model=model, reward_funcs=[length_reward], args=GRPOConfig(**fields),
+            train_dataset=make_arith_dataset("train", n=64), processing_class=tokenizer,
+        )  # fmt: skip
+    return ProcessGRPOTrainer(
+        model=model, reward_funcs=[length_reward], args=ProcessGRPOConfig(method=method, **METHOD_ARGS[method], **fields),
+        train_dataset=make_arith_dataset("train", n=64), processing_class=tokenizer,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("method", ["grpo", "tree"])
+def test_rollouts_leave_one_input_grad_hook(tmp_path, char_tokenizer, method):
+    """TRL turns gradient checkpointing off and on around each rollout; the embeddings keep one hook, not 2·step + 1."""
+    trainer = _tiny_trainer(tmp_path, char_tokenizer, method, max_steps=3)
+    trainer.train()
+    assert trainer.model.is_gradient_checkpointing and _input_grad_hooks(trainer.model) == 1
+
+
+def test_stock_trl_gets_one_hook_with_compiled_generation(tmp_path, char_tokenizer):
+    """Stock ``trl.GRPOTrainer`` (gpu_check's ``trl-static``) leaks a hook per rollout; enable_compiled_generation stops it."""
+    stock = _tiny_trainer(tmp_path / "stock", char_tokenizer, stock=True, max_steps=3)
+    stock.train()
+    if _input_grad_hooks(stock.model) == 1:
+        pytest.skip("this transformers/TRL no longer leaks the hook: keep_one_input_grad_hook can go")
+    assert (
+        _input_grad_hooks(stock.model) == 2 * 3 + 1
+    )  # the leak psgrpo.generation.keep_one_input_grad_hook stops
+    fixed = _tiny_trainer(tmp_path / "fixed", char_tokenizer, stock=True, max_steps=3)
+    enable_compiled_generation(fixed)
+    fixed.train()
+    assert _input_grad_hooks(fixed.model) == 1
+
+
+def test_keep_one_input_grad_hook_is_idempotent_and_survives_a_deep_copy(char_tokenizer):
+    import copy
+
+    from psgrpo.generation import keep_one_input_grad_hook
+
+    model = build_tiny_model(char_tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64)
+    assert keep_one_input_grad_hook(model) == 2  # Qwen2ForCausalLM and its Qwen2Model
+    assert keep_one_input_grad_hook(model) == 0
+    for _ in range(3):
+        model.gradient_checkpointing_enable()
+        model.gradient_checkpointing_disable()
+    assert _input_grad_hooks(model) == 1
+    twin = copy.deepcopy(model)
+    twin.gradient_checkpointing_enable()  # the twin's hooks, on the twin's embeddings
+    assert _input_grad_hooks(twin) == 1 and _input_grad_hooks(model) == 1
+
+
+@pytest.mark.parametrize("method", ["grpo", "vps", "tree"])
+def test_compiled_decoding_stops_compiling_after_the_first_steps(
+    tmp_path, char_tokenizer, monkeypatch, method
+):
+    """Forced on the CPU (dynamo, eager backend), over more steps than dynamo's recompile limit: graphs are made in
+    the first steps only (a second tree level batch size, or before transformers 5.17 a second cache length, makes
+    that dimension dynamic), so decoding never reaches the limit, after which it would run eagerly for the rest of
+    training. With a hook added per rollout, it compiled again at every step."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+    from transformers import TrainerCallback
+
+    class GraphCount(TrainerCallback):
+        def __init__(self) -> None:
+            self.per_step: list[int] = []
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.per_step.append(counters["stats"]["unique_graphs"])
+
+    torch._dynamo.reset()
+    counters.clear()
+    config = CompileConfig(backend="eager", mode="default")
+    config._compile_all_devices = True
+    steps = torch._dynamo.config.recompile_limit + 2
+    trainer = _tiny_trainer(tmp_path, char_tokenizer, method, max_steps=steps)
+    enable_compiled_generation(trainer, config)
+    graphs = GraphCount()
+    trainer.add_callback(graphs)
+    spy = GenerateSpy(monkeypatch)
+    trainer.train()
+    assert spy.compiled and all(spy.compiled)
+    first, middle, last = graphs.per_step[0], graphs.per_step[steps // 2], graphs.per_step[-1]
+    # each of the first step's graphs (several with a graph break) compiles again at most once, early
+    assert len(graphs.per_step) == steps and 1 <= first and middle == last <= 2 * first, graphs.per_step
+
+
+def test_generation_runs_without_the_input_grad_hook(tmp_path, char_tokenizer, monkeypatch):
+    """No hook while TRL generates (it broke each compiled decoding graph in two under transformers 5.17), the
+    one gradient checkpointing needs while the loss is computed."""
+    seen: list[int] = []
+    generate = GenerationMixin.generate
+
+    def spy(model, *args, **kwargs):
+        seen.append(_input_grad_hooks(model))
+        return generate(model, *args, **kwargs)
+
+    monkeypatch.setattr(GenerationMixin, "generate", spy)
+    trainer = _tiny_trainer(tmp_path, char_tokenizer, "tree", max_steps=2)
+    forward = trainer.compute_loss
+    in_loss: list[int] = []
+
+    def loss(model, *args, **kwargs):
+        in_loss.append(_input_grad_hooks(trainer.model))
+        return forward(model, *args, **kwargs)
+
+    trainer.compute_loss = loss
+    trainer.train()
+    assert seen == [0] * 4  # 2 steps × 2 tree levels
+    assert in_loss and set(in_loss) == {1}

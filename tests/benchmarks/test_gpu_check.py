@@ -105,6 +105,7 @@ def test_cpu_smoke_in_process_runs_vps_and_reports_the_optional_backends(
     assert report["model"]["vocab_size"] == 151_936 and report["environment"]["device"] == "cpu"
     vps = report["sections"]["vps"]
     assert vps["status"] == "ok" and len(vps["step_time_s"]) == 1 and vps["completion_tokens_mean"] == [8]
+    assert vps["compiled_graphs"] == 0  # transformers compiles decoding on accelerators only
     assert len(vps["loss"]) == 1 and len(vps["process_share"]) == 1
     assert list(report["sections"]) == ["vps", "vllm-grpo", "vllm-vps", "liger-grpo", "liger-vps"]
     liger = "skipped: psgrpo_no_such_package does not import (ModuleNotFoundError: No module named"
@@ -112,7 +113,7 @@ def test_cpu_smoke_in_process_runs_vps_and_reports_the_optional_backends(
     vllm = report["sections"]["vllm-vps"]["status"]
     assert vllm.startswith("skipped: vllm does not import") or vllm == "skipped: needs CUDA (--cpu-smoke)"
     table = (out / "gpu_check.md").read_text()
-    assert "| vps | ok |" in table and "| liger-grpo | skipped: " in table
+    assert "| vps | ok |" in table and "| liger-grpo | skipped: " in table and "| compiled graphs |" in table
 
 
 @pytest.mark.slow
@@ -222,3 +223,4 @@ def test_a_trl_section_trains_stock_trl_with_the_same_options(gpu_check, tmp_pat
     assert all(getattr(trainer.args, name) == getattr(args, name) for name in shared)
     assert trainer.reward_func_names == ["correctness_reward", "format_reward"]
     assert trainer.generation_config.cache_implementation == "static" and trainer.phase_timer.enabled
+    assert "generate" in vars(trainer.model)  # stock TRL's rollouts too leave no hook to recompile on (generation.py)
