@@ -11,9 +11,9 @@ one time budget (``--budget_s``, counted from the shell script's start; default 
 1. **tests**: the fast suite (``pytest -m "not slow"``) with pytest-xdist (``-n --workers``, default 14 on
    16 cores); its counts and the ids of failed tests, from a JUnit XML file (``--tests_timeout_s`` caps it);
 2. **gpu_check** (:mod:`gpu_check`) at the GSM8K recipe's shape, 2 steps per section, with
-   ``--phase_times``: ``--sections`` (default grpo with the compiled static cache, grpo with TRL's default
-   dynamic cache (the issue's 20 s step), ps, vps, tree and stock TRL with the compiled cache, then stock
-   TRL with the dynamic cache), then the Liger sections (compiled cache too); gpu_check starts no section after the budget left minus ``--reserve_s``;
+   ``--phase_times``: ``--sections`` (default grpo and stock TRL with the compiled static cache, then vps, ps
+   and tree with it, then grpo and stock TRL with TRL's default dynamic cache, the issue's 20 s step), then
+   the Liger sections (compiled cache too); gpu_check starts no section after the budget left minus ``--reserve_s``;
 3. **generation** (:mod:`bench_generation`): transformers' ``generate`` at 32 × 150-token prompts + 128
    new tokens, dynamic cache against compiled static cache, when at least ``--generation_min_s`` remain.
 
@@ -57,8 +57,12 @@ except ModuleNotFoundError:  # Python 3.10
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = REPO / "benchmarks"
 
-GPU_SECTIONS = ["grpo-static", "grpo", "ps-static", "vps-static", "tree-static", "trl-static", "trl"]
-"""gpu_check's sections on the GPU, most needed first (a section the budget leaves out is recorded as skipped)."""
+GPU_SECTIONS = ["grpo-static", "trl-static", "vps-static", "ps-static", "tree-static", "grpo", "trl"]
+"""gpu_check's sections on the GPU, most needed first (a section the budget leaves out is recorded as skipped):
+the targets' sections with the compiled cache (grpo's step, stock TRL's at the same settings, vps (which crashed
+on the first GPU), ps, tree), then TRL's default dynamic cache (the issue's 20 s step). grpo-static and trl-static
+run back to back, before tree's level batch sizes make dynamo compile the decoding step with a dynamic batch size
+(the sections share one process, and dynamo remembers per function which sizes have changed)."""
 
 SMOKE_TESTS = ["tests/test_timing.py"]
 

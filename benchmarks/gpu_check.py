@@ -42,7 +42,8 @@ short keeps what finished) and ``gpu_check.md``. Sections that would start after
 ``--time_budget_s`` are skipped, so the whole run fits in 10 minutes.
 
 ``--cpu-smoke``: the same script on CPU with a 2-layer × 32 model (vocabulary 151,936 still),
-1 prompt × 4 generations and 8-token completions; it checks the script, not the GPU.
+1 prompt × 4 generations and 8-token completions; ``-static`` sections compile decoding with dynamo's eager
+backend (:func:`compiling_on_cpu`); it checks the script, not the GPU.
 """
 
 from __future__ import annotations
@@ -237,6 +238,31 @@ def trainer_class(trainer: str) -> Iterator[None]:
         psgrpo.trainer.ProcessGRPOTrainer = original
 
 
+@contextlib.contextmanager
+def compiling_on_cpu(smoke: bool) -> Iterator[None]:
+    """On ``--cpu-smoke``, make ``-static`` sections compile decoding as on a GPU (transformers compiles on
+    accelerators only), with dynamo's ``eager`` backend: the GPU's compile path through ``psgrpo train`` and stock
+    TRL, its graphs counted, in seconds. The GPU keeps transformers' default (inductor, CUDA graphs)."""
+    global enable_compiled_generation
+    if not smoke:
+        yield
+        return
+    from transformers import CompileConfig
+
+    original = enable_compiled_generation
+
+    def forced(trainer: Any, compile_config: Any = None) -> None:
+        config = CompileConfig(backend="eager", mode="default")
+        config._compile_all_devices = True
+        original(trainer, compile_config or config)
+
+    enable_compiled_generation = psgrpo.trainer.enable_compiled_generation = forced
+    try:
+        yield
+    finally:
+        enable_compiled_generation = psgrpo.trainer.enable_compiled_generation = original
+
+
 def section_argv(spec: dict[str, Any]) -> list[str]:
     """``psgrpo train`` arguments of one section (the recipe plus the check's overrides)."""
     argv = ["--config", str(RECIPE), "--model_name_or_path", spec["model_dir"]]
@@ -264,7 +290,7 @@ def run_section(spec: dict[str, Any]) -> dict[str, Any]:
         start_rss = current_rss_mib()
     graphs = dynamo_graphs()
     start = time.perf_counter()
-    with trainer_class(spec.get("trainer", spec["method"])):
+    with trainer_class(spec.get("trainer", spec["method"])), compiling_on_cpu(spec["smoke"]):
         psgrpo_train(section_argv(spec))  # not the CLI's main: an error must raise, not become exit status 2
     wall = time.perf_counter() - start
     run_dir = Path(spec["run_dir"])

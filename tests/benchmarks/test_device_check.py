@@ -67,8 +67,10 @@ def test_the_gpu_defaults_fit_the_device(device_check, monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
     cli = device_check.parse_args([])
     assert cli.workers == 14 and cli.steps == 2 and cli.budget_s == 480
-    assert cli.sections[:5] == ["grpo-static", "grpo", "ps-static", "vps-static", "tree-static"]
-    assert cli.sections[5:] == ["trl-static", "trl"] and cli.optional == ["liger"]
+    assert cli.sections[:2] == ["grpo-static", "trl-static"]  # the step target and its stock ratio, first
+    assert cli.sections[2:] == ["vps-static", "ps-static", "tree-static", "grpo", "trl"] and cli.optional == [
+        "liger"
+    ]
     smoke = device_check.parse_args(["--cpu-smoke"])
     assert smoke.workers == 2 and smoke.steps == 1
 
@@ -107,6 +109,8 @@ def test_cpu_smoke_runs_every_part_and_writes_one_json_and_one_table(tmp_path, q
     for name in ("grpo-static", "ps-static", "vps-static", "tree-static", "trl-static", "grpo", "trl"):
         assert sections[name]["status"] == "ok", name
         assert set(sections[name]["phases_s"][0]) >= {"generation", "loss_forward", "backward", "optimizer"}
+        # -static: decoding compiled (dynamo, eager backend on the CPU); dynamic: nothing compiled
+        assert (sections[name]["compiled_graphs"] >= 1) == name.endswith("-static"), (name, sections[name])
     generation = report["parts"]["generation"]
     log = (
         (report_dir / "generation.log").read_text()[-2000:]
