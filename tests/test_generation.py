@@ -317,3 +317,26 @@ def test_generation_runs_without_the_input_grad_hook(tmp_path, char_tokenizer, m
     trainer.train()
     assert seen == [0] * 4  # 2 steps × 2 tree levels
     assert in_loss and set(in_loss) == {1}
+
+
+def test_lora_with_reentrant_checkpointing_still_gets_gradients(tmp_path, char_tokenizer):
+    """Reentrant checkpointing over frozen embeddings needs the hook in the loss forward: the LoRA weights learn."""
+    import torch
+    from peft import LoraConfig
+
+    args = ProcessGRPOConfig(
+        **tiny_run_args(
+            tmp_path, max_steps=2, bf16=False, gradient_checkpointing=True, learning_rate=1e-2,
+            gradient_checkpointing_kwargs={"use_reentrant": True},
+        )
+    )  # fmt: skip
+    trainer = ProcessGRPOTrainer(
+        model=build_tiny_model(char_tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64),
+        reward_funcs=[length_reward], args=args, train_dataset=make_arith_dataset("train", n=64),
+        processing_class=char_tokenizer, peft_config=LoraConfig(r=4, target_modules=["q_proj", "v_proj"]),
+    )  # fmt: skip
+    before = {name: p.detach().clone() for name, p in trainer.model.named_parameters() if p.requires_grad}
+    trainer.train()
+    after = dict(trainer.model.named_parameters())
+    assert before and all(not torch.equal(value, after[name]) for name, value in before.items())
+    assert _input_grad_hooks(trainer.model) == 1
