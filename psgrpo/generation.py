@@ -35,11 +35,14 @@ trainer applies always and :func:`enable_compiled_generation` applies to stock T
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import types
 from typing import Any
 
 from transformers import GenerationConfig
+
+logger = logging.getLogger(__name__)
 
 STATIC_CACHE = "static"
 CACHE_BUCKET = 256
@@ -221,3 +224,46 @@ def _size_cache_per_rollout(trainer: Any) -> None:
         return generate(prompt_ids, *args, **kwargs)
 
     trainer._generate_single_turn = sized
+
+
+class CompileWatch:
+    """Graphs ``torch.compile`` made during each rollout; a warning, once, when decoding keeps compiling.
+
+    Decoding compiles in the first rollouts (tree: once per level batch size; before transformers 5.17 also a
+    second cache length), then never again. A guard that fails at every rollout instead (a hook added per step,
+    as TRL's checkpointing toggle once did: :func:`tidy_input_grad_hooks`) compiles at every rollout until dynamo's
+    ``recompile_limit``, then decodes eagerly for the rest of training, silently: :meth:`__call__` warns when
+    ``patience`` rollouts in a row, after the first ``warmup``, made graphs. Counts ``torch._dynamo``'s
+    process-wide ``unique_graphs``, so a compile elsewhere in the process between two rollouts counts too.
+    """
+
+    def __init__(self, patience: int = 3, warmup: int = 2) -> None:
+        self.patience, self.warmup = patience, warmup
+        self.rollouts = 0
+        self.streak = 0
+        self.warned = False
+        self.last = self.graphs()
+
+    @staticmethod
+    def graphs() -> int:
+        from torch._dynamo.utils import counters
+
+        return int(counters["stats"]["unique_graphs"])
+
+    def __call__(self) -> int:
+        """After a rollout: the graphs made since the last call (0 once decoding has compiled)."""
+        now = self.graphs()
+        made, self.last = now - self.last, now
+        self.rollouts += 1
+        if self.rollouts > self.warmup:
+            self.streak = self.streak + 1 if made else 0
+        if self.streak >= self.patience and not self.warned:
+            self.warned = True
+            logger.warning(
+                "compiled_generation: torch.compile made new graphs in each of the last %d rollouts (%d graphs "
+                "so far): decoding compiles again every step, and after dynamo's recompile_limit it decodes "
+                "eagerly. Run with TORCH_LOGS=recompiles to see the guard that fails.",
+                self.streak,
+                now,
+            )
+        return made

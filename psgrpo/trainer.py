@@ -32,7 +32,12 @@ from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.credit import CreditRecord, ProcessSignal, SignalOutput, StepRecord, process_term_metrics
 from psgrpo.diagnostics.step_logger import StepDiagnostics
 from psgrpo.eval.vllm_backend import VLLM_INSTALL
-from psgrpo.generation import check_compiled_generation, enable_compiled_generation, tidy_input_grad_hooks
+from psgrpo.generation import (
+    CompileWatch,
+    check_compiled_generation,
+    enable_compiled_generation,
+    tidy_input_grad_hooks,
+)
 from psgrpo.guards import check_finite, check_loss_and_gradients, check_rewards
 from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
 from psgrpo.methods import estimator_for, estimator_options, get_method
@@ -121,8 +126,10 @@ class ProcessGRPOTrainer(
             model = resolve_checkpoint(model)
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
         tidy_input_grad_hooks(self)  # TRL's rollouts would add a hook to the embeddings per step
+        self.compile_watch: CompileWatch | None = None
         if args.compiled_generation:  # static cache + compiled decoding (psgrpo/generation.py)
             enable_compiled_generation(self)
+            self.compile_watch = CompileWatch()  # psgrpo/compiled_graphs per rollout; warns if it never stops
         if args.phase_times:  # time/<phase>_s metrics (psgrpo/timing.py)
             self.enable_phase_times()
         self.signal = self._build_signal(step_scorer)
@@ -153,6 +160,8 @@ class ProcessGRPOTrainer(
             inputs
         )  # completion_ids, completion_mask (B, T), A_i (B,)
         mode = "train" if self.model.training else "eval"
+        if self.compile_watch is not None:
+            self._metrics[mode]["psgrpo/compiled_graphs"].append(float(self.compile_watch()))
         if mode == "train":
             local_tokens = output["completion_mask"].sum().reshape(1)
             self.completion_tokens_seen += int(self.accelerator.gather(local_tokens).sum().item())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -340,3 +342,46 @@ def test_lora_with_reentrant_checkpointing_still_gets_gradients(tmp_path, char_t
     after = dict(trainer.model.named_parameters())
     assert before and all(not torch.equal(value, after[name]) for name, value in before.items())
     assert _input_grad_hooks(trainer.model) == 1
+
+
+@pytest.mark.parametrize(
+    ("made", "warned_after"),
+    [
+        ([1, 1, 0, 0, 0, 0, 0], None),  # compiles in the first rollouts, then never
+        ([1, 1, 1, 0, 1, 1, 0, 1], None),  # never 3 in a row after the warm-up
+        ([1, 1, 1, 1, 1, 1, 1, 1], 5),  # every rollout: warned once, at the 3rd after the 2 of warm-up
+    ],
+)
+def test_the_compile_watch_warns_once_when_decoding_keeps_compiling(monkeypatch, caplog, made, warned_after):
+    from psgrpo.generation import CompileWatch
+
+    totals = iter([0, *itertools.accumulate(made)])
+    monkeypatch.setattr(CompileWatch, "graphs", staticmethod(lambda: next(totals)))
+    watch = CompileWatch()
+    warned = []
+    with caplog.at_level("WARNING", logger="psgrpo.generation"):
+        for rollout, expected in enumerate(made, start=1):
+            assert watch() == expected
+            if caplog.records and not warned:
+                warned.append(rollout)
+    assert warned == ([] if warned_after is None else [warned_after])
+    assert len(caplog.records) == len(warned)
+    if warned:
+        assert "TORCH_LOGS=recompiles" in caplog.text
+
+
+def test_a_compiled_run_logs_its_graphs_per_rollout_and_does_not_warn(tmp_path, char_tokenizer, caplog):
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    config = CompileConfig(backend="eager", mode="default")
+    config._compile_all_devices = True
+    trainer = _tiny_trainer(tmp_path, char_tokenizer, "grpo", max_steps=6, compiled_generation=True)
+    enable_compiled_generation(trainer, config)  # forced on the CPU, as a GPU compiles
+    with caplog.at_level("WARNING", logger="psgrpo.generation"):
+        trainer.train()
+    graphs = [
+        log["psgrpo/compiled_graphs"] for log in trainer.state.log_history if "psgrpo/compiled_graphs" in log
+    ]
+    assert len(graphs) == 6 and graphs[0] >= 1 and graphs[-3:] == [0.0, 0.0, 0.0]
+    assert not caplog.records
