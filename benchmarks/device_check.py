@@ -60,9 +60,8 @@ BENCHMARKS = REPO / "benchmarks"
 GPU_SECTIONS = ["grpo-static", "trl-static", "vps-static", "ps-static", "tree-static", "grpo", "trl"]
 """gpu_check's sections on the GPU, most needed first (a section the budget leaves out is recorded as skipped):
 the targets' sections with the compiled cache (grpo's step, stock TRL's at the same settings, vps (which crashed
-on the first GPU), ps, tree), then TRL's default dynamic cache (the issue's 20 s step). grpo-static and trl-static
-run back to back, before tree's level batch sizes make dynamo compile the decoding step with a dynamic batch size
-(the sections share one process, and dynamo remembers per function which sizes have changed)."""
+on the first GPU), ps, tree), then TRL's default dynamic cache (the issue's 20 s step). Each section compiles
+anew (gpu_check resets dynamo between sections)."""
 
 SMOKE_TESTS = ["tests/test_timing.py"]
 

@@ -288,6 +288,9 @@ def run_section(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         reset_peak_rss()
         start_rss = current_rss_mib()
+    # each section compiles on its own: earlier sections' graphs (held by accelerate's autocast wrapper of their
+    # model) would count towards dynamo's recompile limit, and a section past it would decode eagerly
+    torch._dynamo.reset()
     graphs = dynamo_graphs()
     start = time.perf_counter()
     with trainer_class(spec.get("trainer", spec["method"])), compiling_on_cpu(spec["smoke"]):
@@ -306,7 +309,7 @@ def run_section(spec: dict[str, Any]) -> dict[str, Any]:
         "process_share": [r[key] for r in steps if (key := f"{spec['method']}/process_share") in r],
         "section_wall_s": wall,
         # graphs dynamo made in this section: a -static section's decoding step, once (tree: once per level batch
-        # size, then dynamic); more that grow with the steps mean it compiles again every step
+        # size); more, growing with the steps, mean it compiles again every step; 0 means it did not compile
         "compiled_graphs": dynamo_graphs() - graphs,
         "trainer": spec.get("trainer", spec["method"]),
         "generation_cache": spec.get("cache", "dynamic"),

@@ -37,7 +37,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import types
 from typing import Any
 
 from transformers import GenerationConfig
@@ -130,53 +129,67 @@ def _pretrained_models(model: Any) -> list[Any]:
     return [module for module in model.modules() if isinstance(module, PreTrainedModel)]
 
 
+def _checkpointing(model: Any) -> bool:
+    """Whether gradient checkpointing is on (``is_activation_checkpointing`` from transformers 5.25, which
+    deprecates ``is_gradient_checkpointing``)."""
+    return bool(getattr(model, "is_activation_checkpointing", None) or model.is_gradient_checkpointing)
+
+
 def keep_one_input_grad_hook(model: Any) -> int:
     """Make re-enabling gradient checkpointing replace the input-embedding hook, not add one; models patched.
 
     Each ``PreTrainedModel`` inside ``model`` (the policy; a PEFT wrapper's base model) gets an instance
-    ``enable_input_require_grads`` that removes its last call's hooks first (a bound method, so a deep copy binds
-    its own). Calling it again patches nothing. Why: :func:`tidy_input_grad_hooks`.
+    ``enable_input_require_grads`` that removes its last call's hooks first (a ``functools.partial`` of a module
+    function: a deep copy binds its own, and the model still pickles). Calling it again patches nothing. Why:
+    :func:`tidy_input_grad_hooks`.
     """
     patched = 0
     for module in _pretrained_models(model):
         if "enable_input_require_grads" not in vars(module):
-            module.enable_input_require_grads = types.MethodType(_enable_input_require_grads_once, module)
+            module.enable_input_require_grads = functools.partial(_enable_input_require_grads_once, module)
             patched += 1
     return patched
 
 
 def _generate_without_input_grad_hooks(self: Any, *args: Any, **kwargs: Any) -> Any:
-    """``generate``, first removing the input-embedding hooks while gradient checkpointing is off (TRL's rollout)."""
-    if not self.is_gradient_checkpointing:  # turning it on again after generating adds the hook back
-        for module in _pretrained_models(self):
-            module.disable_input_require_grads()
-    return type(self).generate(self, *args, **kwargs)
+    """``generate`` without the input-embedding hooks while gradient checkpointing is off (TRL's rollouts); the
+    models that had them get them back after it (one each: the enable is :func:`keep_one_input_grad_hook`'s)."""
+    if _checkpointing(self):
+        return type(self).generate(self, *args, **kwargs)
+    hooked = [module for module in _pretrained_models(self) if getattr(module, "_require_grads_hooks", None)]
+    for module in hooked:
+        module.disable_input_require_grads()
+    try:
+        return type(self).generate(self, *args, **kwargs)
+    finally:
+        for module in hooked:
+            module.enable_input_require_grads()
 
 
 def tidy_input_grad_hooks(trainer: Any) -> None:
     """One ``make_inputs_require_grads`` hook on the policy's input embeddings while it trains, none while it generates.
 
     With gradient checkpointing on, TRL turns it off and on again around each generation and each no-grad
-    log-prob forward (``unwrap_model_for_generation``, ``disable_gradient_checkpointing``: twice per step).
-    transformers' enable registers a new forward hook on the input embeddings each time; its disable removes them
-    only for PEFT adapters loaded through transformers (5.6, 5.17 and 5.25 alike). So after step ``s`` the
-    embeddings carry 2·s + 1 hooks, and every forward runs them all (0.3 µs each per decoded token on a CPU).
-    With ``compiled_generation``, dynamo guards on their number (transformers 5.25, torch 2.13), so decoding
-    compiled again at every step until dynamo's ``recompile_limit`` (8), then ran eagerly for the rest of
-    training; with transformers 5.17 and torch 2.11 the hook broke each decoding graph in two instead.
+    forward it wraps (``unwrap_model_for_generation``, ``disable_gradient_checkpointing``: 2 per step for grpo,
+    3 for vps and tree). transformers' enable registers a new forward hook on the input embeddings each time; its
+    disable removes them only for PEFT adapters loaded through transformers (5.6, 5.17 and 5.25 alike). So the
+    hooks grew by 2–3 per step, and every forward ran them all (0.3 µs each per decoded token on a CPU). With
+    ``compiled_generation`` under torch 2.13 (transformers 5.6 and 5.25), dynamo guards on their number, so
+    decoding compiled again at every step until dynamo's ``recompile_limit`` (8), then ran eagerly for the rest of
+    training; under torch 2.11 and transformers 5.17 (the CUDA image) the hooks' ``requires_grad_()`` broke the
+    decoding graph in two instead.
 
     So: :func:`keep_one_input_grad_hook` on ``trainer.model`` and, when ``args.gradient_checkpointing``, an
-    instance ``generate`` on each of its models that generates without the hooks while gradient checkpointing is
-    off, as it is inside TRL's rollouts (every tree level too); TRL turns it back on after generating, which adds
-    the one hook the training forward needs. A ``generate`` with gradient checkpointing on (an evaluation
-    callback) leaves the hooks as they are. Idempotent.
+    instance ``generate`` on each of its models that, while gradient checkpointing is off (inside TRL's rollouts,
+    every tree level too), takes the hooks off for the call and puts one back on each model that had them. A
+    ``generate`` with gradient checkpointing on leaves them as they are. Idempotent.
     """
     keep_one_input_grad_hook(trainer.model)
     if not trainer.args.gradient_checkpointing:  # no toggling, so no leak; a PEFT setup's own hook stays
         return
     for module in _pretrained_models(trainer.model):
         if hasattr(module, "generate") and "generate" not in vars(module):
-            module.generate = types.MethodType(_generate_without_input_grad_hooks, module)
+            module.generate = functools.partial(_generate_without_input_grad_hooks, module)
 
 
 def enable_compiled_generation(trainer: Any, compile_config: Any = None) -> None:
