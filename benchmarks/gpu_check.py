@@ -70,7 +70,7 @@ from trl import GRPOConfig, GRPOTrainer
 import psgrpo.trainer
 from psgrpo.commands.train import train as psgrpo_train
 from psgrpo.data.arith import make_arith_dataset
-from psgrpo.generation import enable_compiled_generation
+from psgrpo.generation import CompileWatch, enable_compiled_generation
 from psgrpo.loading import RECIPES_DIR
 from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
 from psgrpo.rewards.functions import get_reward_funcs
@@ -291,7 +291,7 @@ def run_section(spec: dict[str, Any]) -> dict[str, Any]:
     # each section compiles on its own: earlier sections' graphs (held by accelerate's autocast wrapper of their
     # model) would count towards dynamo's recompile limit, and a section past it would decode eagerly
     torch._dynamo.reset()
-    graphs = dynamo_graphs()
+    graphs = CompileWatch.graphs()
     start = time.perf_counter()
     with trainer_class(spec.get("trainer", spec["method"])), compiling_on_cpu(spec["smoke"]):
         psgrpo_train(section_argv(spec))  # not the CLI's main: an error must raise, not become exit status 2
@@ -310,7 +310,7 @@ def run_section(spec: dict[str, Any]) -> dict[str, Any]:
         "section_wall_s": wall,
         # graphs dynamo made in this section: a -static section's decoding step, once (tree: once per level batch
         # size); more, growing with the steps, mean it compiles again every step; 0 means it did not compile
-        "compiled_graphs": dynamo_graphs() - graphs,
+        "compiled_graphs": CompileWatch.graphs() - graphs,
         "trainer": spec.get("trainer", spec["method"]),
         "generation_cache": spec.get("cache", "dynamic"),
         # per step: seconds per phase (psgrpo/timing.py), and the whole optimizer step
@@ -326,13 +326,6 @@ def run_section(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         result |= {"start_rss_mib": start_rss, "peak_rss_mib": peak_rss_mib()}
     return result
-
-
-def dynamo_graphs() -> int:
-    """Graphs torch.compile has made in this process so far (``torch._dynamo.utils.counters``)."""
-    from torch._dynamo.utils import counters
-
-    return int(counters["stats"]["unique_graphs"])
 
 
 def run_in_child(spec: dict[str, Any], timeout_s: float) -> dict[str, Any]:

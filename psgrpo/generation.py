@@ -173,7 +173,7 @@ def tidy_input_grad_hooks(trainer: Any) -> None:
     forward it wraps (``unwrap_model_for_generation``, ``disable_gradient_checkpointing``: 2 per step for grpo,
     3 for vps and tree). transformers' enable registers a new forward hook on the input embeddings each time; its
     disable removes them only for PEFT adapters loaded through transformers (5.6, 5.17 and 5.25 alike). So the
-    hooks grew by 2–3 per step, and every forward ran them all (0.3 µs each per decoded token on a CPU). With
+    hooks grew by 2–3 per step, and every forward ran them all. With
     ``compiled_generation`` under torch 2.13 (transformers 5.6 and 5.25), dynamo guards on their number, so
     decoding compiled again at every step until dynamo's ``recompile_limit`` (8), then ran eagerly for the rest of
     training; under torch 2.11 and transformers 5.17 (the CUDA image) the hooks' ``requires_grad_()`` broke the
