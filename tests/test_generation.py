@@ -120,10 +120,10 @@ def test_decoding_runs_through_the_compiled_forward_where_transformers_compiles(
 ):
     """What a GPU does, forced on the CPU (``_compile_all_devices``; the eager backend: dynamo only, no inductor)."""
     dynamic = _completions(tmp_path / "dynamic", char_tokenizer, "grpo")
-    config = CompileConfig(backend="eager", mode="default")
-    config._compile_all_devices = True
     spy = GenerateSpy(monkeypatch)
-    compiled = _completions(tmp_path / "compiled", char_tokenizer, "grpo", compile_config=config)
+    compiled = _completions(
+        tmp_path / "compiled", char_tokenizer, "grpo", compile_config=_forced_compile("eager")
+    )
     assert spy.caches == [["StaticCache"]] and spy.compiled == [True]
     assert compiled == dynamic
 
@@ -271,14 +271,16 @@ def test_keep_one_input_grad_hook_is_idempotent_and_survives_a_deep_copy(char_to
     assert _input_grad_hooks(twin) == 1 and _input_grad_hooks(model) == 1
 
 
-@pytest.mark.parametrize("method", ["grpo", "vps", "tree"])
-def test_compiled_decoding_stops_compiling_after_the_first_steps(
-    tmp_path, char_tokenizer, monkeypatch, method
-):
-    """Forced on the CPU (dynamo, eager backend), over more steps than dynamo's recompile limit: graphs are made in
-    the first steps only (a second tree level batch size, or before transformers 5.17 a second cache length, makes
-    that dimension dynamic), so decoding never reaches the limit, after which it would run eagerly for the rest of
-    training. With a hook added per rollout, it compiled again at every step."""
+def _forced_compile(backend: str) -> CompileConfig:
+    """What a GPU does, forced on the CPU: transformers compiles decoding on accelerators only."""
+    config = CompileConfig(backend=backend, mode="default")
+    config._compile_all_devices = True
+    return config
+
+
+def _train_counting_graphs(trainer, monkeypatch: pytest.MonkeyPatch, backend: str) -> list[int]:
+    """Train with decoding compiled by ``backend``; dynamo's graph count after each step. Asserts every generate
+    decoded compiled and nothing broke a graph (torch 2.11's symptom of the hook per rollout)."""
     import torch._dynamo
     from torch._dynamo.utils import counters
     from transformers import TrainerCallback
@@ -292,20 +294,76 @@ def test_compiled_decoding_stops_compiling_after_the_first_steps(
 
     torch._dynamo.reset()
     counters.clear()
-    config = CompileConfig(backend="eager", mode="default")
-    config._compile_all_devices = True
-    steps = torch._dynamo.config.recompile_limit + 2
-    trainer = _tiny_trainer(tmp_path, char_tokenizer, method, max_steps=steps)
-    enable_compiled_generation(trainer, config)
+    enable_compiled_generation(trainer, _forced_compile(backend))
     graphs = GraphCount()
     trainer.add_callback(graphs)
     spy = GenerateSpy(monkeypatch)
     trainer.train()
     assert spy.compiled and all(spy.compiled)
-    assert not counters["graph_break"], dict(counters["graph_break"])  # torch 2.11: the hook split the graph
-    first, middle, last = graphs.per_step[0], graphs.per_step[steps // 2], graphs.per_step[-1]
-    # each of the first step's graphs (several with a graph break) compiles again at most once, early
-    assert len(graphs.per_step) == steps and 1 <= first and middle == last <= 2 * first, graphs.per_step
+    assert not counters["graph_break"], dict(counters["graph_break"])
+    assert len(graphs.per_step) == trainer.args.max_steps
+    return graphs.per_step
+
+
+def _compiled_once(per_step: list[int]) -> bool:
+    """Graphs made in the first steps only: each of the first step's graphs compiles again at most once, early (a
+    second tree level batch size, or before transformers 5.17 a second cache length, makes that dimension dynamic)."""
+    first, middle, last = per_step[0], per_step[len(per_step) // 2], per_step[-1]
+    return 1 <= first and middle == last <= 2 * first
+
+
+@pytest.mark.parametrize("method", ["grpo", "vps", "tree"])
+def test_compiled_decoding_stops_compiling_after_the_first_steps(
+    tmp_path, char_tokenizer, monkeypatch, method
+):
+    """Forced on the CPU (dynamo, eager backend), over more steps than dynamo's recompile limit: graphs are made in
+    the first steps only, so decoding never reaches the limit, after which it would run eagerly for the rest of
+    training. With a hook added per rollout, it compiled again at every step."""
+    import torch._dynamo
+
+    steps = torch._dynamo.config.recompile_limit + 2
+    trainer = _tiny_trainer(tmp_path, char_tokenizer, method, max_steps=steps)
+    per_step = _train_counting_graphs(trainer, monkeypatch, "eager")
+    assert _compiled_once(per_step), per_step
+
+
+def _cxx_compiler() -> str | None:
+    import shutil
+
+    return next((path for name in ("g++", "c++", "clang++") if (path := shutil.which(name))), None)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    _cxx_compiler() is None, reason="inductor compiles C++ on the CPU: no g++, c++ or clang++ here"
+)
+@pytest.mark.parametrize("method", ["grpo", "vps", "tree"])
+def test_the_recipe_settings_compile_once_with_inductor(tmp_path, char_tokenizer, monkeypatch, method):
+    """The GSM8K recipe's generation settings under inductor, the GPU's compiler (AOTAutograd, then generated code;
+    the GPU adds CUDA graphs): bf16 weights and autocast, a reference model (beta > 0), gradient checkpointing,
+    sampling with top-k / top-p. Decoding compiles in the first steps only, without a graph break, and training
+    stays finite."""
+    import math
+
+    import torch
+
+    model_dir = tmp_path / "model"  # beta > 0: TRL loads the reference model from the policy's path
+    build_tiny_model(char_tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64).to(
+        torch.bfloat16
+    ).save_pretrained(model_dir)
+    fields = tiny_run_args(
+        tmp_path, max_steps=5, bf16=True, beta=0.05, gradient_checkpointing=True, compiled_generation=True,
+        temperature=0.7, top_k=40, top_p=0.9, model_init_kwargs={"dtype": "bfloat16"},
+    )  # fmt: skip
+    trainer = ProcessGRPOTrainer(
+        model=str(model_dir), reward_funcs=[length_reward], train_dataset=make_arith_dataset("train", n=64),
+        args=ProcessGRPOConfig(method=method, **METHOD_ARGS[method], **fields), processing_class=char_tokenizer,
+    )  # fmt: skip
+    assert trainer.model.dtype == torch.bfloat16 and trainer.ref_model is not None
+    per_step = _train_counting_graphs(trainer, monkeypatch, "inductor")
+    assert _compiled_once(per_step), per_step
+    losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
+    assert len(losses) == 5 and all(math.isfinite(loss) for loss in losses)
 
 
 def test_generation_runs_without_the_input_grad_hook(tmp_path, char_tokenizer, monkeypatch):
@@ -379,10 +437,8 @@ def test_a_compiled_run_logs_its_graphs_per_rollout_and_does_not_warn(tmp_path, 
     import torch._dynamo
 
     torch._dynamo.reset()
-    config = CompileConfig(backend="eager", mode="default")
-    config._compile_all_devices = True
     trainer = _tiny_trainer(tmp_path, char_tokenizer, "grpo", max_steps=6, compiled_generation=True)
-    enable_compiled_generation(trainer, config)  # forced on the CPU, as a GPU compiles
+    enable_compiled_generation(trainer, _forced_compile("eager"))  # forced on the CPU, as a GPU compiles
     with caplog.at_level("WARNING", logger="psgrpo.generation"):
         trainer.train()
     graphs = [
