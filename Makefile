@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-min test-versions device-wheels device-rehearsal lint warmstart check-fresh qwen-vocab clean
+.PHONY: demo test test-fast test-min test-versions device-wheels device-rehearsal sharded-cpu lint warmstart check-fresh qwen-vocab clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -83,6 +83,24 @@ device-wheels: $(STAMP)
 device-rehearsal: $(STAMP)
 	bash benchmarks/device_rehearsal.sh $(ARGS)
 
+# The shipped accelerate configs (DDP, DeepSpeed ZeRO-2 / ZeRO-3, FSDP) through `accelerate launch` and the Trainer
+# on 2 CPU processes, every method: trains, resumes exactly, starts where DDP starts (benchmarks/sharded_cpu.py).
+# DeepSpeed in its own venv (.venv-deepspeed; DS_BUILD_OPS=0: no compiled ops). Not in CI (about 15 minutes);
+# docs/scaling.md says when to run it.
+VENV_DS := .venv-deepspeed
+STAMP_DS := $(VENV_DS)/.installed
+
+$(STAMP_DS): pyproject.toml
+	rm -rf $(VENV_DS)
+	$(PYTHON) -m venv $(VENV_DS)
+	$(VENV_DS)/bin/pip install --upgrade pip
+	$(VENV_DS)/bin/pip install torch==2.13.0
+	DS_BUILD_OPS=0 $(VENV_DS)/bin/pip install -e ".[dev,deepspeed]"
+	touch $@
+
+sharded-cpu: $(STAMP_DS)
+	$(VENV_DS)/bin/python benchmarks/sharded_cpu.py $(ARGS)
+
 lint: $(STAMP)
 	$(BIN)/ruff check psgrpo tests benchmarks experiments tools
 
@@ -100,4 +118,4 @@ qwen-vocab: $(STAMP)
 	$(BIN)/python -m psgrpo.tiny.qwen_tokenizer --copy_to .cache
 
 clean:
-	rm -rf $(VENV) $(VENV_MIN) $(addprefix .venv-,$(VERSION_SETS)) .venv-standin outputs runs .pytest_cache
+	rm -rf $(VENV) $(VENV_MIN) $(VENV_DS) $(addprefix .venv-,$(VERSION_SETS)) .venv-standin outputs runs .pytest_cache

@@ -1,0 +1,328 @@
+"""The shipped accelerate configs (DDP, DeepSpeed ZeRO-2 / ZeRO-3, FSDP) through ``accelerate launch`` and the
+Trainer, on 2 CPU processes: every method trains, resumes exactly, and starts where DDP starts.
+
+    make sharded-cpu                                    # builds .venv-deepspeed, then runs this with it
+    .venv-deepspeed/bin/python benchmarks/sharded_cpu.py --configs deepspeed_zero3 --methods vps
+
+accelerate takes its distributed paths only where it finds an accelerator backend
+(``PartialState._prepare_backend``): on a CPU-only machine a ``MULTI_GPU`` / ``DEEPSPEED`` / ``FSDP`` config
+starts processes that each see a world of 1, and DeepSpeed stops at its batch-size check. The worker
+(``--worker``, what this script launches) makes that one method answer gloo, the backend DeepSpeed's CPU
+accelerator (``DS_ACCELERATOR=cpu``) and FSDP on CPU use; everything after it is the real accelerate, DeepSpeed,
+transformers, TRL and psgrpo code: ZeRO-3's partitioned init and its parameter gathering in every forward
+(generation, VPS probes, the loss), gradient reduce-scatter, DeepSpeed / FSDP checkpoints, the gathered save.
+
+For each config of ``psgrpo/recipes/accelerate`` named (2 processes, fp32: ``mixed_precision: 'no'``) and each
+method, the demo recipe with gradient checkpointing on (the GSM8K recipe's setting):
+
+1. 4 steps, a checkpoint every 2, unbroken;
+2. for the sharded configs (not ``ddp``): that run's ``checkpoint-2`` copied into a fresh directory and resumed
+   to step 4 with the same flags.
+
+Checks: every run exits 0; every logged loss and grad norm is finite, and the grad norm > 0; the saved
+``model.safetensors`` holds the whole model (ZeRO-3 and FSDP gather it on save); the resumed steps 3-4 log the
+unbroken run's loss, grad norm and reward (relative ``--resume_rtol``); step 1 logs DDP's loss and reward
+(relative ``--start_rtol``: the same weights and completions, reduced in another order). Writes
+``sharded_cpu.json`` and ``sharded_cpu.md`` to ``--output_dir``; exit status 1 if a check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIG_DIR = REPO / "psgrpo" / "recipes" / "accelerate"
+CONFIGS = ["ddp", "deepspeed_zero2", "deepspeed_zero3", "fsdp"]
+METHODS = ["grpo", "ps", "vps", "tree"]
+STEPS = 4
+RESUME_FROM = 2
+TRAIN_FLAGS = [
+    "--max_steps", str(STEPS), "--save_steps", str(RESUME_FROM), "--save_total_limit", "3",
+    "--logging_steps", "1", "--gradient_checkpointing", "true", "--bf16", "false",
+    "--eval_before_after", "false", "--report_to", "none", "--disable_tqdm", "true",
+]  # fmt: skip
+COMPARED = ("loss", "grad_norm", "reward")
+
+
+def gloo_on_cpu() -> None:
+    """Let accelerate take a distributed config's path on a CPU-only machine, with gloo (see the module docstring)."""
+    import torch
+    from accelerate.state import PartialState
+    from accelerate.utils import DistributedType
+
+    prepare = PartialState._prepare_backend
+
+    def prepare_backend(self: Any, cpu: bool = False, sagemaker_dp: bool = False, backend: str | None = None):
+        if int(os.environ.get("LOCAL_RANK", -1)) != -1 and not cpu and not torch.cuda.is_available():
+            return "gloo", DistributedType.MULTI_CPU
+        return prepare(self, cpu, sagemaker_dp, backend)
+
+    PartialState._prepare_backend = prepare_backend
+
+
+def worker(argv: list[str]) -> int:
+    """``psgrpo`` with ``argv`` in this process, after :func:`gloo_on_cpu`."""
+    import torch.distributed
+
+    import psgrpo.distributed
+    from psgrpo.commands.cli import main as psgrpo_main
+
+    gloo_on_cpu()
+    worlds = []  # the world the run trained in, read before psgrpo closes its process group
+    close = psgrpo.distributed.close_process_group
+
+    def close_process_group() -> None:
+        worlds.append(torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1)
+        close()
+
+    psgrpo.distributed.close_process_group = close_process_group
+    status = psgrpo_main(argv)
+    world = worlds[-1] if worlds else 1
+    if status == 0 and world != int(os.environ.get("WORLD_SIZE", 1)):
+        print(
+            f"sharded_cpu: trained in a world of {world}, not {os.environ.get('WORLD_SIZE')}", file=sys.stderr
+        )
+        return 3
+    return status
+
+
+def launch_config(name: str, directory: Path) -> Path:
+    """``name``'s shipped config for 2 CPU processes in fp32, written to ``directory``."""
+    import yaml
+
+    config = yaml.safe_load((CONFIG_DIR / f"{name}.yaml").read_text())
+    config.update(num_processes=2, mixed_precision="no")
+    config.pop("gpu_ids", None)
+    path = directory / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def launch(
+    config: Path, method: str, run_dir: Path, log: Path, timeout_s: float, resume: bool
+) -> dict[str, Any]:
+    """One ``accelerate launch`` of the worker; its exit status, wall time and logged steps."""
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config)]
+    command += [__file__, "--worker", "train", "--method", method, "--output_dir", str(run_dir), *TRAIN_FLAGS]
+    if resume:
+        command += ["--resume_from_checkpoint", "true"]
+    env = {**os.environ, "DS_ACCELERATOR": "cpu", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    started = time.perf_counter()
+    with log.open("w") as out:  # its own session, killed whole after a hang
+        process = subprocess.Popen(
+            command, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            rc: int | str = process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:  # torchrun stops its workers (their own sessions) on SIGTERM
+            process.terminate()
+            try:
+                process.wait(timeout=60)
+            finally:
+                with contextlib.suppress(ProcessLookupError):  # the group may be gone already
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            rc = f"killed after {timeout_s:.0f} s (a hang?)"
+    metrics = run_dir / "metrics.jsonl"
+    steps = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
+    return {
+        "rc": rc,
+        "wall_s": round(time.perf_counter() - started, 1),
+        "steps": [s for s in steps if "loss" in s],
+    }
+
+
+def relative_gap(a: float, b: float) -> float:
+    """|a - b| over the larger magnitude (0 when both are 0)."""
+    return abs(a - b) / max(abs(a), abs(b), 1e-12)
+
+
+def largest_gap(ours: list[dict], theirs: list[dict], steps: range) -> float:
+    """The largest relative difference of :data:`COMPARED` over ``steps`` (inf where a step is missing)."""
+    by_step = {s["step"]: s for s in theirs}
+    gaps = [
+        relative_gap(row[key], by_step[row["step"]][key]) if row["step"] in by_step else math.inf
+        for row in ours
+        if row["step"] in steps
+        for key in COMPARED
+    ]
+    return max(gaps) if len(gaps) == len(steps) * len(COMPARED) else math.inf
+
+
+def whole_model(run_dir: Path) -> bool:
+    """Whether the saved weights hold every parameter of the architecture at its full shape."""
+    from safetensors import safe_open
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    path = run_dir / "model.safetensors"
+    if not path.exists():
+        return False
+    config = AutoConfig.from_pretrained(run_dir)
+    expected = AutoModelForCausalLM.from_config(config).state_dict()
+    with safe_open(str(path), "pt") as saved:
+        shapes = {key: tuple(saved.get_slice(key).get_shape()) for key in saved.keys()}  # noqa: SIM118
+    # tied output weights are saved once, as the input embeddings
+    tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
+    return all(shapes.get(key) == tuple(value.shape) for key, value in expected.items() if key not in tied)
+
+
+def check_run(run: dict[str, Any], first_step: int) -> list[str]:
+    """What is wrong with one run's exit status and logged steps."""
+    problems = [] if run["rc"] == 0 else [f"exit status {run['rc']}"]
+    steps = [s["step"] for s in run["steps"]]
+    if steps != list(range(first_step, STEPS + 1)):
+        problems.append(f"logged steps {steps}")
+    for row in run["steps"]:
+        if not (math.isfinite(row["loss"]) and math.isfinite(row["grad_norm"]) and row["grad_norm"] > 0):
+            problems.append(f"step {row['step']}: loss {row['loss']}, grad norm {row['grad_norm']}")
+    return problems
+
+
+def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
+    out = args.output_dir
+    rows: list[dict[str, Any]] = []
+    ddp_steps: dict[str, list[dict]] = {}
+    for name in args.configs:
+        config = launch_config(name, out)
+        for method in args.methods:
+            run_dir = out / name / method
+            shutil.rmtree(run_dir, ignore_errors=True)
+            run_dir.parent.mkdir(parents=True, exist_ok=True)
+            unbroken = launch(
+                config, method, run_dir, out / f"{name}-{method}.log", args.timeout_s, resume=False
+            )
+            problems = check_run(unbroken, 1)
+            row: dict[str, Any] = {"config": name, "method": method, "wall_s": unbroken["wall_s"]}
+            row["whole_model"] = unbroken["rc"] == 0 and whole_model(run_dir)
+            if unbroken["rc"] == 0 and not row["whole_model"]:
+                problems.append("model.safetensors does not hold the whole model")
+            if name == "ddp":
+                ddp_steps[method] = unbroken["steps"]
+            elif method in ddp_steps:
+                row["start_gap"] = largest_gap(unbroken["steps"], ddp_steps[method], range(1, 2))
+                if not row["start_gap"] <= args.start_rtol:
+                    problems.append(f"step 1 differs from DDP's by {row['start_gap']:.2e} (relative)")
+            if name != "ddp" and unbroken["rc"] == 0:
+                resumed_dir = out / name / f"{method}-resumed"
+                shutil.rmtree(resumed_dir, ignore_errors=True)
+                resumed_dir.mkdir(parents=True)
+                shutil.copytree(
+                    run_dir / f"checkpoint-{RESUME_FROM}", resumed_dir / f"checkpoint-{RESUME_FROM}"
+                )
+                log = out / f"{name}-{method}-resumed.log"
+                resumed = launch(config, method, resumed_dir, log, args.timeout_s, resume=True)
+                problems += [f"resumed: {p}" for p in check_run(resumed, RESUME_FROM + 1)]
+                row["resume_gap"] = largest_gap(
+                    resumed["steps"], unbroken["steps"], range(RESUME_FROM + 1, STEPS + 1)
+                )
+                if not row["resume_gap"] <= args.resume_rtol:
+                    problems.append(
+                        f"resumed steps differ from the unbroken run's by {row['resume_gap']:.2e}"
+                    )
+                row["wall_s"] += resumed["wall_s"]
+            row["losses"] = [round(s["loss"], 6) for s in unbroken["steps"]]
+            row["problems"] = problems
+            rows.append(row)
+            print(
+                f"sharded_cpu: {name} {method}: {'ok' if not problems else '; '.join(problems)}", flush=True
+            )
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]], environment: dict[str, str]) -> str:
+    def gap(value: float | None) -> str:
+        return "" if value is None else f"{value:.1e}"
+
+    lines = [
+        "# Sharded configs on 2 CPU processes (benchmarks/sharded_cpu.py)",
+        "",
+        json.dumps(environment),
+        "",
+        "| config | method | status | losses, steps 1-4 | whole saved model | resumed vs unbroken | step 1 vs DDP | wall s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        status = "ok" if not row["problems"] else "; ".join(row["problems"])
+        lines.append(
+            f"| {row['config']} | {row['method']} | {status} | {', '.join(f'{x:.4g}' for x in row['losses'])} | "
+            f"{'yes' if row['whole_model'] else 'no'} | {gap(row.get('resume_gap'))} | {gap(row.get('start_gap'))} | "
+            f"{row['wall_s']:.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--worker"]:
+        return worker(sys.argv[2:])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--configs", nargs="+", choices=CONFIGS, default=CONFIGS, help="accelerate configs (default: all)"
+    )
+    parser.add_argument(
+        "--methods", nargs="+", choices=METHODS, default=METHODS, help="methods (default: all)"
+    )
+    parser.add_argument(
+        "--output_dir", type=Path, default=REPO / "outputs" / "sharded_cpu", help="runs, logs, report"
+    )
+    parser.add_argument(
+        "--timeout_s", type=float, default=600, help="per launch (default 600; a hang is a failure)"
+    )
+    parser.add_argument(
+        "--resume_rtol", type=float, default=1e-6, help="resumed vs unbroken, relative (default 1e-6)"
+    )
+    parser.add_argument(
+        "--start_rtol", type=float, default=1e-4, help="step 1 vs DDP's, relative (default 1e-4)"
+    )
+    args = parser.parse_args()
+    if (
+        any(name.startswith("deepspeed") for name in args.configs)
+        and importlib.util.find_spec("deepspeed") is None
+    ):
+        sys.exit(
+            "sharded_cpu: the DeepSpeed configs need deepspeed: run `make sharded-cpu` (it builds .venv-deepspeed)"
+        )
+    if "ddp" in args.configs:
+        args.configs = ["ddp", *[c for c in args.configs if c != "ddp"]]  # the baseline of step 1 first
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    rows = run_all(args)
+    import accelerate
+    import torch
+    import transformers
+    import trl
+
+    environment = {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__,
+                   "accelerate": accelerate.__version__, "cpus": str(os.cpu_count()),
+                   "wall_s": f"{time.perf_counter() - started:.0f}"}  # fmt: skip
+    try:
+        import deepspeed
+
+        environment["deepspeed"] = deepspeed.__version__
+    except ImportError:
+        pass
+    (args.output_dir / "sharded_cpu.json").write_text(
+        json.dumps({"environment": environment, "rows": rows}, indent=1)
+    )
+    report = markdown(rows, environment)
+    (args.output_dir / "sharded_cpu.md").write_text(report)
+    print(report)
+    return 1 if any(row["problems"] for row in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

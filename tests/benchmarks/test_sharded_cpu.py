@@ -1,0 +1,137 @@
+"""benchmarks/sharded_cpu.py: its checks on made-up runs, and DDP vs FSDP through ``accelerate launch`` for real."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+
+def _steps(*losses: float, first: int = 1, grad_norm: float = 0.5) -> list[dict]:
+    return [
+        {"step": first + i, "loss": loss, "grad_norm": grad_norm, "reward": 1.0 + i}
+        for i, loss in enumerate(losses)
+    ]
+
+
+def _run_script(bench, tmp_path, *flags: str, timeout: float) -> subprocess.CompletedProcess:
+    """benchmarks/sharded_cpu.py with ``flags``, its report into ``tmp_path``."""
+    command = [sys.executable, str(bench.__file__), *flags, "--output_dir", str(tmp_path)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_config_is_the_shipped_one_for_two_cpu_processes_in_fp32(import_benchmark, tmp_path):
+    bench = import_benchmark("sharded_cpu")
+    for name in bench.CONFIGS:
+        config = yaml.safe_load(bench.launch_config(name, tmp_path).read_text())
+        shipped = yaml.safe_load((bench.CONFIG_DIR / f"{name}.yaml").read_text())
+        assert config["num_processes"] == 2 and config["mixed_precision"] == "no" and "gpu_ids" not in config
+        assert config["distributed_type"] == shipped["distributed_type"]
+        assert config.get("deepspeed_config") == shipped.get("deepspeed_config")
+        assert config.get("fsdp_config") == shipped.get("fsdp_config")
+
+
+def test_a_run_is_checked_for_its_status_steps_and_finite_gradients(import_benchmark):
+    bench = import_benchmark("sharded_cpu")
+    assert bench.check_run({"rc": 0, "steps": _steps(0.1, 0.2, 0.3, 0.4)}, 1) == []
+    assert bench.check_run({"rc": 0, "steps": _steps(0.3, 0.4, first=3)}, 3) == []
+    assert bench.check_run({"rc": 1, "steps": []}, 1) == ["exit status 1", "logged steps []"]
+    two_worlds = _steps(0.1, 0.1, 0.2, 0.2)  # two processes that each trained alone log every step twice
+    two_worlds[1]["step"], two_worlds[2]["step"], two_worlds[3]["step"] = 1, 2, 2
+    assert bench.check_run({"rc": 0, "steps": two_worlds}, 1) == ["logged steps [1, 1, 2, 2]"]
+    assert bench.check_run({"rc": 0, "steps": _steps(0.1, math.nan, 0.3, 0.4)}, 1) == [
+        "step 2: loss nan, grad norm 0.5"
+    ]
+    frozen = _steps(0.1, 0.2, 0.3, 0.4, grad_norm=0.0)  # no gradient reached the weights
+    assert len(bench.check_run({"rc": 0, "steps": frozen}, 1)) == 4
+
+
+def test_the_gap_is_the_largest_relative_difference_and_a_missing_step_is_infinite(import_benchmark):
+    bench = import_benchmark("sharded_cpu")
+    ours, theirs = _steps(0.1, 0.2, 0.3, 0.4), _steps(0.1, 0.2, 0.3, 0.404)
+    assert bench.largest_gap(ours, theirs, range(1, 4)) == 0.0
+    assert bench.largest_gap(ours, theirs, range(3, 5)) == pytest.approx(0.004 / 0.404)
+    assert bench.largest_gap(ours[:3], theirs, range(3, 5)) == math.inf
+    assert bench.largest_gap(ours, theirs[:1], range(1, 3)) == math.inf
+
+
+def test_a_saved_model_is_whole_only_with_every_parameter_at_its_shape(
+    import_benchmark, tmp_path, char_tokenizer
+):
+    """ZeRO-3 and FSDP save per-rank shards unless gathered; a truncated tensor or a missing one is not whole."""
+    from safetensors.torch import load_file, save_file
+
+    from psgrpo.tiny.model import build_tiny_model
+
+    bench = import_benchmark("sharded_cpu")
+    build_tiny_model(
+        char_tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64
+    ).save_pretrained(tmp_path)
+    assert bench.whole_model(tmp_path)
+    # copies: the loaded tensors may map the file, which is rewritten below (a bus error under safetensors 0.4)
+    weights = {key: value.clone() for key, value in load_file(tmp_path / "model.safetensors").items()}
+    name = next(key for key in weights if key.endswith("mlp.up_proj.weight"))
+    save_file({**weights, name: weights[name][:1]}, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    assert not bench.whole_model(tmp_path)
+    save_file(
+        {k: v for k, v in weights.items() if k != name},
+        tmp_path / "model.safetensors",
+        metadata={"format": "pt"},
+    )
+    assert not bench.whole_model(tmp_path)
+    (tmp_path / "model.safetensors").unlink()
+    assert not bench.whole_model(tmp_path)
+
+
+def test_deepspeed_configs_without_deepspeed_stop_with_one_line(import_benchmark, tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("deepspeed") is not None:
+        pytest.skip("deepspeed is installed here: the refusal cannot be seen")
+    bench = import_benchmark("sharded_cpu")
+    result = _run_script(bench, tmp_path, "--configs", "deepspeed_zero3", timeout=120)
+    assert (
+        result.returncode == 1
+        and "make sharded-cpu" in result.stderr
+        and len(result.stderr.splitlines()) == 1
+    )
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_fsdp_through_accelerate_and_the_trainer_trains_resumes_and_starts_as_ddp(import_benchmark, tmp_path):
+    """The real thing, without DeepSpeed: vps (whose probe forwards each rank must run as often as the others
+    under sharding) on 2 CPU processes, DDP then FSDP, 4 steps, FSDP resumed from step 2 (about 1 min 30 s)."""
+    bench = import_benchmark("sharded_cpu")
+    result = _run_script(bench, tmp_path, "--configs", "ddp", "fsdp", "--methods", "vps", timeout=1200)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rows = json.loads((tmp_path / "sharded_cpu.json").read_text())["rows"]
+    assert [(row["config"], row["method"], row["problems"]) for row in rows] == [
+        ("ddp", "vps", []),
+        ("fsdp", "vps", []),
+    ]
+    fsdp = rows[1]
+    assert fsdp["whole_model"] and fsdp["resume_gap"] <= 1e-6 and fsdp["start_gap"] <= 1e-4
+    assert len(fsdp["losses"]) == 4 and "| fsdp | vps | ok |" in (tmp_path / "sharded_cpu.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_launch_past_its_time_is_a_failure_and_leaves_no_process(import_benchmark, tmp_path):
+    """A hang (here: a limit too short for the run) is killed with the workers torchrun started in their own
+    sessions, and reported (about 10 s)."""
+    bench = import_benchmark("sharded_cpu")
+    result = _run_script(
+        bench, tmp_path, "--configs", "ddp", "--methods", "grpo", "--timeout_s", "3", timeout=300
+    )
+    assert result.returncode == 1
+    (row,) = json.loads((tmp_path / "sharded_cpu.json").read_text())["rows"]
+    assert row["problems"][0] == "exit status killed after 3 s (a hang?)"
+    import shutil
+
+    if shutil.which("pgrep") is not None:  # procps
+        left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
+        assert left.stdout == "", left.stdout
