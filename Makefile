@@ -85,7 +85,7 @@ device-rehearsal: $(STAMP)
 
 # The shipped accelerate configs (DDP, DeepSpeed ZeRO-2 / ZeRO-3, FSDP) through `accelerate launch` and the Trainer
 # on 2 CPU processes, every method: trains, resumes exactly, starts where DDP starts (benchmarks/sharded_cpu.py).
-# DeepSpeed in its own venv (.venv-deepspeed; DS_BUILD_OPS=0: no compiled ops). Not in CI (about 15 minutes);
+# DeepSpeed in its own venv (.venv-deepspeed; DS_BUILD_OPS=0: no compiled ops). Not in CI (about 18 minutes);
 # docs/scaling.md says when to run it.
 VENV_DS := .venv-deepspeed
 STAMP_DS := $(VENV_DS)/.installed

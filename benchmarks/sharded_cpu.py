@@ -13,7 +13,8 @@ transformers, TRL and psgrpo code: ZeRO-3's partitioned init and its parameter g
 (generation, VPS probes, the loss), gradient reduce-scatter, DeepSpeed / FSDP checkpoints, the gathered save.
 
 For each config of ``psgrpo/recipes/accelerate`` named (2 processes, fp32: ``mixed_precision: 'no'``) and each
-method, the demo recipe with gradient checkpointing on (the GSM8K recipe's setting):
+method (``ps-prm``: ps scored by a tiny random PRM, loaded whole on every rank), the demo recipe with gradient
+checkpointing on (the GSM8K recipe's setting):
 
 1. 4 steps, a checkpoint every 2, unbroken;
 2. for the sharded configs (not ``ddp``): that run's ``checkpoint-2`` copied into a fresh directory and resumed
@@ -45,7 +46,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 CONFIG_DIR = REPO / "psgrpo" / "recipes" / "accelerate"
 CONFIGS = ["ddp", "deepspeed_zero2", "deepspeed_zero3", "fsdp"]
-METHODS = ["grpo", "ps", "vps", "tree"]
+METHODS = ["grpo", "ps", "vps", "tree", "ps-prm"]
+"""``ps-prm``: ps scored by a tiny random process reward model, which every rank loads whole (never sharded)."""
 STEPS = 4
 RESUME_FROM = 2
 TRAIN_FLAGS = [
@@ -110,12 +112,50 @@ def launch_config(name: str, directory: Path) -> Path:
     return path
 
 
+def tiny_prm(directory: Path) -> Path:
+    """A random 1-layer token-classification PRM (2 labels) with the embedded model's tokenizer, in ``directory``."""
+    from transformers import Qwen2ForTokenClassification
+
+    from psgrpo.tiny.model import tiny_qwen2_config
+    from psgrpo.tiny.tokenizer import build_char_tokenizer
+
+    if not (directory / "config.json").exists():
+        tokenizer = build_char_tokenizer()
+        config = tiny_qwen2_config(
+            len(tokenizer), hidden_size=32, intermediate_size=64, num_layers=1, num_labels=2,
+            pad_token_id=tokenizer.pad_token_id,
+        )  # fmt: skip
+        Qwen2ForTokenClassification(config).save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+    return directory
+
+
+def method_flags(method: str, directory: Path) -> list[str]:
+    """``psgrpo train`` flags of one entry of :data:`METHODS`."""
+    if method != "ps-prm":
+        return ["--method", method]
+    scorer = {
+        "model": str(tiny_prm(directory / "prm")),
+        "style": "token_classification",
+        "step_separator": "\n",
+    }
+    return ["--method", "ps", "--step_scorer", "prm", "--step_scorer_kwargs", json.dumps(scorer)]
+
+
 def launch(
     config: Path, method: str, run_dir: Path, log: Path, timeout_s: float, resume: bool
 ) -> dict[str, Any]:
     """One ``accelerate launch`` of the worker; its exit status, wall time and logged steps."""
     command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config)]
-    command += [__file__, "--worker", "train", "--method", method, "--output_dir", str(run_dir), *TRAIN_FLAGS]
+    command += [
+        __file__,
+        "--worker",
+        "train",
+        *method_flags(method, log.parent),
+        "--output_dir",
+        str(run_dir),
+    ]
+    command += TRAIN_FLAGS
     if resume:
         command += ["--resume_from_checkpoint", "true"]
     env = {**os.environ, "DS_ACCELERATOR": "cpu", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}

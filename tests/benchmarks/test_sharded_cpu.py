@@ -35,6 +35,19 @@ def test_a_config_is_the_shipped_one_for_two_cpu_processes_in_fp32(import_benchm
         assert config.get("fsdp_config") == shipped.get("fsdp_config")
 
 
+def test_ps_prm_scores_with_a_tiny_prm_that_loads(import_benchmark, tmp_path):
+    bench = import_benchmark("sharded_cpu")
+    assert bench.method_flags("vps", tmp_path) == ["--method", "vps"] and not list(tmp_path.iterdir())
+    flags = bench.method_flags("ps-prm", tmp_path)
+    assert flags[:4] == ["--method", "ps", "--step_scorer", "prm"]
+    from psgrpo.ps.scorers.prm import PRMScorer
+
+    scorer = PRMScorer(**json.loads(flags[5]))
+    (scores,) = scorer(["2 + 2?"], [["Step 1: 2 + 2 = 4", "Step 2: answer 4"]])
+    assert len(scores) == 2 and all(0.0 <= score <= 1.0 for score in scores)
+    assert bench.method_flags("ps-prm", tmp_path) == flags  # built once
+
+
 def test_a_run_is_checked_for_its_status_steps_and_finite_gradients(import_benchmark):
     bench = import_benchmark("sharded_cpu")
     assert bench.check_run({"rc": 0, "steps": _steps(0.1, 0.2, 0.3, 0.4)}, 1) == []
