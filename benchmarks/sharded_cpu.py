@@ -11,6 +11,7 @@ starts processes that each see a world of 1, and DeepSpeed stops at its batch-si
 accelerator (``DS_ACCELERATOR=cpu``) and FSDP on CPU use; everything after it is the real accelerate, DeepSpeed,
 transformers, TRL and psgrpo code: ZeRO-3's partitioned init and its parameter gathering in every forward
 (generation, VPS probes, the loss), gradient reduce-scatter, DeepSpeed / FSDP checkpoints, the gathered save.
+The workers see no GPU (``CUDA_VISIBLE_DEVICES`` empty), so the check runs the same on a machine that has one.
 
 For each config of ``psgrpo/recipes/accelerate`` named (2 processes, fp32: ``mixed_precision: 'no'``) and each
 method (``ps-prm``: ps scored by a tiny random PRM, loaded whole on every rank), the demo recipe with gradient
@@ -158,7 +159,9 @@ def launch(
     command += TRAIN_FLAGS
     if resume:
         command += ["--resume_from_checkpoint", "true"]
-    env = {**os.environ, "DS_ACCELERATOR": "cpu", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    # CPU processes on any machine: with a GPU visible, 2 ranks would share it (NCCL refuses duplicate devices)
+    env = {**os.environ, "DS_ACCELERATOR": "cpu", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
+    env["TOKENIZERS_PARALLELISM"] = "false"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     started = time.perf_counter()
     with log.open("w") as out:  # its own session, killed whole after a hang
