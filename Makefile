@@ -5,6 +5,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# pytest-xdist workers: one per core, at most 4 (each loads torch and trains tiny models; tests/conftest.py gives
+# each worker one thread). `make test PYTEST_WORKERS=0` runs in one process.
+PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); if [ $$n -gt 4 ]; then n=4; fi; if [ $$n -lt 2 ]; then n=0; fi; echo $$n)
+PYTEST := -m pytest -q -n $(PYTEST_WORKERS)
 
 .PHONY: demo test test-fast test-min test-versions device-wheels device-rehearsal sharded-cpu lint warmstart check-fresh qwen-vocab clean
 
@@ -23,10 +27,10 @@ demo: $(STAMP)
 	$(BIN)/psgrpo train
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python $(PYTEST)
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python $(PYTEST) -m "not slow"
 
 # The lowest versions pyproject.toml declares (tools/min_versions.py), in their own venv, then the fast suite:
 # like TRL's "Tests with minimum versions" job. `make test` covers the newest releases. CI runs both.
@@ -44,7 +48,7 @@ $(STAMP_MIN): pyproject.toml tools/min_versions.py
 	touch $(STAMP_MIN)
 
 test-min: $(STAMP_MIN)
-	$(VENV_MIN)/bin/python -m pytest -q -m "not slow"
+	$(VENV_MIN)/bin/python $(PYTEST) -m "not slow"
 
 # The fast suite under another set of versions inside the declared ranges, in its own venv .venv-<SET>:
 #   make test-versions SET=gpu_image   the CUDA image psgrpo first ran on: torch 2.11.0 (the floor),
@@ -71,7 +75,7 @@ test-versions:
 		echo "make test-versions: SET must be one of: $(VERSION_SETS) (tools/versions/<SET>.txt); got '$(SET)'" >&2; \
 		exit 2; fi
 	$(MAKE) .venv-$(SET)/.installed
-	.venv-$(SET)/bin/python -m pytest -q -m "not slow"
+	.venv-$(SET)/bin/python $(PYTEST) -m "not slow"
 
 # The wheels a bare CUDA image lacks (trl, datasets, math-verify …) and Qwen's vocabulary into .cache/, which
 # travels with the working tree to the GPU machine: then `bash benchmarks/device_check.sh` there (docs/gpu_check.md).
@@ -85,7 +89,8 @@ device-rehearsal: $(STAMP)
 
 # The shipped accelerate configs (DDP, DeepSpeed ZeRO-2 / ZeRO-3, FSDP) through `accelerate launch` and the Trainer
 # on 2 CPU processes, every method: trains, resumes exactly, starts where DDP starts (benchmarks/sharded_cpu.py).
-# DeepSpeed in its own venv (.venv-deepspeed; DS_BUILD_OPS=0: no compiled ops). Not in CI (about 18 minutes);
+# fp32; ARGS="--precision bf16" keeps the configs' bf16 on the path a GPU takes. DeepSpeed in its own venv
+# (.venv-deepspeed; DS_BUILD_OPS=0: no compiled ops). Not in CI (about 17 minutes a precision);
 # docs/scaling.md says when to run it.
 VENV_DS := .venv-deepspeed
 STAMP_DS := $(VENV_DS)/.installed

@@ -2,6 +2,7 @@
 Trainer, on 2 CPU processes: every method trains, resumes exactly, and starts where DDP starts.
 
     make sharded-cpu                                    # builds .venv-deepspeed, then runs this with it
+    make sharded-cpu ARGS="--precision bf16"            # bf16, as the shipped configs set it
     .venv-deepspeed/bin/python benchmarks/sharded_cpu.py --configs deepspeed_zero3 --methods vps
 
 accelerate takes its distributed paths only where it finds an accelerator backend
@@ -12,6 +13,9 @@ accelerator (``DS_ACCELERATOR=cpu``) and FSDP on CPU use; everything after it is
 transformers, TRL and psgrpo code: ZeRO-3's partitioned init and its parameter gathering in every forward
 (generation, VPS probes, the loss), gradient reduce-scatter, DeepSpeed / FSDP checkpoints, the gathered save.
 The workers see no GPU (``CUDA_VISIBLE_DEVICES`` empty), so the check runs the same on a machine that has one.
+
+``--precision bf16`` keeps the configs' ``mixed_precision: bf16`` and lets it take the path it takes on a GPU
+(:func:`bf16_as_on_a_gpu`): DeepSpeed's bf16 weights with fp32 master copies, FSDP2's bf16 compute, DDP's autocast.
 
 For each config of ``psgrpo/recipes/accelerate`` named (2 processes, fp32: ``mixed_precision: 'no'``) and each
 method (``ps-prm``: ps scored by a tiny random PRM, loaded whole on every rank), the demo recipe with gradient
@@ -53,60 +57,104 @@ STEPS = 4
 RESUME_FROM = 2
 TRAIN_FLAGS = [
     "--max_steps", str(STEPS), "--save_steps", str(RESUME_FROM), "--save_total_limit", "3",
-    "--logging_steps", "1", "--gradient_checkpointing", "true", "--bf16", "false",
+    "--logging_steps", "1", "--gradient_checkpointing", "true",
     "--eval_before_after", "false", "--report_to", "none", "--disable_tqdm", "true",
 ]  # fmt: skip
 COMPARED = ("loss", "grad_norm", "reward")
+PRECISIONS = {"fp32": "no", "bf16": "bf16"}
+"""``--precision`` → the configs' ``mixed_precision``; ``bf16`` is what the shipped configs (and a GPU) use."""
+PRECISION_ENV = "SHARDED_CPU_PRECISION"
+TRAINS_AS = {
+    "ddp": "MULTI_CPU",
+    "deepspeed_zero2": "DEEPSPEED",
+    "deepspeed_zero3": "DEEPSPEED",
+    "fsdp": "FSDP",
+}
+"""The accelerate ``DistributedType`` each config must train as here (DDP: gloo's ``MULTI_CPU``)."""
+EXPECTED_ENV = "SHARDED_CPU_TRAINS_AS"
+WORKER_SAYS = "sharded_cpu worker: "
+"""How the worker's own finding starts in its log, to be copied into the report."""
 
 
 def gloo_on_cpu() -> None:
-    """Let accelerate take a distributed config's path on a CPU-only machine, with gloo (see the module docstring)."""
+    """Let accelerate take a distributed config's path on a CPU-only machine, with gloo (see the module docstring).
+
+    DDP and DeepSpeed start from ``MULTI_CPU``. accelerate turns only a GPU-like type into ``FSDP``
+    (``AcceleratorState``), so an FSDP config starts from ``MULTI_GPU``, its device pinned to the CPU
+    (``ACCELERATE_TORCH_DEVICE``); from ``MULTI_CPU`` it would train as plain DDP.
+    """
     import torch
     from accelerate.state import PartialState
     from accelerate.utils import DistributedType
 
     prepare = PartialState._prepare_backend
+    fsdp = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
+    if fsdp:
+        os.environ["ACCELERATE_TORCH_DEVICE"] = "cpu"
 
     def prepare_backend(self: Any, cpu: bool = False, sagemaker_dp: bool = False, backend: str | None = None):
         if int(os.environ.get("LOCAL_RANK", -1)) != -1 and not cpu and not torch.cuda.is_available():
-            return "gloo", DistributedType.MULTI_CPU
+            return "gloo", DistributedType.MULTI_GPU if fsdp else DistributedType.MULTI_CPU
         return prepare(self, cpu, sagemaker_dp, backend)
 
     PartialState._prepare_backend = prepare_backend
 
 
+def bf16_as_on_a_gpu() -> None:
+    """Let bf16 take the path it takes on a GPU: the launch config's mixed precision, not a plain CPU run.
+
+    On a machine without an accelerator, transformers refuses ``bf16`` unless ``use_cpu`` is set, and psgrpo sets
+    ``use_cpu`` for the user (:func:`psgrpo.config.precision.resolve_use_cpu`); accelerate then drops DeepSpeed and
+    FSDP for its plain CPU path. Here both answer as on a bf16 GPU, so DeepSpeed trains bf16 weights with fp32
+    master copies, FSDP2 computes in bf16 (``MixedPrecisionPolicy``) and DDP autocasts, as on the GPU.
+    """
+    import transformers.training_args
+
+    import psgrpo.config.precision
+
+    transformers.training_args.is_torch_bf16_gpu_available = lambda: True
+    psgrpo.config.precision.accelerator_available = lambda: True
+
+
 def worker(argv: list[str]) -> int:
-    """``psgrpo`` with ``argv`` in this process, after :func:`gloo_on_cpu`."""
+    """``psgrpo`` with ``argv`` in this process, after :func:`gloo_on_cpu` (and :func:`bf16_as_on_a_gpu`)."""
     import torch.distributed
+    from accelerate.state import AcceleratorState
 
     import psgrpo.distributed
     from psgrpo.commands.cli import main as psgrpo_main
 
     gloo_on_cpu()
-    worlds = []  # the world the run trained in, read before psgrpo closes its process group
+    if os.environ.get(PRECISION_ENV) == "bf16":
+        bf16_as_on_a_gpu()
+    trained = []  # (world size, distributed type) the run trained with, read before psgrpo closes its group
     close = psgrpo.distributed.close_process_group
 
     def close_process_group() -> None:
-        worlds.append(torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1)
+        world = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
+        kind = AcceleratorState._shared_state.get("distributed_type")
+        trained.append((world, str(kind).rsplit(".", 1)[-1]))
         close()
 
     psgrpo.distributed.close_process_group = close_process_group
     status = psgrpo_main(argv)
-    world = worlds[-1] if worlds else 1
-    if status == 0 and world != int(os.environ.get("WORLD_SIZE", 1)):
+    world, kind = trained[-1] if trained else (1, "NO")
+    expected = (int(os.environ.get("WORLD_SIZE", 1)), os.environ.get(EXPECTED_ENV, kind))
+    if status == 0 and (world, kind) != expected:
         print(
-            f"sharded_cpu: trained in a world of {world}, not {os.environ.get('WORLD_SIZE')}", file=sys.stderr
+            f"{WORKER_SAYS}trained as {kind} in a world of {world}, not {expected[1]} in {expected[0]}",
+            file=sys.stderr,
         )
         return 3
     return status
 
 
-def launch_config(name: str, directory: Path) -> Path:
-    """``name``'s shipped config for 2 CPU processes in fp32, written to ``directory``."""
+def launch_config(name: str, directory: Path, precision: str = "fp32") -> Path:
+    """``name``'s shipped config for 2 CPU processes in ``precision`` (:data:`PRECISIONS`), written to ``directory``."""
     import yaml
 
     config = yaml.safe_load((CONFIG_DIR / f"{name}.yaml").read_text())
-    config.update(num_processes=2, mixed_precision="no")
+    config.update(num_processes=2, mixed_precision=PRECISIONS[precision])
     config.pop("gpu_ids", None)
     path = directory / f"{name}.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -144,7 +192,13 @@ def method_flags(method: str, directory: Path) -> list[str]:
 
 
 def launch(
-    config: Path, method: str, run_dir: Path, log: Path, timeout_s: float, resume: bool
+    config: Path,
+    method: str,
+    run_dir: Path,
+    log: Path,
+    timeout_s: float,
+    resume: bool,
+    precision: str = "fp32",
 ) -> dict[str, Any]:
     """One ``accelerate launch`` of the worker; its exit status, wall time and logged steps."""
     command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config)]
@@ -156,11 +210,13 @@ def launch(
         "--output_dir",
         str(run_dir),
     ]
-    command += TRAIN_FLAGS
+    command += [*TRAIN_FLAGS, "--bf16", str(precision == "bf16").lower()]
     if resume:
         command += ["--resume_from_checkpoint", "true"]
     # CPU processes on any machine: with a GPU visible, 2 ranks would share it (NCCL refuses duplicate devices)
     env = {**os.environ, "DS_ACCELERATOR": "cpu", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
+    env[PRECISION_ENV] = precision
+    env[EXPECTED_ENV] = TRAINS_AS[config.stem]
     env["TOKENIZERS_PARALLELISM"] = "false"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     started = time.perf_counter()
@@ -181,10 +237,12 @@ def launch(
             rc = f"killed after {timeout_s:.0f} s (a hang?)"
     metrics = run_dir / "metrics.jsonl"
     steps = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
+    said = [line for line in log.read_text(errors="replace").splitlines() if line.startswith(WORKER_SAYS)]
     return {
         "rc": rc,
         "wall_s": round(time.perf_counter() - started, 1),
         "steps": [s for s in steps if "loss" in s],
+        "worker": sorted(set(said)),
     }
 
 
@@ -205,26 +263,42 @@ def largest_gap(ours: list[dict], theirs: list[dict], steps: range) -> float:
     return max(gaps) if len(gaps) == len(steps) * len(COMPARED) else math.inf
 
 
-def whole_model(run_dir: Path) -> bool:
-    """Whether the saved weights hold every parameter of the architecture at its full shape."""
+def saved_weights(run_dir: Path) -> dict[str, tuple[tuple[int, ...], str]]:
+    """``{name: (shape, dtype)}`` of the tensors in ``run_dir/model.safetensors`` (empty when it is missing)."""
     from safetensors import safe_open
-    from transformers import AutoConfig, AutoModelForCausalLM
 
     path = run_dir / "model.safetensors"
     if not path.exists():
+        return {}
+    with safe_open(str(path), "pt") as saved:
+        return {
+            key: (tuple(saved.get_slice(key).get_shape()), saved.get_slice(key).get_dtype())
+            for key in saved.keys()  # noqa: SIM118
+        }
+
+
+def whole_model(run_dir: Path) -> bool:
+    """Whether the saved weights hold every parameter of the architecture at its full shape."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    saved = saved_weights(run_dir)
+    if not saved:
         return False
     config = AutoConfig.from_pretrained(run_dir)
     expected = AutoModelForCausalLM.from_config(config).state_dict()
-    with safe_open(str(path), "pt") as saved:
-        shapes = {key: tuple(saved.get_slice(key).get_shape()) for key in saved.keys()}  # noqa: SIM118
     # tied output weights are saved once, as the input embeddings
     tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
-    return all(shapes.get(key) == tuple(value.shape) for key, value in expected.items() if key not in tied)
+    return all(
+        key in saved and saved[key][0] == tuple(value.shape)
+        for key, value in expected.items()
+        if key not in tied
+    )
 
 
 def check_run(run: dict[str, Any], first_step: int) -> list[str]:
     """What is wrong with one run's exit status and logged steps."""
     problems = [] if run["rc"] == 0 else [f"exit status {run['rc']}"]
+    problems += [line.removeprefix(WORKER_SAYS) for line in run.get("worker", [])]
     steps = [s["step"] for s in run["steps"]]
     if steps != list(range(first_step, STEPS + 1)):
         problems.append(f"logged steps {steps}")
@@ -239,24 +313,24 @@ def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     ddp_steps: dict[str, list[dict]] = {}
     for name in args.configs:
-        config = launch_config(name, out)
+        config = launch_config(name, out, args.precision)
         for method in args.methods:
             run_dir = out / name / method
             shutil.rmtree(run_dir, ignore_errors=True)
             run_dir.parent.mkdir(parents=True, exist_ok=True)
-            unbroken = launch(
-                config, method, run_dir, out / f"{name}-{method}.log", args.timeout_s, resume=False
-            )
+            log = out / f"{name}-{method}.log"
+            unbroken = launch(config, method, run_dir, log, args.timeout_s, False, args.precision)
             problems = check_run(unbroken, 1)
             row: dict[str, Any] = {"config": name, "method": method, "wall_s": unbroken["wall_s"]}
             row["whole_model"] = unbroken["rc"] == 0 and whole_model(run_dir)
+            row["saved_dtypes"] = sorted({dtype for _, dtype in saved_weights(run_dir).values()})
             if unbroken["rc"] == 0 and not row["whole_model"]:
                 problems.append("model.safetensors does not hold the whole model")
             if name == "ddp":
                 ddp_steps[method] = unbroken["steps"]
             elif method in ddp_steps:
                 row["start_gap"] = largest_gap(unbroken["steps"], ddp_steps[method], range(1, 2))
-                if not row["start_gap"] <= args.start_rtol:
+                if args.start_rtol is not None and not row["start_gap"] <= args.start_rtol:
                     problems.append(f"step 1 differs from DDP's by {row['start_gap']:.2e} (relative)")
             if name != "ddp" and unbroken["rc"] == 0:
                 resumed_dir = out / name / f"{method}-resumed"
@@ -266,7 +340,7 @@ def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
                     run_dir / f"checkpoint-{RESUME_FROM}", resumed_dir / f"checkpoint-{RESUME_FROM}"
                 )
                 log = out / f"{name}-{method}-resumed.log"
-                resumed = launch(config, method, resumed_dir, log, args.timeout_s, resume=True)
+                resumed = launch(config, method, resumed_dir, log, args.timeout_s, True, args.precision)
                 problems += [f"resumed: {p}" for p in check_run(resumed, RESUME_FROM + 1)]
                 row["resume_gap"] = largest_gap(
                     resumed["steps"], unbroken["steps"], range(RESUME_FROM + 1, STEPS + 1)
@@ -290,7 +364,7 @@ def markdown(rows: list[dict[str, Any]], environment: dict[str, str]) -> str:
         return "" if value is None else f"{value:.1e}"
 
     lines = [
-        "# Sharded configs on 2 CPU processes (benchmarks/sharded_cpu.py)",
+        f"# Sharded configs on 2 CPU processes, {environment.get('precision', 'fp32')} (benchmarks/sharded_cpu.py)",
         "",
         json.dumps(environment),
         "",
@@ -299,10 +373,10 @@ def markdown(rows: list[dict[str, Any]], environment: dict[str, str]) -> str:
     ]
     for row in rows:
         status = "ok" if not row["problems"] else "; ".join(row["problems"])
+        saved = f"yes ({', '.join(row.get('saved_dtypes', []))})" if row["whole_model"] else "no"
         lines.append(
             f"| {row['config']} | {row['method']} | {status} | {', '.join(f'{x:.4g}' for x in row['losses'])} | "
-            f"{'yes' if row['whole_model'] else 'no'} | {gap(row.get('resume_gap'))} | {gap(row.get('start_gap'))} | "
-            f"{row['wall_s']:.0f} |"
+            f"{saved} | {gap(row.get('resume_gap'))} | {gap(row.get('start_gap'))} | {row['wall_s']:.0f} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -329,9 +403,22 @@ def main() -> int:
         "--resume_rtol", type=float, default=1e-6, help="resumed vs unbroken, relative (default 1e-6)"
     )
     parser.add_argument(
-        "--start_rtol", type=float, default=1e-4, help="step 1 vs DDP's, relative (default 1e-4)"
+        "--start_rtol",
+        type=float,
+        default=None,
+        help="step 1 vs DDP's, relative (default 1e-4 in fp32; in bf16 the gap is reported, not checked: "
+        "DeepSpeed keeps bf16 weights and FSDP2 casts them, where DDP autocasts from fp32 weights)",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=sorted(PRECISIONS),
+        default="fp32",
+        help="fp32 (default), or bf16 as the shipped configs set it, taking the path it takes on a GPU "
+        "(see bf16_as_on_a_gpu); this CPU then needs native bf16 to be quick",
     )
     args = parser.parse_args()
+    if args.start_rtol is None and args.precision == "fp32":
+        args.start_rtol = 1e-4
     if (
         any(name.startswith("deepspeed") for name in args.configs)
         and importlib.util.find_spec("deepspeed") is None
@@ -351,7 +438,7 @@ def main() -> int:
 
     environment = {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__,
                    "accelerate": accelerate.__version__, "cpus": str(os.cpu_count()),
-                   "wall_s": f"{time.perf_counter() - started:.0f}"}  # fmt: skip
+                   "precision": args.precision, "wall_s": f"{time.perf_counter() - started:.0f}"}  # fmt: skip
     try:
         import deepspeed
 

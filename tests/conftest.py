@@ -11,7 +11,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # `psgrpo.commands.cli.main` turns user errors into one "psgrpo: error: ..." line; tests that call it want the
 # exception itself. tests/commands/test_cli.py checks the one-line form with PSGRPO_DEBUG=0.
 os.environ.setdefault("PSGRPO_DEBUG", "1")
-torch.set_num_threads(min(2, torch.get_num_threads()))
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # One thread per xdist worker, in this process and in the training runs its tests start: `make test` runs
+    # a worker per core, and 2 workers of 2 threads each on 2 cores took 19 min where 1 thread each took 10.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    torch.set_num_threads(1)
+else:
+    torch.set_num_threads(min(2, torch.get_num_threads()))
 
 
 @pytest.fixture(scope="session")

@@ -223,4 +223,6 @@ def test_a_trl_section_trains_stock_trl_with_the_same_options(gpu_check, tmp_pat
     assert all(getattr(trainer.args, name) == getattr(args, name) for name in shared)
     assert trainer.reward_func_names == ["correctness_reward", "format_reward"]
     assert trainer.generation_config.cache_implementation == "static" and trainer.phase_timer.enabled
-    assert "generate" in vars(trainer.model)  # stock TRL's rollouts too leave no hook to recompile on (generation.py)
+    assert "generate" in vars(
+        trainer.model
+    )  # stock TRL's rollouts too leave no hook to recompile on (generation.py)

@@ -24,15 +24,46 @@ def _run_script(bench, tmp_path, *flags: str, timeout: float) -> subprocess.Comp
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
 
 
-def test_a_config_is_the_shipped_one_for_two_cpu_processes_in_fp32(import_benchmark, tmp_path):
+def test_a_config_is_the_shipped_one_for_two_cpu_processes_in_fp32_or_as_shipped_in_bf16(
+    import_benchmark, tmp_path
+):
     bench = import_benchmark("sharded_cpu")
+    assert set(bench.TRAINS_AS) == set(bench.CONFIGS)
     for name in bench.CONFIGS:
-        config = yaml.safe_load(bench.launch_config(name, tmp_path).read_text())
         shipped = yaml.safe_load((bench.CONFIG_DIR / f"{name}.yaml").read_text())
-        assert config["num_processes"] == 2 and config["mixed_precision"] == "no" and "gpu_ids" not in config
-        assert config["distributed_type"] == shipped["distributed_type"]
-        assert config.get("deepspeed_config") == shipped.get("deepspeed_config")
-        assert config.get("fsdp_config") == shipped.get("fsdp_config")
+        assert shipped["mixed_precision"] == "bf16"
+        for precision, mixed in [("fp32", "no"), ("bf16", "bf16")]:
+            config = yaml.safe_load(bench.launch_config(name, tmp_path, precision).read_text())
+            assert (
+                config["num_processes"] == 2
+                and config["mixed_precision"] == mixed
+                and "gpu_ids" not in config
+            )
+            assert config["distributed_type"] == shipped["distributed_type"]
+            assert config.get("deepspeed_config") == shipped.get("deepspeed_config")
+            assert config.get("fsdp_config") == shipped.get("fsdp_config")
+
+
+def test_bf16_takes_the_gpu_path_not_the_plain_cpu_one(import_benchmark, tmp_path, monkeypatch):
+    """On a machine without an accelerator, bf16 alone would set ``use_cpu``, and accelerate would drop the
+    sharded config for its plain CPU path; in a bf16 worker it does not, and transformers accepts bf16."""
+    import transformers.training_args
+
+    import psgrpo.config.precision
+    from psgrpo import ProcessGRPOConfig
+
+    bench = import_benchmark("sharded_cpu")
+    # registered first, so that the test's teardown puts back what bf16_as_on_a_gpu replaces
+    for module, name in [
+        (transformers.training_args, "is_torch_bf16_gpu_available"),
+        (psgrpo.config.precision, "accelerator_available"),
+    ]:
+        monkeypatch.setattr(module, name, getattr(module, name))
+    if not psgrpo.config.precision.accelerator_available():
+        assert ProcessGRPOConfig(output_dir=str(tmp_path), bf16=True).use_cpu
+    bench.bf16_as_on_a_gpu()
+    config = ProcessGRPOConfig(output_dir=str(tmp_path), bf16=True)
+    assert config.bf16 and not config.use_cpu
 
 
 def test_ps_prm_scores_with_a_tiny_prm_that_loads(import_benchmark, tmp_path):
@@ -53,6 +84,12 @@ def test_a_run_is_checked_for_its_status_steps_and_finite_gradients(import_bench
     assert bench.check_run({"rc": 0, "steps": _steps(0.1, 0.2, 0.3, 0.4)}, 1) == []
     assert bench.check_run({"rc": 0, "steps": _steps(0.3, 0.4, first=3)}, 3) == []
     assert bench.check_run({"rc": 1, "steps": []}, 1) == ["exit status 1", "logged steps []"]
+    said = {
+        "rc": 3,
+        "steps": _steps(0.1, 0.2, 0.3, 0.4),
+        "worker": [bench.WORKER_SAYS + "trained as MULTI_CPU"],
+    }
+    assert bench.check_run(said, 1) == ["exit status 3", "trained as MULTI_CPU"]
     two_worlds = _steps(0.1, 0.1, 0.2, 0.2)  # two processes that each trained alone log every step twice
     two_worlds[1]["step"], two_worlds[2]["step"], two_worlds[3]["step"] = 1, 2, 2
     assert bench.check_run({"rc": 0, "steps": two_worlds}, 1) == ["logged steps [1, 1, 2, 2]"]
@@ -130,6 +167,9 @@ def test_fsdp_through_accelerate_and_the_trainer_trains_resumes_and_starts_as_dd
     fsdp = rows[1]
     assert fsdp["whole_model"] and fsdp["resume_gap"] <= 1e-6 and fsdp["start_gap"] <= 1e-4
     assert len(fsdp["losses"]) == 4 and "| fsdp | vps | ok |" in (tmp_path / "sharded_cpu.md").read_text()
+    # FSDP for real, not DDP under its name: accelerate's FSDP checkpoint (the worker also checks the type)
+    assert list((tmp_path / "fsdp" / "vps" / "checkpoint-2").glob("pytorch_model_fsdp*"))
+    assert not list((tmp_path / "ddp" / "vps" / "checkpoint-2").glob("pytorch_model_fsdp*"))
 
 
 @pytest.mark.slow
