@@ -13,6 +13,8 @@ accelerator (``DS_ACCELERATOR=cpu``) and FSDP on CPU use; everything after it is
 transformers, TRL and psgrpo code: ZeRO-3's partitioned init and its parameter gathering in every forward
 (generation, VPS probes, the loss), gradient reduce-scatter, DeepSpeed / FSDP checkpoints, the gathered save.
 The workers see no GPU (``CUDA_VISIBLE_DEVICES`` empty), so the check runs the same on a machine that has one.
+A worker fails its run unless it trained in a world of 2, as its config's distributed type (:data:`TRAINS_AS`)
+and in the precision asked (:func:`trained_precision`).
 
 ``--precision bf16`` keeps the configs' ``mixed_precision: bf16`` and lets it take the path it takes on a GPU
 (:func:`bf16_as_on_a_gpu`): DeepSpeed's bf16 weights with fp32 master copies, FSDP2's bf16 compute, DDP's autocast.
@@ -127,26 +129,42 @@ def worker(argv: list[str]) -> int:
     gloo_on_cpu()
     if os.environ.get(PRECISION_ENV) == "bf16":
         bf16_as_on_a_gpu()
-    trained = []  # (world size, distributed type) the run trained with, read before psgrpo closes its group
+    trained = []  # (world size, distributed type, precision) of the run, read before psgrpo closes its group
     close = psgrpo.distributed.close_process_group
 
     def close_process_group() -> None:
         world = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
-        kind = AcceleratorState._shared_state.get("distributed_type")
-        trained.append((world, str(kind).rsplit(".", 1)[-1]))
+        state = AcceleratorState() if AcceleratorState._shared_state else None
+        kind = str(state.distributed_type).rsplit(".", 1)[-1] if state else "NO"
+        trained.append((world, kind, trained_precision(state) if state else "fp32"))
         close()
 
     psgrpo.distributed.close_process_group = close_process_group
     status = psgrpo_main(argv)
-    world, kind = trained[-1] if trained else (1, "NO")
-    expected = (int(os.environ.get("WORLD_SIZE", 1)), os.environ.get(EXPECTED_ENV, kind))
-    if status == 0 and (world, kind) != expected:
+    found = trained[-1] if trained else (1, "NO", "fp32")
+    expected = (int(os.environ.get("WORLD_SIZE", 1)), os.environ[EXPECTED_ENV], os.environ[PRECISION_ENV])
+    if status == 0 and found != expected:
         print(
-            f"{WORKER_SAYS}trained as {kind} in a world of {world}, not {expected[1]} in {expected[0]}",
+            f"{WORKER_SAYS}trained as {' '.join(map(str, found))}, not {' '.join(map(str, expected))}",
             file=sys.stderr,
         )
         return 3
     return status
+
+
+def trained_precision(state: Any) -> str:
+    """``bf16`` or ``fp32``: what the prepared run computes in (DeepSpeed's config, FSDP2's policy, else autocast)."""
+    import torch
+    from accelerate.utils import DistributedType
+
+    if state.distributed_type == DistributedType.DEEPSPEED:
+        bf16 = state.deepspeed_plugin.deepspeed_config.get("bf16", {}).get("enabled") is True
+    elif state.distributed_type == DistributedType.FSDP:
+        policy = state.fsdp_plugin.mixed_precision_policy
+        bf16 = policy is not None and policy.param_dtype == torch.bfloat16
+    else:
+        bf16 = state.mixed_precision == "bf16"
+    return "bf16" if bf16 else "fp32"
 
 
 def launch_config(name: str, directory: Path, precision: str = "fp32") -> Path:
