@@ -74,11 +74,12 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
 
     torch.manual_seed(args.seed)
     if task.eval_before_after and parameters_sharded(args):
-        logger.warning(
-            "ZeRO-3/FSDP shard the model, so the before/after evaluation is skipped; evaluate the saved "
-            "checkpoint with `psgrpo eval --model_name_or_path %s`",
-            args.output_dir,
-        )
+        if args.process_index == 0:  # once, not once per rank
+            logger.warning(
+                "ZeRO-3/FSDP shard the model, so the before/after evaluation is skipped; evaluate the saved "
+                "checkpoint with `psgrpo eval --model_name_or_path %s`",
+                args.output_dir,
+            )
         task.eval_before_after = False
     train_dataset = load_task_split(task, task.train_split, limit=task.max_train_examples)
     eval_dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)

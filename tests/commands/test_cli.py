@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import sys
 
@@ -442,3 +443,29 @@ def test_top_level_help_names_every_method(capsys):
 
     text = _help("--help", capsys=capsys)
     assert all(method in text for method in METHODS) and "--method grpo / ps / vps / tree" in text
+
+
+def test_sharded_parameters_skip_the_before_after_evaluation_with_one_warning(tmp_path, monkeypatch, caplog):
+    """Under ZeRO-3 / FSDP (here: accelerate launch's FSDP flag in one process) the main process says once
+    how to evaluate the saved model instead, and the run trains and reports without before/after."""
+    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
+    out = tmp_path / "sharded"
+    flags = ["--max_steps", "1", "--per_device_train_batch_size", "8", "--num_generations", "8"]
+    with caplog.at_level(logging.WARNING, logger="psgrpo"):
+        main(
+            [
+                "train",
+                "--output_dir",
+                str(out),
+                *flags,
+                "--report_to",
+                "none",
+                "--max_completion_length",
+                "32",
+            ]
+        )
+    said = [r.getMessage() for r in caplog.records if "before/after evaluation is skipped" in r.getMessage()]
+    assert said == [f"ZeRO-3/FSDP shard the model, so the before/after evaluation is skipped; evaluate the "
+                    f"saved checkpoint with `psgrpo eval --model_name_or_path {out}`"]  # fmt: skip
+    report = json.loads((out / "report.json").read_text())
+    assert "before" not in report and "after" not in report and (out / "model.safetensors").exists()
