@@ -7,8 +7,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # pytest-xdist workers: one per core, at most 4 (each loads torch and trains tiny models; tests/conftest.py gives
 # each worker one thread). `make test PYTEST_WORKERS=0` runs in one process.
-PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); if [ $$n -gt 4 ]; then n=4; fi; if [ $$n -lt 2 ]; then n=0; fi; echo $$n)
-PYTEST := -m pytest -q -n $(PYTEST_WORKERS)
+# (getconf, not nproc: GNU nproc answers $OMP_NUM_THREADS where it is set)
+PYTEST_WORKERS ?= $(shell n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); if [ $$n -gt 4 ]; then n=4; fi; if [ $$n -lt 2 ]; then n=0; fi; echo $$n)
+PYTEST := -m pytest -q -n $(or $(strip $(PYTEST_WORKERS)),0)
 
 .PHONY: demo test test-fast test-min test-versions device-wheels device-rehearsal sharded-cpu lint warmstart check-fresh qwen-vocab clean
 

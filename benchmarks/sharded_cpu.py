@@ -19,7 +19,7 @@ and in the precision asked (:func:`trained_precision`).
 ``--precision bf16`` keeps the configs' ``mixed_precision: bf16`` and lets it take the path it takes on a GPU
 (:func:`bf16_as_on_a_gpu`): DeepSpeed's bf16 weights with fp32 master copies, FSDP2's bf16 compute, DDP's autocast.
 
-For each config of ``psgrpo/recipes/accelerate`` named (2 processes, fp32: ``mixed_precision: 'no'``) and each
+For each config of ``psgrpo/recipes/accelerate`` named (2 processes, by default fp32: ``mixed_precision: 'no'``) and each
 method (``ps-prm``: ps scored by a tiny random PRM, loaded whole on every rank), the demo recipe with gradient
 checkpointing on (the GSM8K recipe's setting):
 
@@ -44,6 +44,7 @@ import math
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -68,11 +69,12 @@ PRECISIONS = {"fp32": "no", "bf16": "bf16"}
 PRECISION_ENV = "SHARDED_CPU_PRECISION"
 TRAINS_AS = {
     "ddp": "MULTI_CPU",
-    "deepspeed_zero2": "DEEPSPEED",
-    "deepspeed_zero3": "DEEPSPEED",
+    "deepspeed_zero2": "DEEPSPEED-2",
+    "deepspeed_zero3": "DEEPSPEED-3",
     "fsdp": "FSDP",
 }
-"""The accelerate ``DistributedType`` each config must train as here (DDP: gloo's ``MULTI_CPU``)."""
+"""The accelerate ``DistributedType`` each config must train as here, with DeepSpeed's ZeRO stage (DDP: gloo's
+``MULTI_CPU``, which a bf16 run reaches with or without :func:`bf16_as_on_a_gpu`; on a GPU it is ``MULTI_GPU``)."""
 EXPECTED_ENV = "SHARDED_CPU_TRAINS_AS"
 WORKER_SAYS = "sharded_cpu worker: "
 """How the worker's own finding starts in its log, to be copied into the report."""
@@ -136,6 +138,8 @@ def worker(argv: list[str]) -> int:
         world = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
         state = AcceleratorState() if AcceleratorState._shared_state else None
         kind = str(state.distributed_type).rsplit(".", 1)[-1] if state else "NO"
+        if kind == "DEEPSPEED":
+            kind += f"-{state.deepspeed_plugin.zero_stage}"
         trained.append((world, kind, trained_precision(state) if state else "fp32"))
         close()
 
@@ -209,6 +213,13 @@ def method_flags(method: str, directory: Path) -> list[str]:
     return ["--method", "ps", "--step_scorer", "prm", "--step_scorer_kwargs", json.dumps(scorer)]
 
 
+def free_port() -> int:
+    """A TCP port free on this machine now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def launch(
     config: Path,
     method: str,
@@ -217,9 +228,11 @@ def launch(
     timeout_s: float,
     resume: bool,
     precision: str = "fp32",
+    weights: str = "float32",
 ) -> dict[str, Any]:
     """One ``accelerate launch`` of the worker; its exit status, wall time and logged steps."""
     command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config)]
+    command += ["--main_process_port", str(free_port())]  # not 29500 for all: launches may run side by side
     command += [
         __file__,
         "--worker",
@@ -228,7 +241,7 @@ def launch(
         "--output_dir",
         str(run_dir),
     ]
-    command += [*TRAIN_FLAGS, "--bf16", str(precision == "bf16").lower()]
+    command += [*TRAIN_FLAGS, "--bf16", str(precision == "bf16").lower(), "--dtype", weights]
     if resume:
         command += ["--resume_from_checkpoint", "true"]
     # CPU processes on any machine: with a GPU visible, 2 ranks would share it (NCCL refuses duplicate devices)
@@ -337,7 +350,9 @@ def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
             shutil.rmtree(run_dir, ignore_errors=True)
             run_dir.parent.mkdir(parents=True, exist_ok=True)
             log = out / f"{name}-{method}.log"
-            unbroken = launch(config, method, run_dir, log, args.timeout_s, False, args.precision)
+            unbroken = launch(
+                config, method, run_dir, log, args.timeout_s, False, args.precision, args.weights
+            )
             problems = check_run(unbroken, 1)
             row: dict[str, Any] = {"config": name, "method": method, "wall_s": unbroken["wall_s"]}
             row["whole_model"] = unbroken["rc"] == 0 and whole_model(run_dir)
@@ -358,7 +373,9 @@ def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
                     run_dir / f"checkpoint-{RESUME_FROM}", resumed_dir / f"checkpoint-{RESUME_FROM}"
                 )
                 log = out / f"{name}-{method}-resumed.log"
-                resumed = launch(config, method, resumed_dir, log, args.timeout_s, True, args.precision)
+                resumed = launch(
+                    config, method, resumed_dir, log, args.timeout_s, True, args.precision, args.weights
+                )
                 problems += [f"resumed: {p}" for p in check_run(resumed, RESUME_FROM + 1)]
                 row["resume_gap"] = largest_gap(
                     resumed["steps"], unbroken["steps"], range(RESUME_FROM + 1, STEPS + 1)
@@ -434,6 +451,13 @@ def main() -> int:
         help="fp32 (default), or bf16 as the shipped configs set it, taking the path it takes on a GPU "
         "(see bf16_as_on_a_gpu); this CPU then needs native bf16 to be quick",
     )
+    parser.add_argument(
+        "--weights",
+        choices=["float32", "bfloat16"],
+        default="float32",
+        help="the dtype the policy loads in (psgrpo train's --dtype): float32 (default, the demo recipe's) or "
+        "bfloat16 (the GSM8K recipe's: DDP then trains bf16 weights, FSDP upcasts them to fp32 masters)",
+    )
     args = parser.parse_args()
     if args.start_rtol is None and args.precision == "fp32":
         args.start_rtol = 1e-4
@@ -456,7 +480,7 @@ def main() -> int:
 
     environment = {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__,
                    "accelerate": accelerate.__version__, "cpus": str(os.cpu_count()),
-                   "precision": args.precision, "wall_s": f"{time.perf_counter() - started:.0f}"}  # fmt: skip
+                   "precision": args.precision, "weights": args.weights, "wall_s": f"{time.perf_counter() - started:.0f}"}  # fmt: skip
     try:
         import deepspeed
 

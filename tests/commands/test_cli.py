@@ -469,3 +469,26 @@ def test_sharded_parameters_skip_the_before_after_evaluation_with_one_warning(tm
                     f"saved checkpoint with `psgrpo eval --model_name_or_path {out}`"]  # fmt: skip
     report = json.loads((out / "report.json").read_text())
     assert "before" not in report and "after" not in report and (out / "model.safetensors").exists()
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_only_the_main_process_says_the_evaluation_is_skipped(tmp_path, monkeypatch, caplog, rank):
+    """Every rank skips the evaluation; only rank 0 logs it (the run is stopped right after that decision)."""
+    import psgrpo.data.tasks
+
+    class Stop(Exception):
+        pass
+
+    skipped = []
+
+    def stop_at_the_data(task, *args, **kwargs):
+        skipped.append(not task.eval_before_after)
+        raise Stop
+
+    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
+    monkeypatch.setattr(ProcessGRPOConfig, "process_index", property(lambda self: rank))
+    monkeypatch.setattr(psgrpo.data.tasks, "load_task_split", stop_at_the_data)
+    with caplog.at_level(logging.WARNING, logger="psgrpo"), pytest.raises(Stop):
+        main(["train", "--output_dir", str(tmp_path / "run"), "--report_to", "none"])
+    said = [r for r in caplog.records if "before/after evaluation is skipped" in r.getMessage()]
+    assert skipped == [True] and len(said) == (1 if rank == 0 else 0)
