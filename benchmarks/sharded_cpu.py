@@ -302,17 +302,16 @@ def saved_weights(run_dir: Path) -> dict[str, tuple[tuple[int, ...], str]]:
     if not path.exists():
         return {}
     with safe_open(str(path), "pt") as saved:
-        return {
-            key: (tuple(saved.get_slice(key).get_shape()), saved.get_slice(key).get_dtype())
-            for key in saved.keys()  # noqa: SIM118
-        }
+        slices = {key: saved.get_slice(key) for key in saved.keys()}  # noqa: SIM118
+        return {key: (tuple(piece.get_shape()), piece.get_dtype()) for key, piece in slices.items()}
 
 
-def whole_model(run_dir: Path) -> bool:
-    """Whether the saved weights hold every parameter of the architecture at its full shape."""
+def whole_model(run_dir: Path, saved: dict[str, tuple[tuple[int, ...], str]] | None = None) -> bool:
+    """Whether the saved weights (``saved``: :func:`saved_weights` of ``run_dir``, read when not given) hold every
+    parameter of the architecture at its full shape."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    saved = saved_weights(run_dir)
+    saved = saved_weights(run_dir) if saved is None else saved
     if not saved:
         return False
     config = AutoConfig.from_pretrained(run_dir)
@@ -355,8 +354,9 @@ def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
             )
             problems = check_run(unbroken, 1)
             row: dict[str, Any] = {"config": name, "method": method, "wall_s": unbroken["wall_s"]}
-            row["whole_model"] = unbroken["rc"] == 0 and whole_model(run_dir)
-            row["saved_dtypes"] = sorted({dtype for _, dtype in saved_weights(run_dir).values()})
+            saved = saved_weights(run_dir)
+            row["whole_model"] = unbroken["rc"] == 0 and whole_model(run_dir, saved)
+            row["saved_dtypes"] = sorted({dtype for _, dtype in saved.values()})
             if unbroken["rc"] == 0 and not row["whole_model"]:
                 problems.append("model.safetensors does not hold the whole model")
             if name == "ddp":
