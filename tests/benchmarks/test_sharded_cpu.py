@@ -109,6 +109,53 @@ def test_the_gap_is_the_largest_relative_difference_and_a_missing_step_is_infini
     assert bench.largest_gap(ours, theirs[:1], range(1, 3)) == math.inf
 
 
+def _made_up_launches(bench, monkeypatch, step_1_loss: dict[str, float]) -> None:
+    """``launch`` answers each config's made-up 4 steps (step 1's loss from ``step_1_loss``; a resume logs the
+    unbroken run's steps 3-4) and leaves the checkpoint a resume copies; the saved model is whole."""
+
+    def launch(config, method, run_dir, log, timeout_s, resume, precision="fp32", weights="float32"):
+        steps = _steps(step_1_loss[config.stem], 0.2, 0.3, 0.4)
+        (run_dir / f"checkpoint-{bench.RESUME_FROM}").mkdir(parents=True, exist_ok=True)
+        return {"rc": 0, "wall_s": 1.0, "steps": steps[bench.RESUME_FROM :] if resume else steps}
+
+    monkeypatch.setattr(bench, "launch", launch)
+    monkeypatch.setattr(bench, "saved_weights", lambda run_dir: {"w": ((2,), "F32")})
+    monkeypatch.setattr(bench, "whole_model", lambda run_dir, saved=None: True)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_step_1_is_checked_against_ddp_in_fp32_and_zero2_against_fsdp_in_bf16(
+    import_benchmark, tmp_path, monkeypatch, precision
+):
+    """fp32: every config starts where DDP starts. bf16: DDP autocasts from fp32 weights, so its gap is only
+    reported; ZeRO-2 and FSDP compute step 1 from the same bf16 weights, so they must agree."""
+    import argparse
+
+    bench = import_benchmark("sharded_cpu")
+    args = argparse.Namespace(
+        output_dir=tmp_path, configs=["ddp", "deepspeed_zero2", "fsdp"], methods=["grpo"], timeout_s=60.0,
+        precision=precision, weights="float32", start_rtol=1e-4, resume_rtol=1e-6,
+    )  # fmt: skip
+    _made_up_launches(bench, monkeypatch, {"ddp": 0.100, "deepspeed_zero2": 0.110, "fsdp": 0.110})
+    rows = {row["config"]: row for row in bench.run_all(args)}
+    assert rows["deepspeed_zero2"]["start_gap"] == pytest.approx(0.01 / 0.11)
+    if precision == "fp32":
+        assert [rows[c]["problems"] for c in ("ddp", "deepspeed_zero2", "fsdp")] == [
+            [], ["step 1 differs from DDP's by 9.09e-02 (relative)"], ["step 1 differs from DDP's by 9.09e-02 (relative)"]
+        ]  # fmt: skip
+        assert "bf16_peer_gap" not in rows["fsdp"]
+        return
+    assert all(not row["problems"] for row in rows.values()) and rows["fsdp"]["bf16_peer_gap"] == 0.0
+    assert "| 9.1e-02 | 0.0e+00 |" in bench.markdown(list(rows.values()), {"precision": "bf16"})
+
+    _made_up_launches(bench, monkeypatch, {"ddp": 0.100, "deepspeed_zero2": 0.110, "fsdp": 0.120})
+    rows = {row["config"]: row for row in bench.run_all(args)}
+    assert rows["deepspeed_zero2"]["problems"] == []
+    assert rows["fsdp"]["problems"] == [
+        "step 1 differs from deepspeed_zero2's by 8.33e-02 (relative), which computes it from the same bf16 weights"
+    ]
+
+
 def test_a_saved_model_is_whole_only_with_every_parameter_at_its_shape(
     import_benchmark, tmp_path, char_tokenizer
 ):
