@@ -14,6 +14,7 @@ PYTEST := -m pytest -q -n $(or $(strip $(PYTEST_WORKERS)),0)
 .PHONY: demo test test-fast test-min test-versions device-wheels device-rehearsal sharded-cpu lint warmstart check-fresh qwen-vocab clean
 
 $(STAMP): pyproject.toml
+	@$(PYTHON) tools/check_python.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
 	# torch first, pinned to the CPU build: a bare `torch` requirement would pull a multi-GB CUDA build.
@@ -39,6 +40,7 @@ VENV_MIN := .venv-min
 STAMP_MIN := $(VENV_MIN)/.installed
 
 $(STAMP_MIN): pyproject.toml tools/min_versions.py
+	@$(PYTHON) tools/check_python.py
 	$(PYTHON) -m venv $(VENV_MIN)
 	$(VENV_MIN)/bin/pip install --upgrade pip
 	$(VENV_MIN)/bin/pip install torch==2.13.0
@@ -51,32 +53,40 @@ $(STAMP_MIN): pyproject.toml tools/min_versions.py
 test-min: $(STAMP_MIN)
 	$(VENV_MIN)/bin/python $(PYTEST) -m "not slow"
 
-# The fast suite under another set of versions inside the declared ranges, in its own venv .venv-<SET>:
+# The fast suite under another set of versions inside the declared ranges, in its own venv .venv-<SET>-py<X.Y>:
 #   make test-versions SET=gpu_image   the CUDA image psgrpo first ran on: torch 2.11.0 (the floor),
 #                                      transformers 5.17.0, accelerate 1.15.0, datasets 4.8.5 …
 #   make test-versions SET=top         the newest torch on PyPI (2.15.0)
+# PYTHON picks the interpreter, the other axis of the ranges (requires-python >= 3.11, trl 1.16's floor):
+#   make test-versions SET=gpu_image PYTHON=python3.12   the image's own Python
 # Each set is tools/versions/<SET>.txt, pip constraints; both torch builds are PyPI's CUDA ones (~3 GB,
 # run on the CPU). On this project's machines pip's config caps torch at 2.14.1 (/etc/xdg/pip):
 # `PIP_CONFIG_FILE=/dev/null make test-versions SET=top` lifts it (and the local indexes: PyPI serves all).
 # Not in CI (its 20-minute budget): docs/compatibility.md says when to run them.
 VERSION_SETS := $(sort $(basename $(notdir $(wildcard tools/versions/*.txt))))
+# X.Y of $(PYTHON), empty when it is not a Python; only test-versions needs it.
+PY_XY := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 
-.venv-%/.installed: tools/versions/%.txt pyproject.toml
-	rm -rf .venv-$*
-	$(PYTHON) -m venv .venv-$*
-	.venv-$*/bin/pip install --upgrade pip
-	.venv-$*/bin/pip install -c $< torch
-	.venv-$*/bin/pip install -c $< -e ".[dev,plot]"
-	.venv-$*/bin/python tools/min_versions.py --check .venv-$*/bin/python --constraints $<
-	.venv-$*/bin/python -m psgrpo.tiny.qwen_tokenizer || echo "Qwen vocabulary not fetched: its tests will be skipped"
+.venv-%-py$(PY_XY)/.installed: tools/versions/%.txt pyproject.toml
+	@$(PYTHON) tools/check_python.py
+	rm -rf .venv-$*-py$(PY_XY)
+	$(PYTHON) -m venv .venv-$*-py$(PY_XY)
+	.venv-$*-py$(PY_XY)/bin/pip install --upgrade pip
+	.venv-$*-py$(PY_XY)/bin/pip install -c $< torch
+	.venv-$*-py$(PY_XY)/bin/pip install -c $< -e ".[dev,plot]"
+	.venv-$*-py$(PY_XY)/bin/python tools/min_versions.py --check .venv-$*-py$(PY_XY)/bin/python --constraints $<
+	.venv-$*-py$(PY_XY)/bin/python -m psgrpo.tiny.qwen_tokenizer || echo "Qwen vocabulary not fetched: its tests will be skipped"
 	touch $@
 
 test-versions:
 	@if [ "$(words $(SET))" != 1 ] || [ -n "$(filter-out $(VERSION_SETS),$(SET))" ] || [ "$(SET)" = min ]; then \
 		echo "make test-versions: SET must be one of: $(VERSION_SETS) (tools/versions/<SET>.txt); got '$(SET)'" >&2; \
 		exit 2; fi
-	$(MAKE) .venv-$(SET)/.installed
-	.venv-$(SET)/bin/python $(PYTEST) -m "not slow"
+	@if [ -z "$(PY_XY)" ]; then \
+		echo "make test-versions: PYTHON='$(PYTHON)' does not run as a Python interpreter (e.g. PYTHON=python3.12)" >&2; \
+		exit 2; fi
+	$(MAKE) .venv-$(SET)-py$(PY_XY)/.installed
+	.venv-$(SET)-py$(PY_XY)/bin/python $(PYTEST) -m "not slow"
 
 # The wheels a bare CUDA image lacks (trl, datasets, math-verify …) and Qwen's vocabulary into .cache/, which
 # travels with the working tree to the GPU machine: then `bash benchmarks/device_check.sh` there (docs/gpu_check.md).
@@ -97,6 +107,7 @@ VENV_DS := .venv-deepspeed
 STAMP_DS := $(VENV_DS)/.installed
 
 $(STAMP_DS): pyproject.toml
+	@$(PYTHON) tools/check_python.py
 	rm -rf $(VENV_DS)
 	$(PYTHON) -m venv $(VENV_DS)
 	$(VENV_DS)/bin/pip install --upgrade pip

@@ -41,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
@@ -48,11 +49,6 @@ from typing import Any
 from _common import markdown_table
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = REPO / "benchmarks"

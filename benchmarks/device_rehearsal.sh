@@ -14,6 +14,9 @@
 #
 #   make device-rehearsal                           # = bash benchmarks/device_rehearsal.sh (needs .venv)
 #   bash benchmarks/device_rehearsal.sh --full_tests
+#   PYTHON=python3.12 STANDIN_VENV=.venv-standin-py3.12 bash benchmarks/device_rehearsal.sh --full_tests
+#                                                   # the image's Python: its wheels are those that travel
+# (a stand-in built with another Python than $PYTHON is rebuilt)
 #
 # torch 2.11.0 is PyPI's CUDA build (about 3 GB with its CUDA wheels; it runs on the CPU), so the first run
 # downloads it. The report lands in outputs/device_rehearsal/ (docs/gpu_check.md).
@@ -23,7 +26,7 @@ FULL=0
 for arg in "$@"; do
     case "$arg" in
         --full_tests) FULL=1 ;;
-        -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "device_rehearsal: unknown argument '$arg': expected --full_tests or --help" >&2; exit 2 ;;
     esac
 done
@@ -39,8 +42,14 @@ if [[ -e "$VENV" && ! -f "$STAMP" && ! -f "$VENV/.standin-building" ]]; then
     echo "device_rehearsal: $VENV exists and is not a stand-in this script built: set STANDIN_VENV to a new folder" >&2
     exit 2
 fi
+XY='import sys; print("%d.%d" % sys.version_info[:2])'
+WANT=$("$PYTHON" -c "$XY" 2>/dev/null) || {
+    echo "device_rehearsal: PYTHON='$PYTHON' does not run as a Python interpreter (e.g. PYTHON=python3.12)" >&2
+    exit 2
+}
+"$PYTHON" tools/check_python.py || exit 2
 if [[ ! -f "$STAMP" || "$SET" -nt "$STAMP" || benchmarks/device_image.txt -nt "$STAMP" ]] \
-    || ! "$VENV/bin/python" -c pass 2>/dev/null; then
+    || [[ "$("$VENV/bin/python" -c "$XY" 2>/dev/null)" != "$WANT" ]]; then
     echo "device_rehearsal: building the image stand-in $VENV"
     rm -rf "$VENV"
     "$PYTHON" -m venv "$VENV"
@@ -57,7 +66,7 @@ for module in trl datasets math_verify; do
         exit 1
     fi
 done
-PYVER=$("$VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+PYVER="$WANT"
 WHEELS=".cache/wheels-$PYVER"
 DEVICE_PYTHON_VERSION="$PYVER" DEVICE_WHEELS_DIR="$WHEELS" PYTHON=.venv/bin/python \
     bash benchmarks/device_wheels.sh >/dev/null

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import tomllib
 from pathlib import Path
 from unittest import mock
 
@@ -81,7 +82,6 @@ def test_fsdp_plugin_from_config():
 
 def test_configs_are_package_data():
     """Every recipe file matches a package-data glob, so non-editable installs ship it."""
-    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
     pyproject = tomllib.loads((RECIPES_DIR.parents[1] / "pyproject.toml").read_text())
     globs = pyproject["tool"]["setuptools"]["package-data"]["psgrpo"]
     package = RECIPES_DIR.parent

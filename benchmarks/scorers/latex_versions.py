@@ -13,7 +13,7 @@ and a result) and rewrites it in one of these conventions:
 * ``plain``: no LaTeX (with ``--currency``, the steps in another currency only).
 
 ``--currency £`` (or ``€ ¥ ₹``) first writes every ``$`` amount of the steps in that currency; LaTeX keeps
-the sign as written (``\(3 \times £68 = £204\)``), where a dollar is ``\$``.
+the sign as written (``\\(3 \\times £68 = £204\\)``), where a dollar is ``\\$``.
 
 Equations it cannot delimit (words for numbers, algebra) stay as written, as they would in a
 model's LaTeX. Usage::

@@ -16,6 +16,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
+try:  # Python >= 3.14: a class may hold no __annotations__ until asked (PEP 649), as make_dataclass builds them
+    from annotationlib import Format, get_annotations
+
+    def annotated_names(cls: type) -> set[str]:
+        """The names ``cls`` itself annotates (not its bases), without evaluating the annotations."""
+        return set(get_annotations(cls, format=Format.FORWARDREF))
+
+except ImportError:  # Python 3.11-3.13
+    from inspect import get_annotations
+
+    def annotated_names(cls: type) -> set[str]:
+        """The names ``cls`` itself annotates (not its bases), without evaluating the annotations."""
+        return set(get_annotations(cls))
+
+
 SUPPRESS = "==SUPPRESS=="
 """argparse's ``SUPPRESS`` (a default that sets nothing); argparse itself is only the parsers' business."""
 
@@ -93,7 +108,7 @@ def own_fields(cls: type) -> list[str]:
     own: set[str] = set()
     for base in cls.__mro__:
         if base.__module__.split(".")[0] not in FOREIGN_PACKAGES:
-            own |= set(base.__dict__.get("__annotations__", {}))
+            own |= annotated_names(base)
     return [f.name for f in fields(cls) if f.name in own]
 
 

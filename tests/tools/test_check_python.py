@@ -1,0 +1,52 @@
+"""tools/check_python.py: an old Python stops with one line before the Makefile builds anything."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOL = ROOT / "tools" / "check_python.py"
+
+
+def _check(pyproject: Path | None = None) -> subprocess.CompletedProcess:
+    command = [sys.executable, str(TOOL), *([str(pyproject)] if pyproject else [])]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+def test_this_python_passes_the_real_floor():
+    done = _check()
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_an_older_python_than_the_floor_gets_one_line_naming_both(tmp_path):
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\nrequires-python = ">=99.1"  # a future floor\n')
+    done = _check(pyproject)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = done.stderr.splitlines()
+    version = sys.version.split()[0]
+    assert line.startswith(
+        f"psgrpo needs Python >= 99.1 (pyproject.toml's requires-python), and {sys.executable}"
+    )
+    assert f"is {version}" in line and "make PYTHON=python99.1" in line
+
+
+def test_a_pyproject_without_a_floor_is_reported(tmp_path):
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\n')
+    done = _check(pyproject)
+    assert done.returncode == 2 and "has no requires-python" in done.stderr
+
+
+def test_every_makefile_rule_that_makes_a_venv_checks_the_python_first():
+    """A wrong PYTHON must not delete a venv (`rm -rf` first in some rules) nor download torch for nothing."""
+    makefile = (ROOT / "Makefile").read_text()
+    rules = re.split(r"\n(?=\S)", makefile)
+    building = [rule for rule in rules if "-m venv" in rule]
+    assert len(building) >= 4  # .venv, .venv-min, .venv-<SET>-py<X.Y>, .venv-deepspeed
+    for rule in building:
+        recipe = [line.strip() for line in rule.splitlines()[1:] if line.startswith("\t")]
+        assert recipe[0] == "@$(PYTHON) tools/check_python.py", rule.splitlines()[0]
