@@ -2,19 +2,25 @@
 #   make demo   train the embedded default (tiny model, arith task, CPU) and print held-out accuracy before/after
 #   make test   run the test suite
 PYTHON ?= python3
+# X.Y of $(PYTHON) (empty when it is not a Python): each venv's stamp names it, so another PYTHON rebuilds the
+# venv instead of reusing one another Python built (tools/check_python.py removes it, after checking the floor).
+PY_XY := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+CHECK_PYTHON = @if [ -z "$(PY_XY)" ]; then \
+	echo "make: PYTHON='$(PYTHON)' does not run as a Python interpreter (e.g. PYTHON=python3.12)" >&2; exit 2; fi; \
+	$(PYTHON) tools/check_python.py
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+STAMP := $(VENV)/.installed-py$(PY_XY)
 # pytest-xdist workers: one per core, at most 4 (each loads torch and trains tiny models; tests/conftest.py gives
 # each worker one thread). `make test PYTEST_WORKERS=0` runs in one process.
 # (getconf, not nproc: GNU nproc answers $OMP_NUM_THREADS where it is set)
 PYTEST_WORKERS ?= $(shell n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); if [ $$n -gt 4 ]; then n=4; fi; if [ $$n -lt 2 ]; then n=0; fi; echo $$n)
 PYTEST := -m pytest -q -n $(or $(strip $(PYTEST_WORKERS)),0)
 
-.PHONY: demo test test-fast test-min test-versions device-wheels device-rehearsal sharded-cpu lint warmstart check-fresh qwen-vocab clean
+.PHONY: venv demo test test-fast test-min test-versions device-wheels device-rehearsal sharded-cpu lint warmstart check-fresh qwen-vocab clean
 
 $(STAMP): pyproject.toml
-	@$(PYTHON) tools/check_python.py
+	$(CHECK_PYTHON) --venv $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
 	# torch first, pinned to the CPU build: a bare `torch` requirement would pull a multi-GB CUDA build.
@@ -23,7 +29,10 @@ $(STAMP): pyproject.toml
 	# Qwen2.5's vocabulary (Qwen's BPE ranks, read out of the qwen-agent wheel, never installed) for the
 	# tests and benchmarks that use the real tokenizer; offline, those tests skip and say why.
 	$(BIN)/python -m psgrpo.tiny.qwen_tokenizer || echo "Qwen vocabulary not fetched: its tests will be skipped"
+	rm -f $(VENV)/.installed*
 	touch $(STAMP)
+
+venv: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/psgrpo train
@@ -37,10 +46,10 @@ test-fast: $(STAMP)
 # The lowest versions pyproject.toml declares (tools/min_versions.py), in their own venv, then the fast suite:
 # like TRL's "Tests with minimum versions" job. `make test` covers the newest releases. CI runs both.
 VENV_MIN := .venv-min
-STAMP_MIN := $(VENV_MIN)/.installed
+STAMP_MIN := $(VENV_MIN)/.installed-py$(PY_XY)
 
 $(STAMP_MIN): pyproject.toml tools/min_versions.py
-	@$(PYTHON) tools/check_python.py
+	$(CHECK_PYTHON) --venv $(VENV_MIN)
 	$(PYTHON) -m venv $(VENV_MIN)
 	$(VENV_MIN)/bin/pip install --upgrade pip
 	$(VENV_MIN)/bin/pip install torch==2.13.0
@@ -48,6 +57,7 @@ $(STAMP_MIN): pyproject.toml tools/min_versions.py
 	$(VENV_MIN)/bin/pip install -c $(VENV_MIN)/constraints.txt -e ".[dev,plot]"
 	$(VENV_MIN)/bin/python tools/min_versions.py --check $(VENV_MIN)/bin/python
 	$(VENV_MIN)/bin/python -m psgrpo.tiny.qwen_tokenizer || echo "Qwen vocabulary not fetched: its tests will be skipped"
+	rm -f $(VENV_MIN)/.installed*
 	touch $(STAMP_MIN)
 
 test-min: $(STAMP_MIN)
@@ -64,11 +74,9 @@ test-min: $(STAMP_MIN)
 # `PIP_CONFIG_FILE=/dev/null make test-versions SET=top` lifts it (and the local indexes: PyPI serves all).
 # Not in CI (its 20-minute budget): docs/compatibility.md says when to run them.
 VERSION_SETS := $(sort $(basename $(notdir $(wildcard tools/versions/*.txt))))
-# X.Y of $(PYTHON), empty when it is not a Python; only test-versions needs it.
-PY_XY := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 
 .venv-%-py$(PY_XY)/.installed: tools/versions/%.txt pyproject.toml
-	@$(PYTHON) tools/check_python.py
+	$(CHECK_PYTHON)
 	rm -rf .venv-$*-py$(PY_XY)
 	$(PYTHON) -m venv .venv-$*-py$(PY_XY)
 	.venv-$*-py$(PY_XY)/bin/pip install --upgrade pip
@@ -104,10 +112,10 @@ device-rehearsal: $(STAMP)
 # (.venv-deepspeed; DS_BUILD_OPS=0: no compiled ops). Not in CI (about 17 minutes a precision);
 # docs/scaling.md says when to run it.
 VENV_DS := .venv-deepspeed
-STAMP_DS := $(VENV_DS)/.installed
+STAMP_DS := $(VENV_DS)/.installed-py$(PY_XY)
 
 $(STAMP_DS): pyproject.toml
-	@$(PYTHON) tools/check_python.py
+	$(CHECK_PYTHON)
 	rm -rf $(VENV_DS)
 	$(PYTHON) -m venv $(VENV_DS)
 	$(VENV_DS)/bin/pip install --upgrade pip
@@ -135,4 +143,4 @@ qwen-vocab: $(STAMP)
 	$(BIN)/python -m psgrpo.tiny.qwen_tokenizer --copy_to .cache
 
 clean:
-	rm -rf $(VENV) $(VENV_MIN) $(VENV_DS) $(addprefix .venv-,$(VERSION_SETS)) .venv-standin outputs runs .pytest_cache
+	rm -rf .venv .venv-*/ outputs runs .pytest_cache

@@ -52,7 +52,7 @@ done
 
 start=$(date +%s)
 if [ "$skip_tests" = "1" ]; then
-    make .venv/.installed >/dev/null
+    make venv >/dev/null
 else
     echo "== make test"
     make test

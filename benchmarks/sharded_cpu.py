@@ -422,7 +422,7 @@ def markdown(rows: list[dict[str, Any]], environment: dict[str, str]) -> str:
         json.dumps(environment),
         "",
         "| config | method | status | losses, steps 1-4 | whole saved model | resumed vs unbroken | step 1 vs DDP "
-        "| step 1 vs ZeRO-2 (bf16) | wall s |",
+        "| step 1, ZeRO-2 vs FSDP (bf16) | wall s |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:

@@ -4,8 +4,8 @@ pyproject.toml admits every Python from 3.11 up, and the GPU image runs 3.12, bu
 (Debian 12) packages one Python (3.11), and python.org, pyenv's and uv's downloads are out of reach. Ubuntu's
 archive is not: each release's ``python3.X`` source package carries CPython's own release tarball
 (``python3.X_<version>.orig.tar.xz``). This script finds it in the archive's ``Sources`` index, checks its
-SHA-256 against the index, and builds it (``./configure && make && make altinstall``, no PGO: a few minutes on
-2 cores) into ``<prefix>/<X.Y>``:
+SHA-256 against the index (both over HTTPS), and builds it (``./configure && make && make altinstall``, no
+PGO: a few minutes on 2 cores) into ``<prefix>/<X.Y>``:
 
     python3 tools/build_python.py 3.12     # Ubuntu 24.04's 3.12.3, the GPU image's minor version
     python3 tools/build_python.py 3.14     # Ubuntu 26.04's 3.14.4, the newest the archive offers
@@ -30,7 +30,7 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-ARCHIVE = "http://archive.ubuntu.com/ubuntu"
+ARCHIVE = "https://archive.ubuntu.com/ubuntu"
 SUITES = ["resolute", "questing", "noble-updates", "noble", "jammy-updates"]
 """Ubuntu releases searched, newest first: the first that has ``python3.X`` gives its source."""
 REQUIRED_MODULES = ["ssl", "ctypes", "lzma", "bz2", "sqlite3", "zlib"]
@@ -40,10 +40,15 @@ REQUIRED_MODULES = ["ssl", "ctypes", "lzma", "bz2", "sqlite3", "zlib"]
 def find_source(minor: str) -> tuple[str, str, str]:
     """``(url, sha256, version)`` of ``python<minor>``'s release tarball in the newest suite that has it."""
     for suite in SUITES:
-        with urllib.request.urlopen(
-            f"{ARCHIVE}/dists/{suite}/main/source/Sources.xz", timeout=60
-        ) as response:
-            index = lzma.decompress(response.read()).decode()
+        url = f"{ARCHIVE}/dists/{suite}/main/source/Sources.xz"
+        try:
+            with urllib.request.urlopen(url, timeout=60) as response:
+                index = lzma.decompress(response.read()).decode()
+        except (
+            OSError
+        ) as error:  # URLError and HTTPError too: a release past its end of life leaves the archive
+            print(f"build_python: skipping Ubuntu {suite}: {error}", file=sys.stderr)
+            continue
         for stanza in index.split("\n\n"):
             if not stanza.startswith(f"Package: python{minor}\n"):
                 continue
@@ -61,7 +66,7 @@ def find_source(minor: str) -> tuple[str, str, str]:
 def build(minor: str, prefix: Path, jobs: int) -> Path:
     """The interpreter ``<prefix>/<minor>/bin/python<minor>``, built unless it already runs."""
     python = prefix / minor / "bin" / f"python{minor}"
-    if python.exists() and subprocess.run([python, "-c", "import ssl, ctypes, lzma"]).returncode == 0:
+    if python.exists() and not missing_module(python):
         return python
     url, sha256, version = find_source(minor)
     print(f"build_python: CPython {version} from {url}", flush=True)
@@ -74,8 +79,8 @@ def build(minor: str, prefix: Path, jobs: int) -> Path:
             raise SystemExit(
                 f"build_python: {archive.name} has SHA-256 {digest}, the archive's index says {sha256}"
             )
-        with tarfile.open(archive) as tar:
-            tar.extractall(work, filter="data")
+        with tarfile.open(archive) as tar:  # the "data" filter where this Python has it (3.11.4 and later)
+            tar.extractall(work, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
         source = next(p for p in Path(work).iterdir() if p.is_dir() and p.name.startswith("Python-"))
         log = prefix / f"build-{minor}.log"
         prefix.mkdir(parents=True, exist_ok=True)
@@ -87,17 +92,25 @@ def build(minor: str, prefix: Path, jobs: int) -> Path:
             ):
                 if subprocess.run(command, cwd=source, stdout=out, stderr=subprocess.STDOUT).returncode:
                     raise SystemExit(f"build_python: `{' '.join(command)}` failed: see {log}")
-    missing = subprocess.run(
+    missing = missing_module(python)
+    if missing:
+        raise SystemExit(
+            f"build_python: {python} lacks a module ({missing}): install its headers (the docstring lists "
+            "them) and run again"
+        )
+    return python
+
+
+def missing_module(python: Path) -> str:
+    """The last line of the error importing :data:`REQUIRED_MODULES` with ``python``; "" when all import."""
+    done = subprocess.run(
         [python, "-c", f"import importlib; [importlib.import_module(m) for m in {REQUIRED_MODULES!r}]"],
         capture_output=True,
         text=True,
     )
-    if missing.returncode:
-        raise SystemExit(
-            f"build_python: {python} lacks a module ({missing.stderr.strip().splitlines()[-1]}): install its "
-            "headers (the docstring lists them) and run again"
-        )
-    return python
+    if done.returncode == 0:
+        return ""
+    return (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
 
 
 def main(argv: list[str] | None = None) -> int:

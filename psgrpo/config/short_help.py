@@ -20,14 +20,14 @@ try:  # Python >= 3.14: a class may hold no __annotations__ until asked (PEP 649
     from annotationlib import Format, get_annotations
 
     def annotated_names(cls: type) -> set[str]:
-        """The names ``cls`` itself annotates (not its bases), without evaluating the annotations."""
+        """The names ``cls`` itself annotates (not its bases), without failing on names they leave undefined."""
         return set(get_annotations(cls, format=Format.FORWARDREF))
 
 except ImportError:  # Python 3.11-3.13
     from inspect import get_annotations
 
     def annotated_names(cls: type) -> set[str]:
-        """The names ``cls`` itself annotates (not its bases), without evaluating the annotations."""
+        """The names ``cls`` itself annotates (not its bases), without failing on names they leave undefined."""
         return set(get_annotations(cls))
 
 

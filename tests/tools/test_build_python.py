@@ -42,10 +42,10 @@ def _index_url(tool, suite: str) -> str:
     return f"{tool.ARCHIVE}/dists/{suite}/main/source/Sources.xz"
 
 
-def test_the_newest_suite_with_the_package_gives_the_tarball_and_its_checksum(load_tool, monkeypatch):
+def test_the_newest_suite_with_the_package_gives_the_tarball_and_its_checksum(load_tool, monkeypatch, capsys):
     tool = load_tool("build_python")
     sha = "a" * 64
-    files = {_index_url(tool, suite): _index() for suite in tool.SUITES}
+    files = {_index_url(tool, suite): _index() for suite in tool.SUITES[1:]}  # the newest: gone (404)
     files[_index_url(tool, "noble-updates")] = _index(
         STANZA.format(minor="3.11", version="3.11.9", sha="c" * 64, other="d" * 64),
         STANZA.format(minor="3.12", version="3.12.3", sha=sha, other="b" * 64),
@@ -58,6 +58,7 @@ def test_the_newest_suite_with_the_package_gives_the_tarball_and_its_checksum(lo
     assert url == f"{tool.ARCHIVE}/pool/main/p/python3.12/python3.12_3.12.3.orig.tar.xz"
     assert (checksum, version) == (sha, "3.12.3")  # the .orig tarball's line, not the .dsc's
     assert _index_url(tool, "jammy-updates") not in asked  # found before the older suite
+    assert f"build_python: skipping Ubuntu {tool.SUITES[0]}: HTTP Error 404" in capsys.readouterr().err
 
 
 def test_a_minor_no_suite_has_stops_with_one_line(load_tool, monkeypatch):

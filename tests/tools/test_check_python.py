@@ -31,7 +31,7 @@ def test_an_older_python_than_the_floor_gets_one_line_naming_both(tmp_path):
     assert line.startswith(
         f"psgrpo needs Python >= 99.1 (pyproject.toml's requires-python), and {sys.executable}"
     )
-    assert f"is {version}" in line and "make PYTHON=python99.1" in line
+    assert f"is {version}" in line and "e.g. PYTHON=python99.1" in line
 
 
 def test_a_pyproject_without_a_floor_is_reported(tmp_path):
@@ -41,12 +41,36 @@ def test_a_pyproject_without_a_floor_is_reported(tmp_path):
     assert done.returncode == 2 and "has no requires-python" in done.stderr
 
 
+def test_a_venv_another_python_built_is_removed_and_one_this_python_built_is_kept(tmp_path):
+    """``make test PYTHON=python3.12`` must not run the tests in a .venv that Python 3.11 built."""
+    mine = "{}.{}".format(*sys.version_info[:2])
+    for built, kept in [(mine, True), ("3.9", False)]:
+        venv = tmp_path / f"venv-{built}"
+        (venv / "bin").mkdir(parents=True)
+        (venv / "pyvenv.cfg").write_text(f"home = /usr/bin\nversion = {built}.7\n")
+        done = subprocess.run(
+            [sys.executable, str(TOOL), "--venv", str(venv)], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0 and venv.exists() is kept
+        assert (
+            f"{venv} was built with Python 3.9, and PYTHON is {mine}: rebuilding it" in done.stdout
+        ) is not kept
+    missing = subprocess.run([sys.executable, str(TOOL), "--venv", str(tmp_path / "none")], timeout=60)
+    assert missing.returncode == 0  # nothing built yet: nothing to remove
+
+
 def test_every_makefile_rule_that_makes_a_venv_checks_the_python_first():
-    """A wrong PYTHON must not delete a venv (`rm -rf` first in some rules) nor download torch for nothing."""
+    """A wrong PYTHON must not delete a venv (`rm -rf` first in some rules) nor download torch for nothing;
+    each stamp names the Python, so another PYTHON rebuilds rather than reuses."""
     makefile = (ROOT / "Makefile").read_text()
     rules = re.split(r"\n(?=\S)", makefile)
     building = [rule for rule in rules if "-m venv" in rule]
-    assert len(building) >= 4  # .venv, .venv-min, .venv-<SET>-py<X.Y>, .venv-deepspeed
+    assert len(building) == 4  # .venv, .venv-min, .venv-<SET>-py<X.Y>, .venv-deepspeed
     for rule in building:
+        target = rule.splitlines()[0]
         recipe = [line.strip() for line in rule.splitlines()[1:] if line.startswith("\t")]
-        assert recipe[0] == "@$(PYTHON) tools/check_python.py", rule.splitlines()[0]
+        assert recipe[0].startswith("$(CHECK_PYTHON)"), target
+        assert "$(PY_XY)" in target or re.search(r"^(STAMP\w*) := .*py\$\(PY_XY\)$", makefile, re.M), target
+    for stamp in ("STAMP", "STAMP_MIN", "STAMP_DS"):
+        assert re.search(rf"^{stamp} := \S+/\.installed-py\$\(PY_XY\)$", makefile, re.M), stamp
+    assert "tools/check_python.py" in makefile.split("CHECK_PYTHON =", 1)[1].split("\n\n", 1)[0]
