@@ -72,8 +72,13 @@ def build(minor: str, prefix: Path, jobs: int) -> Path:
     print(f"build_python: CPython {version} from {url}", flush=True)
     with tempfile.TemporaryDirectory() as work:
         archive = Path(work) / Path(url).name
-        with urllib.request.urlopen(url, timeout=300) as response, archive.open("wb") as out:
-            shutil.copyfileobj(response, out)
+        try:
+            with urllib.request.urlopen(url, timeout=300) as response, archive.open("wb") as out:
+                shutil.copyfileobj(response, out)
+        except (
+            OSError
+        ) as error:  # the index can list a tarball that the archive (or its proxy) does not serve
+            raise SystemExit(f"build_python: cannot download {url}: {error}") from None
         digest = hashlib.sha256(archive.read_bytes()).hexdigest()
         if digest != sha256:
             raise SystemExit(

@@ -97,3 +97,18 @@ def test_a_bad_minor_is_one_usage_line(load_tool, capsys):
         tool.main(["python3.12"])
     assert exit_info.value.code == 2
     assert "minor: expected a version like 3.12, got 'python3.12'" in capsys.readouterr().err
+
+
+def test_a_tarball_the_archive_does_not_serve_is_one_line(load_tool, monkeypatch, tmp_path):
+    """Seen here: Debian's and Ubuntu's indexes list python3.15's tarball, and the pool answers 404."""
+    tool = load_tool("build_python")
+    files = {_index_url(tool, suite): _index() for suite in tool.SUITES}
+    files[_index_url(tool, tool.SUITES[0])] = _index(
+        STANZA.format(minor="3.15", version="3.15.2", sha="a" * 64, other="b" * 64)
+    )
+    _serve(monkeypatch, tool, files)
+    url = f"{tool.ARCHIVE}/pool/main/p/python3.15/python3.15_3.15.2.orig.tar.xz"
+    with pytest.raises(
+        SystemExit, match=rf"^build_python: cannot download {url}: HTTP Error 404: Not Found$"
+    ):
+        tool.build("3.15", tmp_path, jobs=1)
