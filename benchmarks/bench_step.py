@@ -33,7 +33,10 @@ and VPS's confidences are near zero: the cost is what is measured here, not lear
 ``qwen2.5-0.5b`` is the GSM8K recipe's model (gpu_check's random Qwen2 with Qwen2.5-0.5B's shapes and
 vocabulary, 494 M parameters), for a GPU: ``--sizes qwen2.5-0.5b --lengths 512 --prompts 8
 --compiled_generation`` is the recipe's shape with psgrpo's compiled static-cache decoding given to
-every trainer, stock TRL included (:func:`psgrpo.generation.enable_compiled_generation`).
+every trainer, stock TRL included (:func:`psgrpo.generation.enable_compiled_generation`), and its weights
+are bf16 when the run is (:data:`RECIPE_BF16_SIZES`). On CUDA each turn synchronizes the device before each
+clock reading, and GPU memory is reported beside RSS [``peak_cuda_allocated_gib``, ``step_cuda_increase_gib``];
+under torch < 2.13 decoding compiles without CUDA graphs (:func:`lockstep_compile_config`).
 
 Measured for each trainer over the steps after ``--warmup`` (JSON field names in brackets):
 
@@ -87,6 +90,7 @@ from psgrpo.data.tasks import load_task_split
 from psgrpo.generation import enable_compiled_generation
 from psgrpo.loading import load_model_and_tokenizer
 from psgrpo.rewards.functions import get_reward_funcs
+from psgrpo.timing import device_seconds
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.tiny.qwen_tokenizer import QWEN2_5_VOCAB_SIZE, build_qwen_tokenizer
 from psgrpo.trainer import ProcessGRPOTrainer
@@ -106,6 +110,16 @@ SIZES: dict[str, dict[str, int] | None] = {
 
 QWEN_TOKENIZER_SIZES = frozenset({"qwen-vocab", "qwen2.5-0.5b"})
 """Sizes built with Qwen2.5's real tokenizer; the others use the embedded character-level one."""
+
+RECIPE_BF16_SIZES = frozenset({"qwen2.5-0.5b"})
+"""Sizes whose weights are bf16 whenever the run computes in bf16, as the GSM8K recipe loads its model
+(``dtype: bfloat16``) and gpu_check does; with fp32 weights under bf16 autocast, a compiled static cache
+needs transformers >= 5.25 (:func:`psgrpo.generation.check_cache_dtype`). The other sizes keep fp32 weights."""
+
+CUDA_GRAPH_THREADS_TORCH = "2.13"
+"""The first torch whose CUDA graph trees work in a thread Python created (pytorch/pytorch#123177, fixed by
+#184357). Lockstep runs each trainer's ``train()`` in its own thread, so below it, on CUDA, compiled decoding
+runs without CUDA graphs (:func:`lockstep_compile_config`)."""
 
 AIMS = {"grpo": 1.02, "ps": 1.10, "vps": 1.15}
 """The issue's upper bounds on step time relative to stock TRL."""
@@ -154,11 +168,14 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 @dataclass
 class Turn:
-    """One turn of a trainer: wall seconds, and the process RSS (MiB) at its start and its peak."""
+    """One turn of a trainer: wall seconds, the process RSS (MiB) at its start and its peak, and on a CUDA device
+    the memory allocated there (GiB) at its start and its peak (``None`` elsewhere)."""
 
     seconds: float
     start_rss_mib: float
     peak_rss_mib: float
+    start_cuda_gib: float | None = None
+    peak_cuda_gib: float | None = None
 
 
 class Lockstep(TrainerCallback):
@@ -171,6 +188,8 @@ class Lockstep(TrainerCallback):
 
     def __init__(self, trainer: GRPOTrainer, rng_state: dict[str, Any]) -> None:
         self.trainer, self._rng = trainer, rng_state
+        device = getattr(trainer.accelerator, "device", None)
+        self._cuda = device if getattr(device, "type", None) == "cuda" and torch.cuda.is_available() else None
         self._resume, self._paused = threading.Semaphore(0), threading.Semaphore(0)
         self.error: BaseException | None = None
         self.finished = False
@@ -215,11 +234,17 @@ class Lockstep(TrainerCallback):
         set_rng_state(self._rng)
         reset_peak_rss()
         self._start_rss = current_rss_mib()
+        self._start_cuda = None
+        if self._cuda is not None:  # the previous turn's kernels finish before this one's clock starts
+            device_seconds(self._cuda)
+            torch.cuda.reset_peak_memory_stats(self._cuda)
+            self._start_cuda = torch.cuda.memory_allocated(self._cuda) / 2**30
         self._start = time.perf_counter()
 
     def _end(self) -> None:
-        seconds = time.perf_counter() - self._start
-        self._turn = Turn(seconds, self._start_rss, peak_rss_mib())
+        seconds = device_seconds(self._cuda) - self._start  # this turn's kernels are its own
+        peak_cuda = None if self._cuda is None else torch.cuda.max_memory_allocated(self._cuda) / 2**30
+        self._turn = Turn(seconds, self._start_rss, peak_rss_mib(), self._start_cuda, peak_cuda)
         self._rng = get_rng_state()
 
 
@@ -241,6 +266,21 @@ class RolloutLog:
         trainer._generate_and_score_completions = wrapped
 
 
+def lockstep_compile_config() -> Any:
+    """The ``CompileConfig`` compiled decoding gets in lockstep: ``None`` (transformers' default, CUDA graphs) except
+    on CUDA under torch < :data:`CUDA_GRAPH_THREADS_TORCH`, where CUDA graph trees assert in the trainers' threads,
+    so the forward is compiled without them (the same for every trainer, stock TRL included)."""
+    from packaging.version import Version
+    from transformers import CompileConfig
+
+    if (
+        not torch.cuda.is_available()
+        or Version(torch.__version__).release >= Version(CUDA_GRAPH_THREADS_TORCH).release
+    ):
+        return None
+    return CompileConfig(mode="default")  # inductor, no CUDA graphs (reduce-overhead's are what asserts)
+
+
 def build_trainer(
     kind: str, size: str, output_dir: str, reward_funcs: list, prompts: int, **overrides: Any
 ) -> GRPOTrainer:
@@ -250,6 +290,8 @@ def build_trainer(
     """
     task, args = recipe_configs(kind, output_dir, **overrides)
     model, tokenizer = load_model(size)
+    if size in RECIPE_BF16_SIZES and args.bf16:
+        model = model.to(torch.bfloat16)
     trainer = (GRPOTrainer if kind == "trl" else ProcessGRPOTrainer)(
         model=model,
         reward_funcs=reward_funcs,
@@ -258,8 +300,12 @@ def build_trainer(
         processing_class=tokenizer,
     )
     trainer.remove_callback(PrinterCallback)  # per-step log dicts on stdout: noise, for every trainer
-    if kind == "trl" and overrides.get("compiled_generation"):  # psgrpo's trainers do it from their config
-        enable_compiled_generation(trainer)
+    if overrides.get("compiled_generation"):
+        compile_config = lockstep_compile_config()
+        if kind == "trl":  # psgrpo's trainers enable it from their config
+            enable_compiled_generation(trainer, compile_config)
+        elif compile_config is not None:
+            trainer.generation_config.compile_config = compile_config
     return trainer
 
 
@@ -285,6 +331,11 @@ def run_in_lockstep(
         run.advance()  # the last step's logging and the end of train()
         assert run.finished
     return turns
+
+
+def _max_or_none(values: Any) -> float | None:
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
 
 
 def measure(
@@ -337,6 +388,14 @@ def measure(
             # ≥ 0: the kernel's peak mark misses pages that glibc returned with madvise between the
             # reset and the start reading, so a turn that grew nothing can read a fraction of a MiB below 0
             "step_rss_increase_mib": max(0.0, *(t.peak_rss_mib - t.start_rss_mib for t in turns[kind])),
+            # on a CUDA device (else None): the peak allocated there during the turns (the other trainers' models
+            # and optimizer states included, as for RSS) and the largest increase within one turn
+            "peak_cuda_allocated_gib": _max_or_none(t.peak_cuda_gib for t in turns[kind]),
+            "step_cuda_increase_gib": _max_or_none(
+                t.peak_cuda_gib - t.start_cuda_gib
+                for t in turns[kind]
+                if t.peak_cuda_gib is not None and t.start_cuda_gib is not None
+            ),
             "trl_step_time_s": logged["step_time"],
             "scorer_s": logged["scorer"],
             "step_seconds": seconds,
@@ -394,6 +453,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "aims": AIMS,
         "results": [],
     }
+    if cli.compiled_generation:
+        config = lockstep_compile_config()
+        report["compiled_decoding"] = (
+            "transformers' default CompileConfig (reduce-overhead: CUDA graphs on CUDA)"
+            if config is None
+            else f"CompileConfig(mode={config.mode!r}): no CUDA graphs, since torch {torch.__version__} < "
+            f"{CUDA_GRAPH_THREADS_TORCH} cannot run them in the trainers' threads (pytorch/pytorch#123177)"
+        )
     output = Path(cli.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     for size in cli.sizes:
@@ -456,6 +523,15 @@ def print_report(report: dict[str, Any]) -> None:
     )
     print(markdown_table([*headers, "step RSS Δ MiB", "ratio vs TRL"], rows))
     print(f"\nRSS: {report['rss_measure']}.")
+    if "compiled_decoding" in report:
+        print(f"Compiled decoding: {report['compiled_decoding']}.")
+    for r in report["results"]:
+        if r.get("peak_cuda_allocated_gib") is not None:
+            print(
+                f"GPU memory {r['model']}, length {r['completion_length']}, {r['trainer']}: peak allocated "
+                f"{r['peak_cuda_allocated_gib']:.2f} GiB (every trainer's state), largest rise in one step "
+                f"{r['step_cuda_increase_gib']:.2f} GiB"
+            )
     if not report["peak_rss_resettable"]:
         print("WARNING: the peak-RSS mark cannot be reset here; peaks are since process start.")
     for r in report["results"]:

@@ -46,7 +46,6 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
 
-from _common import markdown_table
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
@@ -348,6 +347,10 @@ def verdict(report: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 def markdown(report: dict[str, Any]) -> str:
     """device_check.md: tests, gpu_check's tables, generation, targets."""
+    # here, not at the top: _common imports trl, datasets and math_verify, and a missing one must reach
+    # check_requirements' one line, not an ImportError when this script loads
+    from _common import markdown_table
+
     env, parts = report["environment"], report["parts"]
     lines = [f"# Device check ({'CPU smoke' if report['smoke'] else env.get('gpu', 'no GPU')})", ""]
     lines += [

@@ -280,6 +280,10 @@ def section_argv(spec: dict[str, Any]) -> list[str]:
 def run_section(spec: dict[str, Any]) -> dict[str, Any]:
     """Train one section in this process; its step times, tokens and peak memory (see module doc)."""
     cuda = torch.cuda.is_available() and not spec["smoke"]
+    # each section compiles on its own: earlier sections' graphs (held by accelerate's autocast wrapper of their
+    # model) would count towards dynamo's recompile limit, and a section past it would decode eagerly. First,
+    # so that what the reset frees (the last section's CUDA graph pools) is gone before memory is read.
+    torch._dynamo.reset()
     gc.collect()
     if cuda:
         torch.cuda.empty_cache()
@@ -288,9 +292,6 @@ def run_section(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         reset_peak_rss()
         start_rss = current_rss_mib()
-    # each section compiles on its own: earlier sections' graphs (held by accelerate's autocast wrapper of their
-    # model) would count towards dynamo's recompile limit, and a section past it would decode eagerly
-    torch._dynamo.reset()
     graphs = CompileWatch.graphs()
     start = time.perf_counter()
     with trainer_class(spec.get("trainer", spec["method"])), compiling_on_cpu(spec["smoke"]):

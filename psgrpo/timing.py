@@ -57,6 +57,17 @@ METRIC_PREFIX = "time/"
 METRIC_SUFFIX = "_s"
 
 
+def device_seconds(device: torch.device | None, clock: Any = time.perf_counter) -> float:
+    """``clock()`` once the work queued on ``device`` has finished.
+
+    CUDA runs kernels asynchronously: a reading taken right after a launch would leave the kernels still
+    running out of the interval that launched them. On any other device (or ``None``) it is just ``clock()``.
+    """
+    if getattr(device, "type", None) == "cuda" and torch.cuda.is_available():
+        torch.cuda.synchronize(device)
+    return clock()
+
+
 def metric_name(phase: str) -> str:
     """``generation`` → ``time/generation_s`` (seconds per optimizer step, averaged over logged steps)."""
     return f"{METRIC_PREFIX}{phase}{METRIC_SUFFIX}"

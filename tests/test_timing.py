@@ -10,7 +10,7 @@ from trainer_helpers import length_reward, save_tiny_model, tiny_run_args
 
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
-from psgrpo.timing import PHASES, PhaseTimer, metric_name
+from psgrpo.timing import PHASES, PhaseTimer, device_seconds, metric_name
 from psgrpo.trainer import ProcessGRPOTrainer
 
 
@@ -81,6 +81,30 @@ def test_cuda_is_synchronized_at_each_edge_only_when_asked(monkeypatch):
         with timer.phase("outer"), timer.phase("inner"):
             pass
         assert len(calls) == expected
+
+
+def test_device_seconds_waits_for_a_cuda_device_and_for_nothing_else(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: calls.append(a))
+    clock = FakeClock()
+    clock.advance(2.5)
+    assert device_seconds(torch.device("cuda", 1), clock) == 2.5
+    assert calls == [(torch.device("cuda", 1),)]  # that device, not the current one
+    for other in (torch.device("cpu"), None):
+        assert device_seconds(other, clock) == 2.5
+    assert len(calls) == 1
+
+
+def test_vps_reads_its_probe_seconds_after_the_probes_on_their_device(monkeypatch, tmp_path, char_tokenizer):
+    """The two readings around the probe forwards go through device_seconds with the completions' device."""
+    import psgrpo.vps.signal as vps_signal
+
+    devices = []
+    real = vps_signal.device_seconds
+    monkeypatch.setattr(vps_signal, "device_seconds", lambda device: devices.append(device) or real(device))
+    _train(tmp_path, char_tokenizer, method="vps", max_steps=1)
+    assert devices and len(devices) % 2 == 0 and set(devices) == {torch.device("cpu")}
 
 
 def _train(tmp_path, char_tokenizer, **overrides):

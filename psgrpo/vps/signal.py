@@ -17,7 +17,6 @@ its own autocast, so a float32 probe forward would make the on-policy ratio diff
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +29,7 @@ from psgrpo.credit import SignalOutput
 from psgrpo.distributed import local_rows, max_over_processes
 from psgrpo.guards import check_finite
 from psgrpo.ps.segmentation import segment_completions
+from psgrpo.timing import device_seconds
 from psgrpo.vps.boundaries import (
     answer_span_start,
     boundaries_from_spans,
@@ -149,10 +149,10 @@ class VpsSignal:
         completion_ids, completion_mask = output["completion_ids"], output["completion_mask"]
         lengths = completion_mask.sum(1).tolist()
         ids = [row[:n].tolist() for row, n in zip(completion_ids, lengths, strict=True)]
-        start = time.perf_counter()
+        start = device_seconds(completion_ids.device)
         with torch.no_grad(), disable_gradient_checkpointing(model, config.gradient_checkpointing_kwargs):
             probed = self.probe(model, output, inputs, ids, step)
-        probe_seconds = time.perf_counter() - start
+        probe_seconds = device_seconds(completion_ids.device) - start  # the last probe forward included
         boundaries, probes = probed.boundaries, probed.probes
         real = (
             torch.arange(probes.log_confidence.shape[1], device=completion_ids.device)[None, :]

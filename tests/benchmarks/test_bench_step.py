@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 import pytest
+import torch
 from trl import GRPOConfig
 
 
@@ -94,6 +95,7 @@ def test_smallest_sweep_writes_the_report(bench, tmp_path):
         assert len(row["step_seconds"]) == 1 and row["median_step_s"] > 0
         assert row["tokens_per_s"] == pytest.approx(128 / row["median_step_s"])
         assert row["peak_rss_mib"] >= row["step_rss_increase_mib"] >= 0
+        assert row["peak_cuda_allocated_gib"] is None and row["step_cuda_increase_gib"] is None  # a CPU run
         # Interleaved trainers with their own RNG state sample what each would sample alone.
         assert row["first_step_matches_trl"] is True
     assert report["results"][0]["ratio_vs_trl"] == 1.0
@@ -109,3 +111,90 @@ def test_qwen_vocab_size_has_qwens_tokenizer_and_embedding_rows(bench, qwen_toke
     assert sum(p.numel() for p in model.parameters()) == 89_857_536  # 77.8 M of it the tied embedding
     assert tokenizer.get_vocab() == qwen_tokenizer.get_vocab() and tokenizer.eos_token == "<|im_end|>"
     assert bench_step.parse_args([]).sizes == ["tiny", "24m"]  # qwen-vocab only when asked for
+
+
+@pytest.mark.parametrize(
+    ("cuda", "version", "mode"),
+    [
+        (True, "2.11.0+cu130", "default"),
+        (True, "2.12.1", "default"),
+        (True, "2.13.0", None),
+        (False, "2.11.0", None),
+    ],
+)
+def test_lockstep_compiles_decoding_without_cuda_graphs_only_where_threads_break_them(
+    bench, monkeypatch, cuda, version, mode
+):
+    bench_step, _ = bench
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch, "__version__", version)
+    config = bench_step.lockstep_compile_config()
+    assert (None if config is None else config.mode) == mode
+
+
+class _FakeAccelerator:
+    device = torch.device("cuda", 0)
+
+
+class _FakeTrainer:
+    """Just what Lockstep touches: a CUDA accelerator, callbacks and a train() whose work is done on the device."""
+
+    accelerator = _FakeAccelerator()
+
+    def __init__(self):
+        self.callbacks = []
+
+    def add_callback(self, callback):
+        self.callbacks.append(callback)
+
+    def train(self):
+        for callback in self.callbacks:
+            callback.on_train_begin(None, None, None)
+
+
+def test_on_cuda_a_lockstep_turn_waits_for_the_device_and_reads_its_memory(bench, monkeypatch):
+    """A CUDA-present simulation: each turn synchronizes the trainer's device before each clock reading (else
+    kernels still queued count in the next trainer's turn) and reports the GPU memory allocated there."""
+    bench_step, _ = bench
+    rng = bench_step.get_rng_state()  # before CUDA is faked: no CUDA generator state
+    calls = []
+    gib = 2**30
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: calls.append(("synchronize", device)))
+    monkeypatch.setattr(
+        torch.cuda, "reset_peak_memory_stats", lambda device=None: calls.append(("reset", device))
+    )
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 2 * gib)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: 3.5 * gib)
+    monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: [])
+    monkeypatch.setattr(torch.cuda, "set_rng_state_all", lambda states: None)
+    lockstep = bench_step.Lockstep(_FakeTrainer(), rng)
+    setup = lockstep.advance()  # up to on_train_begin
+    last = lockstep.advance()  # the rest of train()
+    assert lockstep.finished
+    device = torch.device("cuda", 0)
+    assert calls == [("synchronize", device), ("reset", device), ("synchronize", device)] * 2
+    for turn in (setup, last):
+        assert (turn.start_cuda_gib, turn.peak_cuda_gib) == (2.0, 3.5) and turn.seconds >= 0
+
+
+def test_the_recipe_model_trains_in_bf16_weights_when_bf16_is_on(bench, tmp_path, monkeypatch):
+    """As the GSM8K recipe loads it: with fp32 weights under bf16 autocast, transformers 5.17 (the CUDA image's)
+    refuses a compiled static cache (psgrpo.generation.check_cache_dtype) for every trainer, stock TRL too."""
+    import transformers
+
+    bench_step, common = bench
+    monkeypatch.setattr(transformers, "__version__", "5.17.0")
+    monkeypatch.setattr(bench_step, "RECIPE_BF16_SIZES", frozenset({"tiny"}))  # the 494 M model, in small
+    overrides = dict(max_steps=1, max_completion_length=8, bf16=True, compiled_generation=True)
+    _, reference = common.recipe_configs("grpo", tmp_path / "ref", **overrides)
+    reward_funcs = bench_step.get_reward_funcs(reference.reward_funcs)
+    for kind in ("trl", "grpo"):
+        trainer = bench_step.build_trainer(kind, "tiny", str(tmp_path / kind), reward_funcs, 2, **overrides)
+        assert (
+            trainer.model.dtype == torch.bfloat16
+            and trainer.generation_config.cache_implementation == "static"
+        )
+    monkeypatch.setattr(bench_step, "RECIPE_BF16_SIZES", frozenset())
+    with pytest.raises(ValueError, match="needs transformers >= 5.25"):
+        bench_step.build_trainer("trl", "tiny", str(tmp_path / "fp32"), reward_funcs, 2, **overrides)

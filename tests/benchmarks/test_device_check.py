@@ -92,6 +92,37 @@ def test_without_trl_and_without_wheels_the_script_says_how_to_get_them(tmp_path
     assert "run 'bash benchmarks/device_wheels.sh' where PyPI is reachable" in done.stderr
 
 
+def test_a_python_without_trl_gets_the_one_line_not_an_import_error(tmp_path):
+    """device_check.py itself, on a Python where trl is not installed (hidden from import and from metadata):
+    the one line naming what to carry, exit status 2, and no output folder."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import importlib.metadata, sys\n"
+        "sys.modules['trl'] = None  # import trl -> ImportError\n"
+        "_distribution = importlib.metadata.distribution\n"
+        "def distribution(name):\n"
+        "    if name.lower() == 'trl':\n"
+        "        raise importlib.metadata.PackageNotFoundError(name)\n"
+        "    return _distribution(name)\n"
+        "importlib.metadata.distribution = distribution\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{REPO}"}
+    out = tmp_path / "work"
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks/device_check.py"), "--output_dir", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("device_check: trl")]
+    assert lines and "is not installed" in lines[0] and "device_wheels.sh" in lines[0]
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_cpu_smoke_runs_every_part_and_writes_one_json_and_one_table(tmp_path, qwen_tokenizer):
     """``bash benchmarks/device_check.sh --cpu-smoke`` end to end (2 min 15 s on the shared 2 cores)."""

@@ -160,6 +160,51 @@ def test_a_static_section_compiles_generation_and_every_section_times_its_phases
         assert argv[argv.index("--phase_times") + 1] == "true"
 
 
+def test_on_cuda_a_section_frees_the_last_sections_graphs_before_it_reads_memory(
+    gpu_check, tmp_path, monkeypatch
+):
+    """A CUDA-present simulation of run_section: dynamo's reset (which frees the last -static section's CUDA graph
+    pools) comes before the cache is emptied and the peak is reset, and the section reports GPU memory, not RSS."""
+    calls: list[str] = []
+    gib = 2**30
+    for name, value in (
+        ("memory_allocated", 1 * gib),
+        ("max_memory_allocated", 5 * gib),
+        ("max_memory_reserved", 6 * gib),
+    ):
+        monkeypatch.setattr(torch.cuda, name, lambda *a, n=name, v=value: calls.append(n) or v)
+    for name in ("empty_cache", "reset_peak_memory_stats"):
+        monkeypatch.setattr(torch.cuda, name, lambda *a, n=name: calls.append(n))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch._dynamo, "reset", lambda: calls.append("dynamo.reset"))
+    run_dir = tmp_path / "run"
+
+    def fake_train(argv):  # what psgrpo train leaves behind: report.json and the logged steps
+        calls.append("train")
+        run_dir.mkdir()
+        (run_dir / "report.json").write_text(json.dumps({"train_seconds": 8.0}))
+        step = {"step_time": 4.0, "time/step_s": 4.0, "time/generation_s": 1.0}
+        (run_dir / "metrics.jsonl").write_text("\n".join(json.dumps(step) for _ in range(2)) + "\n")
+
+    monkeypatch.setattr(gpu_check, "psgrpo_train", fake_train)
+    spec = dict(
+        model_dir="m", dataset="d", method="grpo", run_dir=str(run_dir), steps=2, smoke=False, extra=[]
+    )
+    result = gpu_check.run_section({**spec, "cache": "static"})
+    assert calls[: calls.index("train")] == [
+        "dynamo.reset",
+        "empty_cache",
+        "reset_peak_memory_stats",
+        "memory_allocated",
+    ]
+    assert (result["start_allocated_gib"], result["peak_allocated_gib"], result["peak_reserved_gib"]) == (
+        1,
+        5,
+        6,
+    )
+    assert "peak_rss_mib" not in result and result["whole_step_s"] == [4.0, 4.0]
+
+
 def _section(steps: list[float], **phases: float) -> dict:
     return {"status": "ok", "whole_step_s": steps, "phases_s": [phases] * len(steps)}
 
