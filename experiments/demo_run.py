@@ -2,8 +2,8 @@
 
     python experiments/demo_run.py [extra psgrpo train flags, e.g. --method grpo --max_steps 150]
 
-Runs ``psgrpo train`` in-process with the embedded recipe (output in outputs/bench-demo unless
---output_dir is given) and reports held-out accuracy before/after, training time and total wall time.
+Runs ``psgrpo train`` in-process with the embedded recipe (output in a new outputs/bench-demo/<UTC time> unless
+--output_dir is given: train refuses a folder that holds an earlier run) and reports held-out accuracy before/after, training time and total wall time.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from psgrpo.commands.train import train
 
 def main(argv: list[str]) -> None:
     if "--output_dir" not in argv:
-        argv = ["--output_dir", "outputs/bench-demo", *argv]
+        argv = ["--output_dir", time.strftime("outputs/bench-demo/%Y%m%d-%H%M%S", time.gmtime()), *argv]
     start = time.perf_counter()
     report = train(argv)
     wall = time.perf_counter() - start

@@ -4,11 +4,15 @@
   written, checked before any model loads (transformers would fail with a bare ``[Errno 17]`` after it).
 * :func:`check_output_file`: the same for a single output file (``--output_file``, ``--output``): not a
   directory, and its folder creatable and writable.
+* :func:`check_no_earlier_run`: a ``--output_dir`` that holds an earlier run (its model, checkpoints, metrics or
+  report) is refused unless the run resumes it: training there would overwrite the model and the checkpoints
+  and append a second run's rows to its ``metrics.jsonl``.
 * :func:`output_dir_removed_on_failure`: a run that fails or is interrupted before it wrote anything
   leaves no output directory behind (only one it created itself, and only while it holds no file).
 * :func:`check_resume_target`: ``--resume_from_checkpoint`` resolved before loading; a checkpoint
   that has already reached ``--max_steps`` has nothing left to train (transformers would train one
-  more step).
+  more step), and one trained with another ``--method`` or ``--dataset`` is refused (resuming restores
+  its optimizer and step count; starting from its weights is ``--model_name_or_path``).
 * :func:`check_run_options`: the ``psgrpo train`` values that would otherwise fail after the model
   loaded: the ``--report_to`` integrations importable, ``--temperature`` > 0,
   ``--max_completion_length`` ≥ 1, vLLM importable with ``--use_vllm``, a chat template with ``--chat``.
@@ -79,6 +83,47 @@ def check_output_file(path: str | os.PathLike[str] | None, option: str) -> None:
         raise OSError(f"{option} {str(path)!r}: {err}") from None
 
 
+RUN_FILES = (
+    "report.json",
+    "metrics.jsonl",
+    "model.safetensors",
+    "adapter_model.safetensors",
+    "pytorch_model.bin",
+)
+"""Files ``psgrpo train`` writes into its ``--output_dir``: one of them (or a ``checkpoint-N`` folder) there means an
+earlier run."""
+
+
+def earlier_run(path: str | os.PathLike[str] | None) -> list[str]:
+    """What of an earlier run the directory ``path`` holds: the :data:`RUN_FILES` and ``checkpoint-N`` folders in it."""
+    if path is None or not Path(path).expanduser().is_dir():
+        return []
+    target = Path(path).expanduser()
+    found = [name for name in RUN_FILES if (target / name).is_file()]
+    checkpoints = sorted(
+        (child.name for child in target.glob("checkpoint-*") if child.is_dir() and child.name[11:].isdigit()),
+        key=lambda name: int(name[11:]),
+    )
+    return found + checkpoints[-2:]
+
+
+def check_no_earlier_run(path: str | os.PathLike[str] | None, resume: str | bool | None) -> None:
+    """Refuse to train into ``path`` when it holds an earlier run (:func:`earlier_run`), unless ``resume`` continues it.
+
+    Raises:
+        FileExistsError: naming the directory, what it holds, and the three ways on.
+    """
+    if resume not in (None, False, "false", "False", ""):
+        return
+    found = earlier_run(path)
+    if found:
+        raise FileExistsError(
+            f"--output_dir {path}: already holds a run ({', '.join(found)}); training there would overwrite its "
+            "model and checkpoints and mix the two runs' metrics.jsonl. Give a new --output_dir, continue that run "
+            f"with {RESUME_FLAG} true, or delete the folder first"
+        )
+
+
 def holds_no_file(path: Path) -> bool:
     """Whether the directory ``path`` holds no file at any depth (only empty folders, or nothing)."""
     return not any(child.is_file() or child.is_symlink() for child in path.rglob("*"))
@@ -101,13 +146,52 @@ def output_dir_removed_on_failure(path: str | os.PathLike[str] | None) -> Iterat
         raise
 
 
-def check_resume_target(resume: str | bool | None, output_dir: str, max_steps: int) -> str | None:
+def check_same_run(checkpoint: str, method: str | None, dataset: str | None) -> None:
+    """Refuse to resume ``checkpoint`` with another method or dataset than the ones its task record names
+    (:mod:`psgrpo.eval.trained_on`; a checkpoint without a record, or a record without the method, is not checked
+    on what it lacks)."""
+    from psgrpo.eval.trained_on import TASK_RECORD
+
+    path = Path(checkpoint) / TASK_RECORD
+    try:
+        record = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, json.JSONDecodeError):
+        record = {}
+    if not isinstance(record, dict):
+        return
+    asked = {"method": method, "dataset": dataset}
+    differ = [
+        (name, record[name], value)
+        for name, value in asked.items()
+        if value is not None and isinstance(record.get(name), str) and record[name] != value
+    ]
+    if differ:
+        was = " and ".join(f"--{name} {old}" for name, old, _ in differ)
+        now = " and ".join(f"--{name} {new}" for name, _, new in differ)
+        raise ValueError(
+            f"{RESUME_FLAG}: {checkpoint} was trained with {was}, and this run asks for {now}; resuming continues "
+            f"that run (its optimizer, schedule and step count), so give the same options, or start a new run from "
+            f"its weights with --model_name_or_path {checkpoint} and a new --output_dir"
+        )
+
+
+def check_resume_target(
+    resume: str | bool | None,
+    output_dir: str,
+    max_steps: int,
+    method: str | None = None,
+    dataset: str | None = None,
+) -> str | None:
     """The checkpoint to resume from (:func:`~psgrpo.checkpoints.atomic.resolve_resume_checkpoint`), resolved
-    before loading; ValueError when it has already trained ``max_steps`` (> 0) steps."""
+    before loading; ValueError when it has already trained ``max_steps`` (> 0) steps, or was trained with another
+    ``method`` or ``dataset`` (:func:`check_same_run`)."""
     from psgrpo.checkpoints.atomic import resolve_resume_checkpoint
 
     checkpoint = resolve_resume_checkpoint(resume, output_dir)
-    if checkpoint is None or max_steps <= 0:
+    if checkpoint is None:
+        return checkpoint
+    check_same_run(checkpoint, method, dataset)
+    if max_steps <= 0:
         return checkpoint
     state_file = Path(checkpoint) / "trainer_state.json"
     step = json.loads(state_file.read_text())["global_step"] if state_file.is_file() else 0

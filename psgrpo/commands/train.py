@@ -36,6 +36,7 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     from psgrpo.methods import config_class
     from psgrpo.preflight import (
         TrainingInterrupted,
+        check_no_earlier_run,
         check_output_dir,
         check_resume_target,
         check_run_options,
@@ -46,10 +47,11 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     parser = ConfigParser((TaskConfig, config_class(), ModelConfig), prog="psgrpo train")
     task, args, model_args = parser.parse_args_and_config(with_default_recipe(argv))
     check_output_dir(args.output_dir)
+    check_no_earlier_run(args.output_dir, args.resume_from_checkpoint)
     checkpoint_path(model_args.model_name_or_path)  # a missing local checkpoint: before anything loads
     check_run_options(task, args, model_args, parser.file_sources())
     args.resume_from_checkpoint = check_resume_target(
-        args.resume_from_checkpoint, args.output_dir, args.max_steps
+        args.resume_from_checkpoint, args.output_dir, args.max_steps, args.method, task.dataset
     )
     try:
         with output_dir_removed_on_failure(args.output_dir):
@@ -103,7 +105,9 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
     )
-    trainer.add_callback(task_record_callback(task))  # each checkpoint names its task, for psgrpo eval
+    trainer.add_callback(
+        task_record_callback(task, args.method)
+    )  # each checkpoint names its task, for psgrpo eval
     if task.heldout_eval_steps:
         trainer.add_callback(
             HeldOutEvalCallback(
@@ -121,7 +125,7 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
     trainer.save_model(args.output_dir)
     tokenizer.save_pretrained(args.output_dir)
     if trainer.is_world_process_zero():
-        write_task_record(args.output_dir, task)
+        write_task_record(args.output_dir, task, args.method)
     if task.eval_before_after:
         report["after"] = evaluate_model(trainer.model, tokenizer, eval_dataset, **eval_kwargs)
     if task.eval_before_after and trainer.is_world_process_zero():

@@ -36,11 +36,15 @@ def task_record(task: Any) -> dict[str, Any]:
     return {name: getattr(task, name) for name in RECORDED_FIELDS}
 
 
-def write_task_record(directory: str | Path, task: Any) -> Path:
-    """Write :data:`TASK_RECORD` for ``task`` into ``directory`` (created if missing); return its path."""
+def write_task_record(directory: str | Path, task: Any, method: str | None = None) -> Path:
+    """Write :data:`TASK_RECORD` for ``task`` into ``directory`` (created if missing); return its path.
+
+    ``method`` (the run's ``--method``) is recorded beside the task fields: ``psgrpo eval`` does not apply it, and
+    ``psgrpo train --resume_from_checkpoint`` refuses to continue the run with another one."""
     path = Path(directory) / TASK_RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(task_record(task), indent=2) + "\n")
+    record = task_record(task) | ({"method": method} if method is not None else {})
+    path.write_text(json.dumps(record, indent=2) + "\n")
     return path
 
 
@@ -112,8 +116,8 @@ def resolve_eval_checkpoint(model_path: str | None) -> str | None:
     return str(newest)
 
 
-def task_record_callback(task: Any) -> Any:
-    """A ``TrainerCallback`` that writes :data:`TASK_RECORD` into every checkpoint when it is saved."""
+def task_record_callback(task: Any, method: str | None = None) -> Any:
+    """A ``TrainerCallback`` that writes :data:`TASK_RECORD` (and ``method``) into every checkpoint when it is saved."""
     from transformers import TrainerCallback
 
     from psgrpo.checkpoints.atomic import checkpoint_name
@@ -124,6 +128,6 @@ def task_record_callback(task: Any) -> Any:
         def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             checkpoint = Path(args.output_dir) / checkpoint_name(state.global_step)
             if checkpoint.is_dir() and state.is_world_process_zero:
-                write_task_record(checkpoint, task)
+                write_task_record(checkpoint, task, method)
 
     return TaskRecordCallback()

@@ -423,3 +423,50 @@ def test_a_value_from_a_recipe_names_the_file_and_the_key(tmp_path, capsys, no_m
     assert f"psgrpo: error: {recipe}: temperature 0: GRPO learns" in error_line(capsys)
     assert run_train(tmp_path / "run", "--config", str(recipe), "--temperature", "0") == 2  # typed: the flag
     assert "psgrpo: error: --temperature 0: GRPO learns" in error_line(capsys)
+
+
+@pytest.mark.parametrize("left", ["report.json", "metrics.jsonl", "model.safetensors", "checkpoint-50"])
+def test_an_output_dir_that_holds_an_earlier_run_is_refused_and_kept(tmp_path, capsys, no_model_loads, left):
+    """Training into a finished (or stopped) run's folder used to overwrite its model and checkpoints and append
+    to its metrics.jsonl, with exit status 0."""
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / left).mkdir() if left.startswith("checkpoint-") else (out / left).write_text("{}")
+    before = sorted(p.name for p in out.iterdir())
+    assert run_train(out, "--max_steps", "1") == 2
+    line = error_line(capsys)
+    assert f"--output_dir {out}: already holds a run ({left})" in line
+    assert "--resume_from_checkpoint true" in line and "new --output_dir" in line
+    assert sorted(p.name for p in out.iterdir()) == before
+
+
+def test_a_folder_with_other_files_or_a_compare_spec_is_not_an_earlier_run(tmp_path):
+    from psgrpo.preflight import check_no_earlier_run, earlier_run
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "compare_run.json").write_text("{}")  # what psgrpo compare writes before a run trains there
+    (out / "notes.txt").write_text("mine")
+    (out / "checkpoint-last").mkdir()  # not a checkpoint-N folder
+    assert earlier_run(out) == [] and earlier_run(tmp_path / "missing") == []
+    check_no_earlier_run(out, None)
+    for n in (2, 10, 9):
+        (out / f"checkpoint-{n}").mkdir()
+    assert earlier_run(out) == ["checkpoint-9", "checkpoint-10"]  # the newest two, by step
+    check_no_earlier_run(out, "true")  # resuming it is what the folder is for
+
+
+def test_resuming_with_another_method_or_dataset_is_refused(tmp_path, capsys, no_model_loads):
+    out = tmp_path / "run"
+    checkpoint = out / "checkpoint-1"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": 1}))
+    (checkpoint / "psgrpo_task.json").write_text(json.dumps({"dataset": "arith-hard", "method": "grpo"}))
+    write_marker(checkpoint, 1)
+    code = run_train(out, "--max_steps", "2", "--method", "vps", "--resume_from_checkpoint", "true")
+    assert code == 2
+    line = error_line(capsys)
+    assert f"{checkpoint} was trained with --method grpo and --dataset arith-hard" in line
+    assert (
+        "asks for --method vps and --dataset arith" in line and f"--model_name_or_path {checkpoint}" in line
+    )

@@ -17,6 +17,7 @@ from psgrpo.eval.trained_on import (
     apply_task_record,
     read_task_record,
     resolve_eval_checkpoint,
+    task_record,
     task_record_callback,
     write_task_record,
 )
@@ -81,8 +82,14 @@ def test_the_callback_writes_the_record_into_each_saved_checkpoint(tmp_path):
 
     (tmp_path / "checkpoint-4").mkdir()
     state = TrainerState(global_step=4, is_world_process_zero=True)
-    task_record_callback(HARD).on_save(SimpleNamespace(output_dir=str(tmp_path)), state, TrainerControl())
-    assert json.loads((tmp_path / "checkpoint-4" / TASK_RECORD).read_text())["dataset"] == "arith-hard"
+    task_record_callback(HARD, "ps").on_save(
+        SimpleNamespace(output_dir=str(tmp_path)), state, TrainerControl()
+    )
+    record = json.loads((tmp_path / "checkpoint-4" / TASK_RECORD).read_text())
+    assert record["dataset"] == "arith-hard" and record["method"] == "ps"  # the method, for resuming
+    assert read_task_record(tmp_path / "checkpoint-4")[0] == task_record(
+        HARD
+    )  # eval applies the task fields only
 
 
 def test_eval_of_a_run_directory_uses_its_newest_checkpoint_and_its_task(
