@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 from psgrpo.advantages import ADVANTAGE_ESTIMATORS
 from psgrpo.compatibility import check_trl_compatibility
@@ -42,6 +42,7 @@ def check_config(config: Any) -> None:
     """
     check_finite_floats(config)
     check_training_length(config)
+    check_sampling_and_batch(config)
     if config.method not in method_names():
         listed = ", ".join(repr(name) for name in method_names())
         raise ValueError(
@@ -97,6 +98,24 @@ def check_components(config: Any) -> None:
         else:
             hint = ", or an import path such as my_rewards.accuracy (a function in my_rewards.py)"
             check_registered("reward_funcs", name, REWARD_FUNCS, hint=hint)
+
+
+def check_sampling_and_batch(config: Any) -> None:
+    """Sampling and batch options that transformers and torch check only once the model has loaded (or never:
+    ``top_p`` 1.5 samples as 1.0), with messages that name neither the option nor its range."""
+    check_number("per_device_train_batch_size", config.per_device_train_batch_size, low=1)
+    check_number("gradient_accumulation_steps", config.gradient_accumulation_steps, low=1)
+    check_number("top_k", config.top_k, low=0, allow_none=True)  # 0 = no top-k filtering
+    check_number("top_p", config.top_p, low=0.0, high=1.0, low_open=True, allow_none=True)
+    check_number("min_p", config.min_p, low=0.0, high=1.0, allow_none=True)
+    check_number("repetition_penalty", config.repetition_penalty, low=0.0, low_open=True, allow_none=True)
+    if config.cache_implementation is not None:
+        try:
+            from transformers.generation.configuration_utils import ALL_CACHE_IMPLEMENTATIONS
+        except ImportError:  # a transformers without the list: generate checks it
+            return
+        caches = Literal[(*ALL_CACHE_IMPLEMENTATIONS, "paged")]  # type: ignore[valid-type]
+        check_choice("cache_implementation", config.cache_implementation, caches)
 
 
 def check_training_length(config: Any) -> None:

@@ -247,8 +247,11 @@ class ConfigParser(TrlParser):
             )
             kwargs = {key: value for key, value in kwargs.items() if key not in self.foreign_config_keys}
         for action in self._actions:
-            if action.dest in kwargs and action.choices is not None:
-                source = self.config_sources.get(action.dest, self.config_path)
+            if action.dest not in kwargs:
+                continue
+            source = self.config_sources.get(action.dest, self.config_path)
+            _check_one_value(action, kwargs[action.dest], source)
+            if action.choices is not None:
                 _check_config_value(action, kwargs[action.dest], source)
         return super().set_defaults_with_config(**kwargs)
 
@@ -383,6 +386,16 @@ def drop_foreign_component_kwargs(
             )
             del kept[kwargs_key]
     return kept
+
+
+def _check_one_value(action: argparse.Action, value: Any, path: str | None) -> None:
+    """Raise :class:`ConfigError` when YAML gives a list or a mapping to an option that takes one number, bool or
+    choice (argparse converts only string defaults, so it would reach the config as a list and fail later with a
+    ``TypeError``). Options typed ``str`` are left alone: some take a list (``report_to``) or a mapping (``*_kwargs``)."""
+    if action.nargs is not None or action.type in (None, str) or not isinstance(value, (list, dict)):
+        return
+    what = "a list" if isinstance(value, list) else "a mapping"
+    raise ConfigError(f"{path or 'config file'}: {action.dest}: expected one value, got {what} ({value!r})")
 
 
 def _check_config_value(action: argparse.Action, value: Any, path: str | None) -> None:

@@ -470,3 +470,47 @@ def test_resuming_with_another_method_or_dataset_is_refused(tmp_path, capsys, no
     assert (
         "asks for --method vps and --dataset arith" in line and f"--model_name_or_path {checkpoint}" in line
     )
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("temperature", "[0.7, 1.0]"), ("num_generations", "[4, 8]"), ("bf16", "{a: 1}")]
+)
+def test_a_yaml_list_or_mapping_for_a_single_value_names_the_file_and_key(
+    tmp_path, capsys, no_model_loads, key, value
+):
+    """It used to reach the config as a list and stop with a TypeError traceback ('<=' between list and int)."""
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(f"{key}: {value}\nmax_steps: 1\n")
+    out = tmp_path / "run"
+    assert run_train(out, "--config", str(recipe)) == 2
+    line = error_line(capsys)
+    assert f"{recipe}: {key}: expected one value, got a" in line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--top_k", "-3"), "top_k=-3 is outside its range [0, inf]"),
+        (("--top_p", "1.5"), "top_p=1.5 is outside its range (0.0, 1.0]"),
+        (("--repetition_penalty", "0"), "repetition_penalty=0.0 is outside its range (0.0, inf]"),
+        (
+            ("--per_device_train_batch_size", "0"),
+            "per_device_train_batch_size=0 is outside its range [1, inf]",
+        ),
+        (
+            ("--gradient_accumulation_steps", "0"),
+            "gradient_accumulation_steps=0 is outside its range [1, inf]",
+        ),
+        (("--cache_implementation", "foo"), "cache_implementation='foo' is not allowed; choose one of"),
+    ],
+)
+def test_sampling_and_batch_values_are_checked_before_the_model_loads(
+    tmp_path, capsys, no_model_loads, flags, message
+):
+    """Each used to load the model (and run the held-out evaluation) before transformers or torch refused it, in
+    words that named no option; top_p 1.5 trained silently."""
+    out = tmp_path / "run"
+    assert run_train(out, *flags) == 2
+    assert message in error_line(capsys)
+    assert not out.exists()
