@@ -17,6 +17,8 @@ from psgrpo.hub import check_hub_reachable, hub_error, looks_like_local_path
 RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
 DEFAULT_RECIPE = RECIPES_DIR / "demo.yaml"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+MODEL_CONFIG_FILES = ("config.json", "adapter_config.json")
+"""A checkpoint directory holds one of these (a model's config, or a PEFT adapter's)."""
 
 
 def with_default_recipe(argv: Sequence[str]) -> list[str]:
@@ -51,6 +53,17 @@ def checkpoint_path(model_name_or_path: str | None, option: str = "--model_name_
                 f"{option} {model_name_or_path}: no such checkpoint directory"
                 f"{trained if option == '--model_name_or_path' else ''}; give a checkpoint directory "
                 "(config.json + weights + tokenizer) or a Hub id such as Qwen/Qwen2.5-0.5B-Instruct"
+            )
+        if local.is_file():
+            raise NotADirectoryError(
+                f"{option} {model_name_or_path}: is a file; give the checkpoint directory that holds the model "
+                f"(config.json + weights + tokenizer), such as {local.parent}"
+            )
+        holds_checkpoints = any(local.glob("checkpoint-*")) or any(local.glob("partial-checkpoint-*"))
+        if not any((local / name).exists() for name in MODEL_CONFIG_FILES) and not holds_checkpoints:
+            raise FileNotFoundError(
+                f"{option} {model_name_or_path}: not a checkpoint directory (no {' / '.join(MODEL_CONFIG_FILES)}); "
+                "give a psgrpo train --output_dir, one of its checkpoint-N folders, or a Hub id"
             )
         return str(local)
     check_hub_reachable(model_name_or_path, option)  # offline: one line at once, not retries

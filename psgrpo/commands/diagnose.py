@@ -15,6 +15,7 @@ cuts fall (:mod:`psgrpo.diagnostics.probe_quality` defines every figure; docs/le
 from __future__ import annotations
 
 import json
+import logging
 import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from psgrpo.config.options import ArithVariant, ProbeBoundaries, allowed, check_choice, check_number
+
+logger = logging.getLogger("psgrpo")
 
 
 @dataclass
@@ -89,18 +92,52 @@ def run_diagnose(cfg: DiagnoseConfig) -> dict[str, Any]:
     }
 
 
+def follow_task_record(cfg: DiagnoseConfig, given: set[str]) -> None:
+    """Probe the task the checkpoint was trained on (its ``psgrpo_task.json``, as ``psgrpo eval`` does) unless
+    ``--dataset`` was given; a run directory without a final model is read from its newest checkpoint."""
+    from psgrpo.eval.trained_on import read_task_record, resolve_eval_checkpoint
+    from psgrpo.loading import checkpoint_path
+
+    if cfg.model_name_or_path is not None:  # a path that is no checkpoint: one line before anything loads
+        checkpoint_path(cfg.model_name_or_path)
+    cfg.model_name_or_path = resolve_eval_checkpoint(cfg.model_name_or_path)
+    found = read_task_record(cfg.model_name_or_path)
+    if found is None or "dataset" in given:
+        return
+    record, path = found
+    if record["dataset"] in allowed(ArithVariant):
+        cfg.dataset = record["dataset"]
+        logger.info(
+            "psgrpo diagnose: %s was trained on %s (%s), so its test problems are probed; --dataset probes another",
+            cfg.model_name_or_path,
+            cfg.dataset,
+            path,
+        )
+    else:
+        logger.warning(
+            "psgrpo diagnose: %s was trained on %s (%s), but diagnose builds wrong steps for the arith tasks only, "
+            "so it probes %s; give --dataset to choose the arith variant",
+            cfg.model_name_or_path,
+            record["dataset"],
+            path,
+            cfg.dataset,
+        )
+
+
 def diagnose(argv: Sequence[str]) -> dict[str, Any]:
     """Parse :class:`DiagnoseConfig`, measure, print the markdown table and return the report."""
     from psgrpo.config.parsing import ConfigParser
     from psgrpo.diagnostics.probe_quality import markdown
     from psgrpo.preflight import check_output_file
 
-    (cfg,) = ConfigParser((DiagnoseConfig,), prog="psgrpo diagnose").parse_args_and_config(list(argv))
+    parser = ConfigParser((DiagnoseConfig,), prog="psgrpo diagnose")
+    (cfg,) = parser.parse_args_and_config(list(argv))
     check_output_file(cfg.output, option="--output")
+    follow_task_record(cfg, given=set(parser.command_line) | set(parser.config_sources))
     report = run_diagnose(cfg)
     print(markdown(report))
     print(
-        f"\n{report['groups']} groups of 1 gold + {cfg.corruptions} wrong copies; mean |A_i| scaled "
+        f"\n{cfg.dataset}/test: {report['groups']} groups of 1 gold + {cfg.corruptions} wrong copies; mean |A_i| scaled "
         f"{report['mean_abs_A_scaled']:.3f}, unscaled {report['mean_abs_A_unscaled']:.3f}"
     )
     if cfg.output:

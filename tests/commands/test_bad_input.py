@@ -514,3 +514,28 @@ def test_sampling_and_batch_values_are_checked_before_the_model_loads(
     assert run_train(out, *flags) == 2
     assert message in error_line(capsys)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["eval", "diagnose"])
+@pytest.mark.parametrize("what", ["empty folder", "unrelated folder", "a file in a checkpoint"])
+def test_a_model_path_that_is_no_checkpoint_says_so(tmp_path, capsys, no_model_loads, command, what):
+    """An empty or unrelated folder used to get "has no tokenizer … save it with tokenizer.save_pretrained", and a
+    file inside a checkpoint a transformers message about invalid JSON."""
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    target = folder
+    if what == "unrelated folder":
+        (folder / "readme.txt").write_text("notes")
+    elif what == "a file in a checkpoint":
+        (folder / "config.json").write_text("{}")
+        target = folder / "optimizer.pt"
+        target.write_bytes(b"\0")
+    extra = ["--output_dir", str(tmp_path / "eval")] if command == "eval" else ["--problems", "1"]
+    assert main([command, "--model_name_or_path", str(target), *extra]) == 2
+    line = error_line(capsys)
+    if what == "a file in a checkpoint":
+        assert f"--model_name_or_path {target}: is a file; give the checkpoint directory" in line
+        assert str(folder) in line
+    else:
+        expected = f"--model_name_or_path {folder}: not a checkpoint directory (no config.json / adapter_config.json)"
+        assert expected in line

@@ -50,3 +50,51 @@ def test_cli_error_is_one_line(monkeypatch, capsys):
     monkeypatch.setenv("PSGRPO_DEBUG", "0")
     assert main(["diagnose", "--problems", "0"]) == 2
     assert "psgrpo: error: problems=0 is outside its range [1, inf]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("recorded", "given", "probed"),
+    [
+        ("arith-hard", [], "arith-hard"),
+        ("arith-hard", ["--dataset", "arith"], "arith"),
+        ("gsm8k", [], "arith"),
+    ],
+)
+def test_a_checkpoint_is_probed_on_the_task_it_was_trained_on(
+    tmp_path, monkeypatch, caplog, capsys, tiny_model, char_tokenizer, recorded, given, probed
+):
+    """As psgrpo eval does: an arith-hard checkpoint used to be probed on arith without a word."""
+    import psgrpo.loading
+
+    monkeypatch.setattr(
+        psgrpo.loading, "load_model_and_tokenizer", lambda *a, **k: (tiny_model, char_tokenizer)
+    )
+    checkpoint = tmp_path / "run"
+    checkpoint.mkdir()
+    (checkpoint / "config.json").write_text("{}")
+    (checkpoint / "psgrpo_task.json").write_text(json.dumps({"dataset": recorded, "eval_split": "test"}))
+    out = tmp_path / "q.json"
+    with caplog.at_level("INFO", logger="psgrpo"):
+        main(
+            [
+                "diagnose",
+                "--model_name_or_path",
+                str(checkpoint),
+                "--problems",
+                "2",
+                "--corruptions",
+                "1",
+                "--kinds",
+                "step_end",
+                "--output",
+                str(out),
+                *given,
+            ]
+        )
+    assert json.loads(out.read_text())["config"]["dataset"] == probed
+    assert f"{probed}/test: " in capsys.readouterr().out
+    said = [r.getMessage() for r in caplog.records if "psgrpo diagnose:" in r.getMessage()]
+    if given:
+        assert said == []
+    else:
+        assert len(said) == 1 and f"was trained on {recorded}" in said[0]
