@@ -158,6 +158,14 @@ class EvalConfig:
             raise ValueError(f"backend must be one of {list(BACKENDS)}, got {self.backend!r}")
         get_segmenter(self.segmenter, **self.segmenter_kwargs)  # a bad name or pattern fails before any work
         check_sampling(self.num_samples, self.do_sample)
+        if (
+            self.do_sample
+        ):  # else generate refuses them after the model loaded (temperature 0), or ignores them
+            from psgrpo.config.options import check_number
+
+            check_number("temperature", self.temperature, low=0.0, low_open=True)
+            check_number("top_k", self.top_k, low=0, allow_none=True)
+            check_number("top_p", self.top_p, low=0.0, high=1.0, low_open=True, allow_none=True)
         if self.pass_k is None:
             self.pass_k = sorted({1, self.num_samples})
         check_pass_k(self.pass_k, self.num_samples)

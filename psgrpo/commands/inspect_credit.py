@@ -78,15 +78,18 @@ def inspect(argv: Sequence[str]) -> InspectPage:
     check_run_options(
         task, args, model_args, parser.file_sources()
     )  # temperature, completion length, chat template …: before loading
-    torch.manual_seed(args.seed)
-    model, tokenizer = load_policy(model_args, trust_remote_code=args.trust_remote_code)
     split = cfg.inspect_split or task.eval_split
-    rows = load_task_split(task, split, limit=cfg.first_prompt + cfg.num_prompts)
+    try:  # the rows before the model: a bad split or an index past the end is one line, before anything loads
+        rows = load_task_split(task, split, limit=cfg.first_prompt + cfg.num_prompts)
+    except ValueError as err:
+        raise ValueError(f"--inspect_split {split}: {err}" if cfg.inspect_split else str(err)) from None
     if len(rows) <= cfg.first_prompt:
         raise ValueError(
             f"--first_prompt {cfg.first_prompt} is past the end of {task.dataset}/{split} ({len(rows)} rows)"
         )
     rows = rows.select(range(cfg.first_prompt, len(rows)))
+    torch.manual_seed(args.seed)
+    model, tokenizer = load_policy(model_args, trust_remote_code=args.trust_remote_code)
     trainer = ProcessGRPOTrainer(model=model, args=args, train_dataset=rows, processing_class=tokenizer)
     settings = {
         "checkpoint": model_args.model_name_or_path or "embedded tiny checkpoint",

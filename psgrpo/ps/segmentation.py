@@ -98,13 +98,23 @@ def make_marker_segmenter(pattern: str | re.Pattern[str] = DEFAULT_MARKER) -> Te
         pattern: the regex a step starts at (Python ``re`` syntax), e.g. ``(?m)^[0-9]+[.]`` for numbered lines.
 
     Raises:
-        ValueError: ``pattern`` does not compile (the message names it).
+        ValueError: ``pattern`` does not compile, or matches nothing at any point of plain text (``x*``: every
+            character would start a step); the message names it. Anchored empty matches (``(?m)^``,
+            ``(?=Step)``, ``\\b``) are markers like any other.
     """
     if not isinstance(pattern, re.Pattern):
         try:
             pattern = re.compile(pattern)
         except (re.error, TypeError) as err:
             raise ValueError(f"invalid step marker pattern {pattern!r}: {err}") from err
+    inside = pattern.match(
+        "aa", 1
+    )  # inside a word, not at a line start: only an unanchored pattern matches here
+    if inside is not None and inside.end() == 1:
+        raise ValueError(
+            f"step marker pattern {pattern.pattern!r} matches the empty string anywhere, so every character would "
+            "start a step; make it need at least one character (x+ rather than x*) or anchor it ((?m)^ …)"
+        )
     return partial(split_at_markers, pattern=pattern)
 
 

@@ -539,3 +539,39 @@ def test_a_model_path_that_is_no_checkpoint_says_so(tmp_path, capsys, no_model_l
     else:
         expected = f"--model_name_or_path {folder}: not a checkpoint directory (no config.json / adapter_config.json)"
         assert expected in line
+
+
+def test_inspect_checks_its_split_and_rows_before_the_model_loads(
+    tmp_path, capsys, no_model_loads, monkeypatch
+):
+    import psgrpo.loading
+
+    monkeypatch.setattr(
+        psgrpo.loading, "load_policy", lambda *a, **k: (_ for _ in ()).throw(AssertionError("loaded"))
+    )
+    assert main(["inspect", "--inspect_split", "bogus", "--output_dir", str(tmp_path / "i")]) == 2
+    assert error_line(capsys).startswith("psgrpo: error: --inspect_split bogus: arith has splits")
+    gsm8k = tmp_path / "gsm8k"
+    gsm8k.mkdir()
+    for split in ("train", "test"):
+        (gsm8k / f"{split}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in GSM8K_ROWS))
+    assert (
+        main(["inspect", "--dataset", str(gsm8k), "--first_prompt", "5", "--output_dir", str(tmp_path / "j")])
+        == 2
+    )
+    assert f"--first_prompt 5 is past the end of {gsm8k}/test (2 rows)" in error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--temperature", "0"), "temperature=0.0 is outside its range (0.0, inf]"),
+        (("--top_p", "2"), "top_p=2.0 is outside its range (0.0, 1.0]"),
+        (("--top_k", "-1"), "top_k=-1 is outside its range [0, inf]"),
+    ],
+)
+def test_eval_sampling_values_are_checked_before_the_model_loads(
+    tmp_path, capsys, no_model_loads, flags, message
+):
+    assert main(["eval", "--do_sample", "true", *flags, "--output_dir", str(tmp_path / "eval")]) == 2
+    assert message in error_line(capsys)

@@ -160,7 +160,8 @@ def test_single_is_the_whole_text():
 SEGMENTER_CHOICES = [
     ("markers", {}),
     ("markers", {"pattern": r"(?m)^"}),
-    ("markers", {"pattern": r"\s*"}),
+    ("markers", {"pattern": r"\b"}),  # empty matches at every word boundary
+    ("markers", {"pattern": r"\s+"}),
     ("newline", {}),
     ("paragraph", {}),
     ("single", {}),
@@ -530,3 +531,16 @@ def test_qwen_ids_that_are_not_canonical_take_the_linear_path(qwen_tokenizer):
     assert len(encode(qwen_tokenizer, " apples")) == 1 and len(spelled) == 4
     assert offsets_by_reencoding(qwen_tokenizer, spelled, " apples") is None
     assert token_offsets(qwen_tokenizer, spelled) == (" apples", [(0, 1), (1, 4), (4, 7), (7, 7)])
+
+
+@pytest.mark.parametrize("pattern", ["x*", r"\d*", ""])
+def test_a_marker_that_matches_nothing_anywhere_is_refused(pattern):
+    """Every character would start a step: psgrpo train trained such a run without a word."""
+    with pytest.raises(ValueError, match="matches the empty string anywhere"):
+        get_segmenter("markers", pattern=pattern)
+
+
+@pytest.mark.parametrize("pattern", [r"(?m)^", r"(?=Step)", r"\b"])
+def test_an_anchored_empty_marker_is_a_marker(pattern):
+    segmenter = get_segmenter("markers", pattern=pattern)
+    assert len(segmenter("Step 1: a\nStep 2: b")) >= 2
