@@ -152,8 +152,14 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
                 with_default_recipe(["--config", str(config_path), *flags, *arm_flags])
             )
         except (ValueError, SystemExit) as err:
+            quoting = (
+                " (an arm's flags are split like a shell line, so quote a JSON value inside the arm: "
+                """--arms "a=--method ps --step_scorer_kwargs '{\\"correct_weight\\": 0.5}'")"""
+                if "JSON" in str(err)
+                else ""
+            )
             raise ValueError(
-                f"--arms {label!r}: its flags {shlex.join(arm_flags)!r} are not valid: {err}"
+                f"--arms {label!r}: its flags {shlex.join(arm_flags)!r} are not valid: {err}{quoting}"
             ) from None
     return config_path, flags, args, cfg
 

@@ -438,7 +438,8 @@ def resolve_config(value: str) -> Path:
 
 
 def split_config_args(args: Sequence[str]) -> tuple[list[Path], list[str]]:
-    """``(config files in order, the other arguments)`` of a command line, ``--config NAME`` resolved.
+    """``(config files in order, the other arguments)`` of a command line, ``--config NAME`` resolved; a file
+    repeated keeps only its last place (the same values), so ``with_default_recipe`` over ``--config demo`` reads it once.
 
     Raises:
         ConfigError: ``--config`` without a value, or one that names no file (:func:`resolve_config`).
@@ -461,7 +462,11 @@ def split_config_args(args: Sequence[str]) -> tuple[list[Path], list[str]]:
                 f"--config needs a YAML file or a packaged recipe name: {', '.join(recipe_names())}"
             )
         paths.append(resolve_config(value))
-    return paths, rest
+    # a file given twice is read once, at its last place: reading a, b, a gives what reading b, a gives
+    unique = [
+        path for i, path in enumerate(paths) if path.resolve() not in {p.resolve() for p in paths[i + 1 :]}
+    ]
+    return unique, rest
 
 
 def config_help(dests: Collection[str], reads_training_recipes: bool = False) -> str:

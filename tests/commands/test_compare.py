@@ -149,6 +149,10 @@ def test_bad_arms_are_refused_naming_the_entry(arms, message):
         (["--arms", "a=--method ppo"], r"--arms 'a': its flags '--method ppo' are not valid"),
         (["--arms", "a=--method vps --vps_alpha x"], r"--arms 'a': its flags"),
         (["--arms", "a=--method vps", "--methods", "grpo"], "give --methods or --arms, not both"),
+        (  # shlex strips the JSON's own quotes: say how to quote it, and name the demo recipe once
+            ["--arms", 'a=--method ps --step_scorer_kwargs {"correct_weight": 0.5}'],
+            r"from \S+demo\.yaml and the command line\) \(an arm's flags are split like a shell line, so quote",
+        ),
     ],
 )
 def test_arm_flags_are_checked_before_training(tmp_path, flags, message):

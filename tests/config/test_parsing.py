@@ -183,6 +183,20 @@ def test_later_config_files_layer_over_earlier_ones(tmp_path):
     assert (os.environ.pop("PSGRPO_TEST_LAYER_A"), os.environ.pop("PSGRPO_TEST_LAYER_B")) == ("a", "b")
 
 
+def test_a_config_file_given_twice_is_read_once_at_its_last_place(tmp_path):
+    from psgrpo.config.parsing import split_config_args
+
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text("max_steps: 3\nlearning_rate: 2.0e-5\n")
+    b.write_text("max_steps: 7\n")
+    paths, rest = split_config_args(["--config", str(a), "--config", str(b), f"--config={a}", "--seed", "1"])
+    assert (paths, rest) == ([b, a], ["--seed", "1"])  # a, b, a means what b, a means
+    _, args, _ = _train(
+        "--config", str(a), "--config", str(b), "--config", str(a), "--output_dir", str(tmp_path / "o")
+    )
+    assert (args.max_steps, args.learning_rate) == (3, 2e-5)
+
+
 def test_a_yaml_that_changes_the_step_scorer_drops_the_demos_scorer_kwargs(tmp_path):
     mine = tmp_path / "mine.yaml"
     mine.write_text("step_scorer: arithmetic\n")
