@@ -16,6 +16,8 @@
 * :func:`check_run_options`: the ``psgrpo train`` values that would otherwise fail after the model
   loaded: the ``--report_to`` integrations importable, ``--temperature`` > 0,
   ``--max_completion_length`` ≥ 1, vLLM importable with ``--use_vllm``, a chat template with ``--chat``.
+* :func:`other_methods_options`: options of another method that the user set (a flag, or a YAML of their own),
+  which this ``--method`` ignores: ``psgrpo train`` warns in one line.
 * :class:`TrainingInterrupted`: Ctrl-C during ``psgrpo train``, with the one line the CLI prints:
   the newest complete checkpoint and the command that resumes from it.
 """
@@ -332,6 +334,35 @@ def prepare_dataset_source(dataset: str) -> None:
     if dataset in ARITH_VARIANTS or looks_like_local_path(dataset) or dataset.endswith((".jsonl", ".json")):
         return
     prepare_hub_dataset(GSM8K_HUB_ID if dataset == "gsm8k" else dataset)
+
+
+SHARED_METHOD_OPTIONS = frozenset({"vps_answer_column"})
+"""Prefixed options that other code reads whatever the method (``psgrpo inspect`` reads the gold answer column)."""
+
+
+def other_methods_options(method: str, given: Mapping[str, str], packaged: Path | None = None) -> dict[str, str]:
+    """``option → its method`` for the options in ``given`` (option → where it was set: ``"command line"`` or a
+    YAML file) that belong to another method's prefix (``ps_``, ``vps_``, ``tree_``) and that ``method`` therefore
+    ignores; options set by the packaged recipes under ``packaged`` are left out (the user did not choose them)."""
+    from psgrpo.methods import all_methods
+
+    prefixes = {
+        prefix: spec.name
+        for spec in all_methods()
+        if spec.name != method
+        for prefix in spec.section_fields
+        if prefix.endswith("_")
+    }
+    unused = {}
+    for option, source in given.items():
+        if option in SHARED_METHOD_OPTIONS:
+            continue
+        if packaged is not None and source != "command line" and Path(source).resolve().is_relative_to(packaged):
+            continue
+        owner = next((name for prefix, name in prefixes.items() if option.startswith(prefix)), None)
+        if owner is not None:
+            unused[option] = owner
+    return unused
 
 
 def check_run_options(

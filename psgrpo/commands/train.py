@@ -32,7 +32,7 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
 
     from psgrpo.config.parsing import ConfigParser
     from psgrpo.data.tasks import TaskConfig
-    from psgrpo.loading import checkpoint_path, with_default_recipe
+    from psgrpo.loading import DEFAULT_RECIPE, checkpoint_path, with_default_recipe
     from psgrpo.methods import config_class
     from psgrpo.preflight import (
         TrainingInterrupted,
@@ -41,6 +41,7 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
         check_resume_target,
         check_run_options,
         interrupted_message,
+        other_methods_options,
         output_dir_removed_on_failure,
     )
 
@@ -50,6 +51,14 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     check_no_earlier_run(args.output_dir, args.resume_from_checkpoint)
     checkpoint_path(model_args.model_name_or_path)  # a missing local checkpoint: before anything loads
     check_run_options(task, args, model_args, parser.file_sources())
+    given = {**parser.file_sources(), **dict.fromkeys(parser.command_line, "command line")}
+    unused = other_methods_options(args.method, given, packaged=DEFAULT_RECIPE.parent)
+    if unused:
+        logger.warning(
+            "psgrpo train: %s belong to another method; --method %s does not use them",
+            ", ".join(f"--{option} ({owner})" for option, owner in unused.items()),
+            args.method,
+        )
     args.resume_from_checkpoint = check_resume_target(
         args.resume_from_checkpoint, args.output_dir, args.max_steps, args.method, task.dataset
     )

@@ -575,3 +575,41 @@ def test_eval_sampling_values_are_checked_before_the_model_loads(
 ):
     assert main(["eval", "--do_sample", "true", *flags, "--output_dir", str(tmp_path / "eval")]) == 2
     assert message in error_line(capsys)
+
+
+def test_another_methods_options_get_one_warning_before_the_model_loads(tmp_path, caplog, no_model_loads):
+    """--ps_lambda under --method grpo (or a tree_ option in the user's YAML) used to be ignored without a word;
+    the packaged recipes' own settings are not the user's choice and are not reported."""
+    from psgrpo.commands.train import train
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("tree_lambda: 0.5\n")
+    flags = ["--method", "grpo", "--ps_lambda", "2", "--output_dir", str(tmp_path / "o")]
+    with (
+        caplog.at_level("WARNING", logger="psgrpo"),
+        pytest.raises(AssertionError, match="a model was loaded"),
+    ):
+        train(["--config", str(mine), *flags])
+    said = [r.getMessage() for r in caplog.records if "belong to another method" in r.getMessage()]
+    expected = (
+        "--tree_lambda (tree), --ps_lambda (ps) belong to another method; --method grpo does not use them"
+    )
+    assert said == [f"psgrpo train: {expected}"]
+    caplog.clear()
+    with (
+        caplog.at_level("WARNING", logger="psgrpo"),
+        pytest.raises(AssertionError, match="a model was loaded"),
+    ):
+        train(
+            [
+                "--config",
+                "arith-hard",
+                "--method",
+                "ps",
+                "--ps_lambda",
+                "2",
+                "--output_dir",
+                str(tmp_path / "p"),
+            ]
+        )
+    assert not [r for r in caplog.records if "belong to another method" in r.getMessage()]
