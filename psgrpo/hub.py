@@ -179,3 +179,32 @@ def prepare_hub_dataset(name: str) -> None:
             HUB_OFFLINE_ENV,
         )
         go_offline()
+
+
+def check_push_to_hub(push_to_hub: bool) -> None:
+    """With ``--push_to_hub true``, a token and a Hub that answers, before anything loads (transformers would
+    fail in ``Trainer.__init__``, after the model loaded, with two tracebacks).
+
+    Raises:
+        OSError: in one line, naming ``--push_to_hub`` and what is missing.
+    """
+    if not push_to_hub:
+        return
+    from huggingface_hub import constants, get_token
+
+    if hub_offline():
+        raise OSError(
+            f"--push_to_hub true: {HUB_OFFLINE_ENV} is set, so nothing can be uploaded; unset it, or drop --push_to_hub"
+        )
+    if get_token() is None:
+        raise OSError(
+            "--push_to_hub true: no Hugging Face token; log in (`hf auth login`) or set HF_TOKEN, or drop --push_to_hub"
+        )
+    endpoint = constants.ENDPOINT
+    if endpoint not in _REACHABLE:
+        _REACHABLE[endpoint] = hub_reachable(endpoint)
+    if _REACHABLE[endpoint] is not None:
+        raise OSError(
+            f"--push_to_hub true: the Hugging Face Hub ({endpoint}) cannot be reached ({_REACHABLE[endpoint]}); "
+            "connect to the network, or drop --push_to_hub (the model is saved in --output_dir either way)"
+        )

@@ -15,7 +15,8 @@
   its optimizer and step count; starting from its weights is ``--model_name_or_path``).
 * :func:`check_run_options`: the ``psgrpo train`` values that would otherwise fail after the model
   loaded: the ``--report_to`` integrations importable, ``--temperature`` > 0,
-  ``--max_completion_length`` ≥ 1, vLLM importable with ``--use_vllm``, a chat template with ``--chat``.
+  ``--max_completion_length`` ≥ 1, vLLM importable with ``--use_vllm``, a chat template with ``--chat``, a
+  token and a Hub that answers with ``--push_to_hub``.
 * :func:`other_methods_options`: options of another method that the user set (a flag, or a YAML of their own),
   which this ``--method`` ignores: ``psgrpo train`` warns in one line.
 * :class:`TrainingInterrupted`: Ctrl-C during ``psgrpo train``, with the one line the CLI prints:
@@ -340,7 +341,9 @@ SHARED_METHOD_OPTIONS = frozenset({"vps_answer_column"})
 """Prefixed options that other code reads whatever the method (``psgrpo inspect`` reads the gold answer column)."""
 
 
-def other_methods_options(method: str, given: Mapping[str, str], packaged: Path | None = None) -> dict[str, str]:
+def other_methods_options(
+    method: str, given: Mapping[str, str], packaged: Path | None = None
+) -> dict[str, str]:
     """``option → its method`` for the options in ``given`` (option → where it was set: ``"command line"`` or a
     YAML file) that belong to another method's prefix (``ps_``, ``vps_``, ``tree_``) and that ``method`` therefore
     ignores; options set by the packaged recipes under ``packaged`` are left out (the user did not choose them)."""
@@ -357,7 +360,11 @@ def other_methods_options(method: str, given: Mapping[str, str], packaged: Path 
     for option, source in given.items():
         if option in SHARED_METHOD_OPTIONS:
             continue
-        if packaged is not None and source != "command line" and Path(source).resolve().is_relative_to(packaged):
+        if (
+            packaged is not None
+            and source != "command line"
+            and Path(source).resolve().is_relative_to(packaged)
+        ):
             continue
         owner = next((name for prefix, name in prefixes.items() if option.startswith(prefix)), None)
         if owner is not None:
@@ -374,12 +381,15 @@ def check_run_options(
         sources: ``option → the --config file that set it`` (not typed on the command line): an error about
             such an option names the file and the key (``recipe.yaml: temperature 0: …``) instead of a flag.
     """
+    from psgrpo.hub import check_push_to_hub
+
     try:
         check_generation_options(args.temperature, args.max_completion_length)
         check_report_to(args.report_to)
         check_vllm(args.use_vllm)
         check_chat_template(task.chat, model_args.model_name_or_path)
-    except (ValueError, ImportError) as err:
+        check_push_to_hub(args.push_to_hub)
+    except (ValueError, ImportError, OSError) as err:
         flag = re.match(r"--(\w+) ", str(err))
         source = (sources or {}).get(flag.group(1)) if flag else None
         if source is None:

@@ -613,3 +613,31 @@ def test_another_methods_options_get_one_warning_before_the_model_loads(tmp_path
             ]
         )
     assert not [r for r in caplog.records if "belong to another method" in r.getMessage()]
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("offline", "--push_to_hub true: HF_HUB_OFFLINE is set, so nothing can be uploaded"),
+        ("no token", "--push_to_hub true: no Hugging Face token"),
+        (
+            "unreachable",
+            "--push_to_hub true: the Hugging Face Hub (https://huggingface.co) cannot be reached",
+        ),
+    ],
+)
+def test_push_to_hub_without_a_hub_is_one_line_before_the_model_loads(
+    tmp_path, capsys, monkeypatch, no_model_loads, setup, message
+):
+    """It used to load the model, then fail in Trainer.__init__ with 89 lines and two tracebacks."""
+    import huggingface_hub
+
+    probed = fake_hub(monkeypatch, why=None if setup != "unreachable" else "ConnectError: no network")
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: None if setup == "no token" else "hf_fake")
+    if setup == "offline":
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "run"
+    assert run_train(out, "--push_to_hub", "true") == 2
+    assert message in error_line(capsys)
+    assert not out.exists()
+    assert probed == ([] if setup != "unreachable" else ["https://huggingface.co"])
