@@ -56,6 +56,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -284,6 +285,9 @@ def run_section(spec: dict[str, Any]) -> dict[str, Any]:
     # model) would count towards dynamo's recompile limit, and a section past it would decode eagerly. First,
     # so that what the reset frees (the last section's CUDA graph pools) is gone before memory is read.
     torch._dynamo.reset()
+    shutil.rmtree(
+        spec["run_dir"], ignore_errors=True
+    )  # a rerun's section trains anew (train refuses an old run)
     gc.collect()
     if cuda:
         torch.cuda.empty_cache()

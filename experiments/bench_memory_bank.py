@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_demo(flags: list[str], output_dir: Path) -> dict:
-    """One ``psgrpo train`` run in a subprocess; its report plus a summary of its per-step metrics."""
+    """One ``psgrpo train`` run in a subprocess, into a fresh ``output_dir`` (a rerun replaces the last one's); its
+    report plus a summary of its per-step metrics."""
+    shutil.rmtree(output_dir, ignore_errors=True)
     command = [
         sys.executable,
         "-m",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +42,9 @@ def run_mode(mode: str, flags: list[str], output_dir: Path) -> None:
     """One ``psgrpo train --method ps`` run in a subprocess (skipped when its report exists)."""
     if (output_dir / "report.json").exists():
         return
+    shutil.rmtree(
+        output_dir, ignore_errors=True
+    )  # what a stopped run left: psgrpo train refuses to mix with it
     command = [
         sys.executable, "-m", "psgrpo.commands.cli", "train", "--method", "ps", "--ps_advantage_mode", mode, *flags,
         "--output_dir", str(output_dir), "--logging_steps", "1", "--save_strategy", "no", "--report_to", "none",

@@ -8,6 +8,7 @@ Runs ``psgrpo train`` in-process with the embedded recipe (output in a new outpu
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -16,7 +17,11 @@ from psgrpo.commands.train import train
 
 def main(argv: list[str]) -> None:
     if "--output_dir" not in argv:
-        argv = ["--output_dir", time.strftime("outputs/bench-demo/%Y%m%d-%H%M%S", time.gmtime()), *argv]
+        argv = [
+            "--output_dir",
+            time.strftime("outputs/bench-demo/%Y%m%d-%H%M%S", time.gmtime()) + f"-{os.getpid()}",
+            *argv,
+        ]
     start = time.perf_counter()
     report = train(argv)
     wall = time.perf_counter() - start

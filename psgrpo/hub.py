@@ -181,7 +181,7 @@ def prepare_hub_dataset(name: str) -> None:
         go_offline()
 
 
-def check_push_to_hub(push_to_hub: bool) -> None:
+def check_push_to_hub(push_to_hub: bool, hub_token: str | None = None) -> None:
     """With ``--push_to_hub true``, a token and a Hub that answers, before anything loads (transformers would
     fail in ``Trainer.__init__``, after the model loaded, with two tracebacks).
 
@@ -196,9 +196,10 @@ def check_push_to_hub(push_to_hub: bool) -> None:
         raise OSError(
             f"--push_to_hub true: {HUB_OFFLINE_ENV} is set, so nothing can be uploaded; unset it, or drop --push_to_hub"
         )
-    if get_token() is None:
+    if hub_token is None and get_token() is None:
         raise OSError(
-            "--push_to_hub true: no Hugging Face token; log in (`hf auth login`) or set HF_TOKEN, or drop --push_to_hub"
+            "--push_to_hub true: no Hugging Face token; log in (`hf auth login`), set HF_TOKEN or --hub_token, or "
+            "drop --push_to_hub"
         )
     endpoint = constants.ENDPOINT
     if endpoint not in _REACHABLE:

@@ -27,14 +27,17 @@ def with_default_recipe(argv: Sequence[str]) -> list[str]:
     return ["--config", str(DEFAULT_RECIPE), *argv]
 
 
-def checkpoint_path(model_name_or_path: str | None, option: str = "--model_name_or_path") -> str:
+def checkpoint_path(
+    model_name_or_path: str | None, option: str = "--model_name_or_path", run_dir_ok: bool = False
+) -> str:
     """The checkpoint to load: the given path or hub id, the embedded checkpoint for ``None``, or a
     committed one for ``embedded:NAME`` (:func:`psgrpo.tiny.resolve_checkpoint`).
 
     A local-looking name (:func:`psgrpo.hub.looks_like_local_path`: ``outputs/demo``, ``./x``, absolute)
     is never sent to the Hub; a Hub id with ``HF_HUB_OFFLINE`` set must be in the local cache, and without
     it the Hub must answer (or the id be cached): :func:`psgrpo.hub.check_hub_reachable`.
-    ``option`` names the option in messages.
+    ``option`` names the option in messages. ``run_dir_ok``: a run folder that holds only ``checkpoint-N``
+    folders is accepted (``psgrpo eval`` and ``diagnose`` then take its newest checkpoint).
 
     Raises:
         FileNotFoundError: when ``model_name_or_path`` is a filesystem path that does not exist.
@@ -59,12 +62,24 @@ def checkpoint_path(model_name_or_path: str | None, option: str = "--model_name_
                 f"{option} {model_name_or_path}: is a file; give the checkpoint directory that holds the model "
                 f"(config.json + weights + tokenizer), such as {local.parent}"
             )
-        holds_checkpoints = any(local.glob("checkpoint-*")) or any(local.glob("partial-checkpoint-*"))
-        if not any((local / name).exists() for name in MODEL_CONFIG_FILES) and not holds_checkpoints:
-            raise FileNotFoundError(
-                f"{option} {model_name_or_path}: not a checkpoint directory (no {' / '.join(MODEL_CONFIG_FILES)}); "
-                "give a psgrpo train --output_dir, one of its checkpoint-N folders, or a Hub id"
-            )
+        if not any((local / name).exists() for name in MODEL_CONFIG_FILES):
+            checkpoints = sorted(p.name for p in local.glob("checkpoint-*") if p.is_dir())
+            ours = option == "--model_name_or_path"
+            if checkpoints and not (run_dir_ok and ours):
+                raise FileNotFoundError(
+                    f"{option} {model_name_or_path}: a run folder without a final model; give one of its "
+                    f"checkpoints ({', '.join(checkpoints[-3:])})"
+                )
+            if not checkpoints and not any(local.glob("partial-checkpoint-*")):
+                hint = (
+                    "a psgrpo train --output_dir, one of its checkpoint-N folders"
+                    if ours
+                    else "a model folder"
+                )
+                raise FileNotFoundError(
+                    f"{option} {model_name_or_path}: not a checkpoint directory (no "
+                    f"{' / '.join(MODEL_CONFIG_FILES)}); give {hint}, or a Hub id"
+                )
         return str(local)
     check_hub_reachable(model_name_or_path, option)  # offline: one line at once, not retries
     return model_name_or_path

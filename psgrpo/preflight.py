@@ -15,10 +15,9 @@
   its optimizer and step count; starting from its weights is ``--model_name_or_path``).
 * :func:`check_run_options`: the ``psgrpo train`` values that would otherwise fail after the model
   loaded: the ``--report_to`` integrations importable, ``--temperature`` > 0,
-  ``--max_completion_length`` ≥ 1, vLLM importable with ``--use_vllm``, a chat template with ``--chat``, a
-  token and a Hub that answers with ``--push_to_hub``.
-* :func:`other_methods_options`: options of another method that the user set (a flag, or a YAML of their own),
-  which this ``--method`` ignores: ``psgrpo train`` warns in one line.
+  ``--max_completion_length`` ≥ 1, vLLM importable with ``--use_vllm``, a chat template with ``--chat``.
+* :func:`other_methods_options`: options of another method that the user set (a flag, or a YAML file), which this
+  ``--method`` ignores: ``psgrpo train`` warns in one line.
 * :class:`TrainingInterrupted`: Ctrl-C during ``psgrpo train``, with the one line the CLI prints:
   the newest complete checkpoint and the command that resumes from it.
 """
@@ -31,7 +30,7 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -86,45 +85,47 @@ def check_output_file(path: str | os.PathLike[str] | None, option: str) -> None:
         raise OSError(f"{option} {str(path)!r}: {err}") from None
 
 
-RUN_FILES = (
-    "report.json",
-    "metrics.jsonl",
-    "model.safetensors",
-    "adapter_model.safetensors",
-    "pytorch_model.bin",
-)
-"""Files ``psgrpo train`` writes into its ``--output_dir``: one of them (or a ``checkpoint-N`` folder) there means an
-earlier run."""
+RUN_FILES = ("report.json", "model.safetensors", "adapter_model.safetensors", "pytorch_model.bin")
+"""Files ``psgrpo train`` writes into its ``--output_dir`` (besides ``metrics.jsonl`` and ``checkpoint-N`` folders):
+one of them there means an earlier run."""
 
 
 def earlier_run(path: str | os.PathLike[str] | None) -> list[str]:
-    """What of an earlier run the directory ``path`` holds: the :data:`RUN_FILES` and ``checkpoint-N`` folders in it."""
+    """What of an earlier run the directory ``path`` holds: its metrics, model and report files, and its newest two
+    ``checkpoint-N`` folders."""
+    from psgrpo.checkpoints.atomic import CHECKPOINT_RE, _numbered
+    from psgrpo.metrics_log import METRICS_FILE
+
     if path is None or not Path(path).expanduser().is_dir():
         return []
     target = Path(path).expanduser()
-    found = [name for name in RUN_FILES if (target / name).is_file()]
-    checkpoints = sorted(
-        (child.name for child in target.glob("checkpoint-*") if child.is_dir() and child.name[11:].isdigit()),
-        key=lambda name: int(name[11:]),
-    )
-    return found + checkpoints[-2:]
+    found = [name for name in (*RUN_FILES, METRICS_FILE) if (target / name).is_file()]
+    return found + [p.name for _, p in reversed(_numbered(target, CHECKPOINT_RE)[:2])]
 
 
-def check_no_earlier_run(path: str | os.PathLike[str] | None, resume: str | bool | None) -> None:
-    """Refuse to train into ``path`` when it holds an earlier run (:func:`earlier_run`), unless ``resume`` continues it.
+def check_no_earlier_run(path: str | os.PathLike[str] | None, resume: str | None) -> None:
+    """Refuse to train into ``path`` when it holds an earlier run (:func:`earlier_run`), unless ``resume`` (the
+    checkpoint :func:`check_resume_target` resolved, or ``None``) continues it.
 
     Raises:
-        FileExistsError: naming the directory, what it holds, and the three ways on.
+        FileExistsError: naming the directory, what it holds, and the ways on (resuming only where a complete
+            checkpoint exists).
     """
-    if resume not in (None, False, "false", "False", ""):
+    from psgrpo.checkpoints.atomic import last_complete_checkpoint
+
+    found = earlier_run(path) if resume is None else []
+    if not found:
         return
-    found = earlier_run(path)
-    if found:
-        raise FileExistsError(
-            f"--output_dir {path}: already holds a run ({', '.join(found)}); training there would overwrite its "
-            "model and checkpoints and mix the two runs' metrics.jsonl. Give a new --output_dir, continue that run "
-            f"with {RESUME_FLAG} true, or delete the folder first"
-        )
+    newest, _ = last_complete_checkpoint(Path(path).expanduser())
+    ways = (
+        f"continue it from {newest.name} with {RESUME_FLAG} true, give a new --output_dir, or delete the folder first"
+        if newest is not None
+        else "it holds no complete checkpoint to resume from, so give a new --output_dir or delete the folder first"
+    )
+    raise FileExistsError(
+        f"--output_dir {path}: already holds a run ({', '.join(found)}); training there would overwrite its "
+        f"model and checkpoints and mix the two runs' metrics.jsonl: {ways}"
+    )
 
 
 def holds_no_file(path: Path) -> bool:
@@ -153,15 +154,9 @@ def check_same_run(checkpoint: str, method: str | None, dataset: str | None) -> 
     """Refuse to resume ``checkpoint`` with another method or dataset than the ones its task record names
     (:mod:`psgrpo.eval.trained_on`; a checkpoint without a record, or a record without the method, is not checked
     on what it lacks)."""
-    from psgrpo.eval.trained_on import TASK_RECORD
+    from psgrpo.eval.trained_on import read_run_record
 
-    path = Path(checkpoint) / TASK_RECORD
-    try:
-        record = json.loads(path.read_text()) if path.is_file() else {}
-    except (OSError, json.JSONDecodeError):
-        record = {}
-    if not isinstance(record, dict):
-        return
+    record = read_run_record(checkpoint)
     asked = {"method": method, "dataset": dataset}
     differ = [
         (name, record[name], value)
@@ -227,7 +222,8 @@ def interrupted_message(output_dir: str, argv: Sequence[str]) -> str:
     newest, _ = last_complete_checkpoint(output_dir) if Path(output_dir).is_dir() else (None, [])
     if newest is None:
         return (
-            f"interrupted; no complete checkpoint in {output_dir} yet, so a new run starts from the beginning"
+            f"interrupted; no complete checkpoint in {output_dir} yet, so a new run starts from the beginning: "
+            "delete that folder or give a new --output_dir"
         )
     return f"interrupted; the newest complete checkpoint is {newest}; resume with: {resume_command(argv)}"
 
@@ -341,33 +337,25 @@ SHARED_METHOD_OPTIONS = frozenset({"vps_answer_column"})
 """Prefixed options that other code reads whatever the method (``psgrpo inspect`` reads the gold answer column)."""
 
 
-def other_methods_options(
-    method: str, given: Mapping[str, str], packaged: Path | None = None
-) -> dict[str, str]:
-    """``option → its method`` for the options in ``given`` (option → where it was set: ``"command line"`` or a
-    YAML file) that belong to another method's prefix (``ps_``, ``vps_``, ``tree_``) and that ``method`` therefore
-    ignores; options set by the packaged recipes under ``packaged`` are left out (the user did not choose them)."""
+def other_methods_options(method: str, given: Collection[str]) -> dict[str, str]:
+    """``option → its method`` for the options in ``given`` that carry another method's prefix (``ps_``, ``vps_``,
+    ``tree_``, a registered method's own) and that ``method`` therefore ignores. An option belongs to the method
+    with the longest matching prefix, so a method ``ps_v2`` with prefix ``ps_v2_`` owns ``ps_v2_alpha``."""
     from psgrpo.methods import all_methods
 
-    prefixes = {
-        prefix: spec.name
-        for spec in all_methods()
-        if spec.name != method
-        for prefix in spec.section_fields
-        if prefix.endswith("_")
-    }
+    prefixes = sorted(
+        (
+            (prefix, spec.name)
+            for spec in all_methods()
+            for prefix in spec.section_fields
+            if prefix.endswith("_")
+        ),
+        key=lambda item: -len(item[0]),
+    )
     unused = {}
-    for option, source in given.items():
-        if option in SHARED_METHOD_OPTIONS:
-            continue
-        if (
-            packaged is not None
-            and source != "command line"
-            and Path(source).resolve().is_relative_to(packaged)
-        ):
-            continue
-        owner = next((name for prefix, name in prefixes.items() if option.startswith(prefix)), None)
-        if owner is not None:
+    for option in sorted(given):
+        owner = next((name for prefix, name in prefixes if option.startswith(prefix)), None)
+        if owner is not None and owner != method and option not in SHARED_METHOD_OPTIONS:
             unused[option] = owner
     return unused
 
@@ -381,15 +369,12 @@ def check_run_options(
         sources: ``option → the --config file that set it`` (not typed on the command line): an error about
             such an option names the file and the key (``recipe.yaml: temperature 0: …``) instead of a flag.
     """
-    from psgrpo.hub import check_push_to_hub
-
     try:
         check_generation_options(args.temperature, args.max_completion_length)
         check_report_to(args.report_to)
         check_vllm(args.use_vllm)
         check_chat_template(task.chat, model_args.model_name_or_path)
-        check_push_to_hub(args.push_to_hub)
-    except (ValueError, ImportError, OSError) as err:
+    except (ValueError, ImportError) as err:
         flag = re.match(r"--(\w+) ", str(err))
         source = (sources or {}).get(flag.group(1)) if flag else None
         if source is None:

@@ -164,7 +164,7 @@ class EvalConfig:
             from psgrpo.config.options import check_number
 
             check_number("temperature", self.temperature, low=0.0, low_open=True)
-            check_number("top_k", self.top_k, low=0, allow_none=True)
+            check_number("top_k", self.top_k, low=-1 if self.backend == "vllm" else 0, allow_none=True)
             check_number("top_p", self.top_p, low=0.0, high=1.0, low_open=True, allow_none=True)
         if self.pass_k is None:
             self.pass_k = sorted({1, self.num_samples})
@@ -256,7 +256,9 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
     check_output_dir(cfg.output_dir)
     if cfg.output_file:
         check_output_dir(Path(cfg.output_file).parent, option="--output_file's folder")
-    checkpoint_path(cfg.model_name_or_path)  # a checkpoint never written: one line, never a Hub lookup
+    checkpoint_path(
+        cfg.model_name_or_path, run_dir_ok=True
+    )  # a checkpoint never written: one line, no Hub lookup
     cfg.model_name_or_path = resolve_eval_checkpoint(
         cfg.model_name_or_path
     )  # a run dir: its newest checkpoint

@@ -82,7 +82,9 @@ def inspect(argv: Sequence[str]) -> InspectPage:
     try:  # the rows before the model: a bad split or an index past the end is one line, before anything loads
         rows = load_task_split(task, split, limit=cfg.first_prompt + cfg.num_prompts)
     except ValueError as err:
-        raise ValueError(f"--inspect_split {split}: {err}" if cfg.inspect_split else str(err)) from None
+        if cfg.inspect_split and repr(split) in str(err):  # the split is what was wrong: name the flag
+            raise ValueError(f"--inspect_split {split}: {err}") from None
+        raise
     if len(rows) <= cfg.first_prompt:
         raise ValueError(
             f"--first_prompt {cfg.first_prompt} is past the end of {task.dataset}/{split} ({len(rows)} rows)"

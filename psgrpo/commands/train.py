@@ -32,7 +32,8 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
 
     from psgrpo.config.parsing import ConfigParser
     from psgrpo.data.tasks import TaskConfig
-    from psgrpo.loading import DEFAULT_RECIPE, checkpoint_path, with_default_recipe
+    from psgrpo.hub import check_push_to_hub
+    from psgrpo.loading import checkpoint_path, with_default_recipe
     from psgrpo.methods import config_class
     from psgrpo.preflight import (
         TrainingInterrupted,
@@ -48,11 +49,10 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     parser = ConfigParser((TaskConfig, config_class(), ModelConfig), prog="psgrpo train")
     task, args, model_args = parser.parse_args_and_config(with_default_recipe(argv))
     check_output_dir(args.output_dir)
-    check_no_earlier_run(args.output_dir, args.resume_from_checkpoint)
     checkpoint_path(model_args.model_name_or_path)  # a missing local checkpoint: before anything loads
     check_run_options(task, args, model_args, parser.file_sources())
-    given = {**parser.file_sources(), **dict.fromkeys(parser.command_line, "command line")}
-    unused = other_methods_options(args.method, given, packaged=DEFAULT_RECIPE.parent)
+    check_push_to_hub(args.push_to_hub, args.hub_token)
+    unused = other_methods_options(args.method, {*parser.file_sources(), *parser.command_line})
     if unused:
         logger.warning(
             "psgrpo train: %s belong to another method; --method %s does not use them",
@@ -62,6 +62,7 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     args.resume_from_checkpoint = check_resume_target(
         args.resume_from_checkpoint, args.output_dir, args.max_steps, args.method, task.dataset
     )
+    check_no_earlier_run(args.output_dir, args.resume_from_checkpoint)
     try:
         with output_dir_removed_on_failure(args.output_dir):
             return _train(task, args, model_args)

@@ -105,7 +105,8 @@ def check_sampling_and_batch(config: Any) -> None:
     ``top_p`` 1.5 samples as 1.0), with messages that name neither the option nor its range."""
     check_number("per_device_train_batch_size", config.per_device_train_batch_size, low=1)
     check_number("gradient_accumulation_steps", config.gradient_accumulation_steps, low=1)
-    check_number("top_k", config.top_k, low=0, allow_none=True)  # 0 = no top-k filtering
+    # 0 = no top-k filtering; vLLM also reads -1 so
+    check_number("top_k", config.top_k, low=-1 if config.use_vllm else 0, allow_none=True)
     check_number("top_p", config.top_p, low=0.0, high=1.0, low_open=True, allow_none=True)
     check_number("min_p", config.min_p, low=0.0, high=1.0, allow_none=True)
     check_number("repetition_penalty", config.repetition_penalty, low=0.0, low_open=True, allow_none=True)

@@ -111,6 +111,7 @@ class ConfigParser(TrlParser):
         )
         self.show_all_options = False
         self._initial_defaults = {id(action): action.default for action in self._actions}
+        self.one_value_options = one_value_fields(self.dataclass_types)
 
     def parse_args_and_config(
         self,
@@ -250,7 +251,13 @@ class ConfigParser(TrlParser):
             if action.dest not in kwargs:
                 continue
             source = self.config_sources.get(action.dest, self.config_path)
-            _check_one_value(action, kwargs[action.dest], source)
+            value = kwargs[action.dest]
+            if action.dest in self.one_value_options and isinstance(value, (list, dict)):
+                # argparse converts only string defaults: a list would reach the config and fail later (TypeError)
+                what = "a list" if isinstance(value, list) else "a mapping"
+                raise ConfigError(
+                    f"{source or 'config file'}: {action.dest}: expected one value, got {what} ({value!r})"
+                )
             if action.choices is not None:
                 _check_config_value(action, kwargs[action.dest], source)
         return super().set_defaults_with_config(**kwargs)
@@ -388,14 +395,35 @@ def drop_foreign_component_kwargs(
     return kept
 
 
-def _check_one_value(action: argparse.Action, value: Any, path: str | None) -> None:
-    """Raise :class:`ConfigError` when YAML gives a list or a mapping to an option that takes one number, bool or
-    choice (argparse converts only string defaults, so it would reach the config as a list and fail later with a
-    ``TypeError``). Options typed ``str`` are left alone: some take a list (``report_to``) or a mapping (``*_kwargs``)."""
-    if action.nargs is not None or action.type in (None, str) or not isinstance(value, (list, dict)):
-        return
-    what = "a list" if isinstance(value, list) else "a mapping"
-    raise ConfigError(f"{path or 'config file'}: {action.dest}: expected one value, got {what} ({value!r})")
+def one_value_fields(dataclass_types: Sequence[type]) -> frozenset[str]:
+    """The fields that take one number, bool or choice (``int``, ``float``, ``bool``, a ``Literal`` or an ``Enum``,
+    optionally ``| None``): a YAML list or mapping for them is refused. Fields that admit ``str``, ``list`` or
+    ``dict`` are left out (``report_to`` takes a list, the ``*_kwargs`` options a mapping)."""
+    import dataclasses
+    import enum
+    import types
+    import typing
+
+    def one_value(kind: Any) -> bool:
+        return (
+            kind in (int, float, bool)
+            or typing.get_origin(kind) is typing.Literal
+            or (isinstance(kind, type) and issubclass(kind, enum.Enum))
+        )
+
+    names = set()
+    for dataclass_type in dataclass_types:
+        try:
+            hints = typing.get_type_hints(dataclass_type)
+        except Exception:  # noqa: BLE001 - a hint that does not resolve: its fields are not checked here
+            continue
+        for field in dataclasses.fields(dataclass_type):
+            kind = hints.get(field.name)
+            union = typing.get_origin(kind) in (typing.Union, types.UnionType)
+            members = [k for k in typing.get_args(kind) if k is not type(None)] if union else [kind]
+            if members and all(one_value(k) for k in members):
+                names.add(field.name)
+    return frozenset(names)
 
 
 def _check_config_value(action: argparse.Action, value: Any, path: str | None) -> None:

@@ -48,6 +48,17 @@ def write_task_record(directory: str | Path, task: Any, method: str | None = Non
     return path
 
 
+def read_run_record(directory: str | Path) -> dict[str, Any]:
+    """The whole :data:`TASK_RECORD` of ``directory`` (task fields and the method), ``{}`` when it has none or
+    it cannot be read."""
+    path = Path(directory) / TASK_RECORD
+    try:
+        record = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
 def read_task_record(model_path: str | Path | None) -> tuple[dict[str, Any], Path] | None:
     """``(recorded task fields, the file)`` for a local checkpoint: its own record, else its run directory's;
     ``None`` for a Hub id, the embedded checkpoint, or a checkpoint trained without ``psgrpo train``."""

@@ -98,7 +98,7 @@ def make_marker_segmenter(pattern: str | re.Pattern[str] = DEFAULT_MARKER) -> Te
         pattern: the regex a step starts at (Python ``re`` syntax), e.g. ``(?m)^[0-9]+[.]`` for numbered lines.
 
     Raises:
-        ValueError: ``pattern`` does not compile, or matches nothing at any point of plain text (``x*``: every
+        ValueError: ``pattern`` does not compile, or matches the empty string at any point of plain text (``x*``: every
             character would start a step); the message names it. Anchored empty matches (``(?m)^``,
             ``(?=Step)``, ``\\b``) are markers like any other.
     """

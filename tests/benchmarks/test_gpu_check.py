@@ -187,6 +187,8 @@ def test_on_cuda_a_section_frees_the_last_sections_graphs_before_it_reads_memory
         (run_dir / "metrics.jsonl").write_text("\n".join(json.dumps(step) for _ in range(2)) + "\n")
 
     monkeypatch.setattr(gpu_check, "psgrpo_train", fake_train)
+    run_dir.mkdir()  # a rerun on a warm machine: the last check's section (train refuses a folder with a run)
+    (run_dir / "report.json").write_text("{}")
     spec = dict(
         model_dir="m", dataset="d", method="grpo", run_dir=str(run_dir), steps=2, smoke=False, extra=[]
     )

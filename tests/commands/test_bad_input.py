@@ -428,15 +428,23 @@ def test_a_value_from_a_recipe_names_the_file_and_the_key(tmp_path, capsys, no_m
 @pytest.mark.parametrize("left", ["report.json", "metrics.jsonl", "model.safetensors", "checkpoint-50"])
 def test_an_output_dir_that_holds_an_earlier_run_is_refused_and_kept(tmp_path, capsys, no_model_loads, left):
     """Training into a finished (or stopped) run's folder used to overwrite its model and checkpoints and append
-    to its metrics.jsonl, with exit status 0."""
+    to its metrics.jsonl, with exit status 0. Resuming is offered only where a complete checkpoint exists."""
     out = tmp_path / "run"
     out.mkdir()
-    (out / left).mkdir() if left.startswith("checkpoint-") else (out / left).write_text("{}")
+    if left.startswith("checkpoint-"):
+        (out / left).mkdir()
+        (out / left / "trainer_state.json").write_text(json.dumps({"global_step": 50}))
+        write_marker(out / left, 50)
+    else:
+        (out / left).write_text("{}")
     before = sorted(p.name for p in out.iterdir())
     assert run_train(out, "--max_steps", "1") == 2
     line = error_line(capsys)
-    assert f"--output_dir {out}: already holds a run ({left})" in line
-    assert "--resume_from_checkpoint true" in line and "new --output_dir" in line
+    assert f"--output_dir {out}: already holds a run ({left})" in line and "new --output_dir" in line
+    if left.startswith("checkpoint-"):
+        assert "continue it from checkpoint-50 with --resume_from_checkpoint true" in line
+    else:
+        assert "holds no complete checkpoint to resume from" in line and "resume_from_checkpoint" not in line
     assert sorted(p.name for p in out.iterdir()) == before
 
 
@@ -453,7 +461,7 @@ def test_a_folder_with_other_files_or_a_compare_spec_is_not_an_earlier_run(tmp_p
     for n in (2, 10, 9):
         (out / f"checkpoint-{n}").mkdir()
     assert earlier_run(out) == ["checkpoint-9", "checkpoint-10"]  # the newest two, by step
-    check_no_earlier_run(out, "true")  # resuming it is what the folder is for
+    check_no_earlier_run(out, str(out / "checkpoint-10"))  # resuming it is what the folder is for
 
 
 def test_resuming_with_another_method_or_dataset_is_refused(tmp_path, capsys, no_model_loads):
@@ -473,7 +481,14 @@ def test_resuming_with_another_method_or_dataset_is_refused(tmp_path, capsys, no
 
 
 @pytest.mark.parametrize(
-    ("key", "value"), [("temperature", "[0.7, 1.0]"), ("num_generations", "[4, 8]"), ("bf16", "{a: 1}")]
+    ("key", "value"),
+    [
+        ("temperature", "[0.7, 1.0]"),
+        ("num_generations", "[4, 8]"),
+        ("bf16", "{a: 1}"),
+        ("use_vllm", "[true]"),  # bools with nargs='?' too
+        ("eval_before_after", "{a: 1}"),
+    ],
 )
 def test_a_yaml_list_or_mapping_for_a_single_value_names_the_file_and_key(
     tmp_path, capsys, no_model_loads, key, value
@@ -486,6 +501,23 @@ def test_a_yaml_list_or_mapping_for_a_single_value_names_the_file_and_key(
     line = error_line(capsys)
     assert f"{recipe}: {key}: expected one value, got a" in line
     assert not out.exists()
+
+
+def test_a_yaml_mapping_or_list_stays_valid_where_the_option_takes_one(tmp_path):
+    """liger_kernel_config is a dict[str, bool], report_to a list: the one-value check leaves them alone."""
+    from trl import ModelConfig
+
+    from psgrpo.config.parsing import ConfigParser
+    from psgrpo.data.tasks import TaskConfig
+    from psgrpo.methods import config_class
+
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("liger_kernel_config: {rope: true}\nreport_to: [tensorboard]\nmax_steps: 1\n")
+    parser = ConfigParser((TaskConfig, config_class(), ModelConfig), prog="psgrpo train")
+    _, args, _ = parser.parse_args_and_config(["--config", str(recipe), "--output_dir", str(tmp_path / "o")])
+    assert args.liger_kernel_config == {"rope": True} and args.report_to == ["tensorboard"]
+    assert {"temperature", "use_vllm", "vps_alpha"} <= parser.one_value_options
+    assert not {"report_to", "liger_kernel_config", "step_scorer_kwargs"} & parser.one_value_options
 
 
 @pytest.mark.parametrize(
@@ -578,8 +610,7 @@ def test_eval_sampling_values_are_checked_before_the_model_loads(
 
 
 def test_another_methods_options_get_one_warning_before_the_model_loads(tmp_path, caplog, no_model_loads):
-    """--ps_lambda under --method grpo (or a tree_ option in the user's YAML) used to be ignored without a word;
-    the packaged recipes' own settings are not the user's choice and are not reported."""
+    """--ps_lambda under --method grpo (or a tree_ option in the user's YAML) used to be ignored without a word."""
     from psgrpo.commands.train import train
 
     mine = tmp_path / "mine.yaml"
@@ -592,27 +623,39 @@ def test_another_methods_options_get_one_warning_before_the_model_loads(tmp_path
         train(["--config", str(mine), *flags])
     said = [r.getMessage() for r in caplog.records if "belong to another method" in r.getMessage()]
     expected = (
-        "--tree_lambda (tree), --ps_lambda (ps) belong to another method; --method grpo does not use them"
+        "--ps_lambda (ps), --tree_lambda (tree) belong to another method; --method grpo does not use them"
     )
     assert said == [f"psgrpo train: {expected}"]
     caplog.clear()
+    own = [
+        "--method",
+        "vps",
+        "--vps_alpha",
+        "1",
+        "--vps_answer_column",
+        "answer",
+        "--output_dir",
+        str(tmp_path / "p"),
+    ]
     with (
         caplog.at_level("WARNING", logger="psgrpo"),
         pytest.raises(AssertionError, match="a model was loaded"),
     ):
-        train(
-            [
-                "--config",
-                "arith-hard",
-                "--method",
-                "ps",
-                "--ps_lambda",
-                "2",
-                "--output_dir",
-                str(tmp_path / "p"),
-            ]
-        )
+        train(own)  # its own options, and the answer column that inspect reads for every method
     assert not [r for r in caplog.records if "belong to another method" in r.getMessage()]
+
+
+def test_an_option_belongs_to_the_method_with_the_longest_prefix():
+    """A registered method ps_v2 with prefix ps_v2_ owns ps_v2_alpha; ps_lambda stays ps's."""
+    from psgrpo.methods import MethodSpec, register_method, unregister_method
+    from psgrpo.preflight import other_methods_options
+
+    register_method(MethodSpec(name="ps_v2", summary="test", estimator="grpo", section_fields=("ps_v2_",)))
+    try:
+        assert other_methods_options("ps_v2", ["ps_v2_alpha", "ps_lambda"]) == {"ps_lambda": "ps"}
+        assert other_methods_options("ps", ["ps_v2_alpha", "ps_lambda"]) == {"ps_v2_alpha": "ps_v2"}
+    finally:
+        unregister_method("ps_v2")
 
 
 @pytest.mark.parametrize(
@@ -641,3 +684,54 @@ def test_push_to_hub_without_a_hub_is_one_line_before_the_model_loads(
     assert message in error_line(capsys)
     assert not out.exists()
     assert probed == ([] if setup != "unreachable" else ["https://huggingface.co"])
+
+
+def test_push_to_hub_takes_a_hub_token_for_a_login(tmp_path, monkeypatch, no_model_loads):
+    import huggingface_hub
+
+    from psgrpo.commands.train import train
+
+    fake_hub(monkeypatch, why=None)
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)  # not logged in
+    with pytest.raises(AssertionError, match="a model was loaded"):  # the check passed
+        train(["--push_to_hub", "true", "--hub_token", "hf_given", "--output_dir", str(tmp_path / "run")])
+
+
+def test_inspect_does_not_need_the_hub_for_a_recipe_that_pushes(tmp_path, monkeypatch, no_model_loads):
+    """inspect uploads nothing: a training YAML with push_to_hub: true is not refused offline."""
+    import psgrpo.loading
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(
+        psgrpo.loading, "load_policy", lambda *a, **k: (_ for _ in ()).throw(AssertionError("loaded"))
+    )
+    recipe = tmp_path / "mine.yaml"
+    recipe.write_text("push_to_hub: true\n")
+    with pytest.raises(AssertionError, match="loaded"):
+        from psgrpo.commands.inspect_credit import inspect
+
+        inspect(["--config", str(recipe), "--output_dir", str(tmp_path / "i")])
+
+
+def test_train_on_a_run_folder_without_a_final_model_names_its_checkpoints(tmp_path, capsys, no_model_loads):
+    """eval takes such a folder (its newest checkpoint); train and inspect need one checkpoint, and say which."""
+    run = tmp_path / "stopped"
+    for n in (50, 100):
+        (run / f"checkpoint-{n}").mkdir(parents=True)
+    assert run_train(tmp_path / "new", "--model_name_or_path", str(run)) == 2
+    line = error_line(capsys)
+    assert f"--model_name_or_path {run}: a run folder without a final model" in line
+    assert "checkpoint-100, checkpoint-50" in line
+
+
+def test_top_k_minus_one_is_vllms_off_switch_and_is_accepted_there(tmp_path):
+    from psgrpo.commands.evaluate import EvalConfig
+    from psgrpo.config.process_grpo_config import ProcessGRPOConfig
+
+    kept = ProcessGRPOConfig(output_dir=str(tmp_path), use_vllm=True, top_k=-1, use_cpu=True)
+    assert kept.top_k == -1
+    with pytest.raises(ValueError, match=r"top_k=-1 is outside its range \[0, inf\]"):
+        ProcessGRPOConfig(output_dir=str(tmp_path), top_k=-1, use_cpu=True)
+    assert EvalConfig(backend="vllm", do_sample=True, top_k=-1).top_k == -1
+    with pytest.raises(ValueError, match="top_k=-1 is outside"):
+        EvalConfig(do_sample=True, top_k=-1)
