@@ -71,6 +71,55 @@ def test_the_confirmations_redraw_and_their_preregistered_tests_hold(
     assert capsys.readouterr().out.strip() == (RUNS / name / "preregistered.md").read_text().strip()
 
 
+GS = "vps-gs=--method vps --vps_probe gold_suffix --vps_boundaries markers --vps_max_segments 9"
+
+
+def test_the_gold_suffix_test_redraws_and_its_preregistered_result_holds(tmp_path, import_experiment, capsys):
+    """vps-gs on fresh seeds against the second confirmation's kept grpo runs (not confirmed)."""
+    out = redraw(
+        "hard-vps-gs-confirm",
+        tmp_path,
+        ["--config", "configs/arith_hard.yaml", "--max_steps", "60", "--eval_every", "30",
+         "--max_eval_examples", "1000", "--eval_batch_size", "250", "--save_strategy", "no",
+         "--report_to", "none", "--diagnostics", "true", "--seeds", *map(str, range(10, 20)),
+         "--arms", "grpo=--method grpo", GS],
+        ("hard-ref-confirm2", "grpo-seed1?"),
+    )  # fmt: skip
+    assert accuracies(out / "curves.csv") == accuracies(RUNS / "hard-vps-gs-confirm" / "curves.csv")
+    capsys.readouterr()
+    import_experiment("preregistered").main(
+        [str(out / "curves.csv"), "--treatment", "vps-gs", "--seeds", *map(str, range(10, 20)),
+         "--final_step", "60", "--level", "0.95"]
+    )  # fmt: skip
+    printed = capsys.readouterr().out.strip()
+    assert printed == (RUNS / "hard-vps-gs-confirm" / "preregistered.md").read_text().strip()
+    assert "| final | 60 | 60 | 10 | -0.004 [-0.017, +0.009] |" in printed and printed.endswith("| no |")
+
+
+def test_the_gold_suffix_tests_control_reproduced_the_kept_grpo_run():
+    """Its pre-registered condition: a fresh 30-step grpo run (seed 10) gave the kept accuracies at steps 0 and 30
+    and the kept mean reward at every logged step up to 30."""
+    fresh = [
+        json.loads(line)
+        for line in (RUNS / "hard-vps-gs-confirm" / "grpo-check" / "grpo-seed10" / "metrics.jsonl")
+        .read_text()
+        .splitlines()
+    ]
+    kept = [
+        json.loads(line)
+        for line in (RUNS / "hard-ref-confirm2" / "runs" / "grpo-seed10" / "metrics.jsonl")
+        .read_text()
+        .splitlines()
+    ]
+
+    def by_step(rows, key):
+        return {r["step"]: r[key] for r in rows if key in r and r["step"] <= 30}
+
+    for key in ("heldout/accuracy", "reward"):
+        assert by_step(fresh, key) == by_step(kept, key) and by_step(fresh, key)
+    assert sorted(by_step(fresh, "heldout/accuracy")) == [0, 30]
+
+
 def test_the_third_confirmations_control_reproduced_the_kept_grpo_run():
     """Its pre-registered condition: fresh grpo (seed 10) gave the kept held-out accuracies exactly."""
 
