@@ -123,8 +123,8 @@ def check_no_earlier_run(path: str | os.PathLike[str] | None, resume: str | None
         else "it holds no complete checkpoint to resume from, so give a new --output_dir or delete the folder first"
     )
     raise FileExistsError(
-        f"--output_dir {path}: already holds a run ({', '.join(found)}); training there would overwrite its "
-        f"model and checkpoints and mix the two runs' metrics.jsonl: {ways}"
+        f"--output_dir {path}: already holds a run ({', '.join(found)}); training there would overwrite what it "
+        f"holds and mix the two runs' logs: {ways}"
     )
 
 

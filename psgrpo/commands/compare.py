@@ -124,6 +124,7 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
 
     from psgrpo.config.parsing import ConfigParser, split_config_args
     from psgrpo.data.tasks import TaskConfig
+    from psgrpo.hub import check_push_to_hub
     from psgrpo.loading import DEFAULT_RECIPE, with_default_recipe
     from psgrpo.methods import config_class
     from psgrpo.preflight import check_run_options
@@ -141,6 +142,7 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
         with_default_recipe(["--config", str(config_path), *flags])
     )
     check_run_options(task, args, model_args, parser.file_sources())  # as train does, before any run starts
+    check_push_to_hub(args.push_to_hub, args.hub_token)  # before the output folder is written
     _validate(cfg)
     if cfg.arms and "methods" in flag_values(flags):
         raise ValueError(

@@ -100,7 +100,7 @@ def follow_task_record(cfg: DiagnoseConfig, given: set[str]) -> None:
 
     if cfg.model_name_or_path is not None:  # a path that is no checkpoint: one line before anything loads
         checkpoint_path(cfg.model_name_or_path, run_dir_ok=True)
-    cfg.model_name_or_path = resolve_eval_checkpoint(cfg.model_name_or_path)
+    cfg.model_name_or_path = resolve_eval_checkpoint(cfg.model_name_or_path, "psgrpo diagnose", "probed")
     found = read_task_record(cfg.model_name_or_path)
     if found is None or "dataset" in given:
         return

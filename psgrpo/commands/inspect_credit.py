@@ -78,6 +78,9 @@ def inspect(argv: Sequence[str]) -> InspectPage:
     check_run_options(
         task, args, model_args, parser.file_sources()
     )  # temperature, completion length, chat template …: before loading
+    args.push_to_hub = (
+        False  # inspect trains and saves nothing: a training recipe's push_to_hub must not upload
+    )
     split = cfg.inspect_split or task.eval_split
     try:  # the rows before the model: a bad split or an index past the end is one line, before anything loads
         rows = load_task_split(task, split, limit=cfg.first_prompt + cfg.num_prompts)

@@ -55,9 +55,11 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     unused = other_methods_options(args.method, {*parser.file_sources(), *parser.command_line})
     if unused:
         logger.warning(
-            "psgrpo train: %s belong to another method; --method %s does not use them",
+            "psgrpo train: %s %s; --method %s does not use %s",
             ", ".join(f"--{option} ({owner})" for option, owner in unused.items()),
+            "belongs to another method" if len(unused) == 1 else "belong to other methods",
             args.method,
+            "it" if len(unused) == 1 else "them",
         )
     args.resume_from_checkpoint = check_resume_target(
         args.resume_from_checkpoint, args.output_dir, args.max_steps, args.method, task.dataset

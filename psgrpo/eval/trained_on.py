@@ -95,7 +95,9 @@ def apply_task_record(
     )
 
 
-def resolve_eval_checkpoint(model_path: str | None) -> str | None:
+def resolve_eval_checkpoint(
+    model_path: str | None, command: str = "psgrpo eval", verb: str = "evaluated"
+) -> str | None:
     """``model_path``, or, for a run directory without a model but with ``checkpoint-N/`` folders, its newest
     complete checkpoint (logged in one line).
 
@@ -119,10 +121,12 @@ def resolve_eval_checkpoint(model_path: str | None) -> str | None:
             f"({found}); pass a checkpoint directory that holds config.json and the weights"
         )
     logger.info(
-        "psgrpo eval: %s holds no final model (no config.json), so its newest complete checkpoint %s is "
-        "evaluated (trainer.save_model() writes the final model there)",
+        "%s: %s holds no final model (no config.json), so its newest complete checkpoint %s is %s "
+        "(trainer.save_model() writes the final model there)",
+        command,
         model_path,
         newest,
+        verb,
     )
     return str(newest)
 

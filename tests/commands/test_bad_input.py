@@ -621,9 +621,9 @@ def test_another_methods_options_get_one_warning_before_the_model_loads(tmp_path
         pytest.raises(AssertionError, match="a model was loaded"),
     ):
         train(["--config", str(mine), *flags])
-    said = [r.getMessage() for r in caplog.records if "belong to another method" in r.getMessage()]
+    said = [r.getMessage() for r in caplog.records if "--method grpo does not use" in r.getMessage()]
     expected = (
-        "--ps_lambda (ps), --tree_lambda (tree) belong to another method; --method grpo does not use them"
+        "--ps_lambda (ps), --tree_lambda (tree) belong to other methods; --method grpo does not use them"
     )
     assert said == [f"psgrpo train: {expected}"]
     caplog.clear()
@@ -642,7 +642,7 @@ def test_another_methods_options_get_one_warning_before_the_model_loads(tmp_path
         pytest.raises(AssertionError, match="a model was loaded"),
     ):
         train(own)  # its own options, and the answer column that inspect reads for every method
-    assert not [r for r in caplog.records if "belong to another method" in r.getMessage()]
+    assert not [r for r in caplog.records if "does not use" in r.getMessage()]
 
 
 def test_an_option_belongs_to_the_method_with_the_longest_prefix():
@@ -697,20 +697,40 @@ def test_push_to_hub_takes_a_hub_token_for_a_login(tmp_path, monkeypatch, no_mod
         train(["--push_to_hub", "true", "--hub_token", "hf_given", "--output_dir", str(tmp_path / "run")])
 
 
-def test_inspect_does_not_need_the_hub_for_a_recipe_that_pushes(tmp_path, monkeypatch, no_model_loads):
-    """inspect uploads nothing: a training YAML with push_to_hub: true is not refused offline."""
+def test_inspect_does_not_push_for_a_recipe_that_pushes(tmp_path, monkeypatch, tiny_model, char_tokenizer):
+    """inspect trains and saves nothing: a training YAML with push_to_hub: true used to load the model, then fail in
+    the Trainer's Hub setup with an 86-line traceback (online, it would have created a Hub repo)."""
     import psgrpo.loading
+    import psgrpo.trainer
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def trainer(*args, **kwargs):
+        seen["push_to_hub"] = kwargs["args"].push_to_hub
+        raise Stop
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(
-        psgrpo.loading, "load_policy", lambda *a, **k: (_ for _ in ()).throw(AssertionError("loaded"))
-    )
+    monkeypatch.setattr(psgrpo.loading, "load_policy", lambda *a, **k: (tiny_model, char_tokenizer))
+    monkeypatch.setattr(psgrpo.trainer, "ProcessGRPOTrainer", trainer)
     recipe = tmp_path / "mine.yaml"
     recipe.write_text("push_to_hub: true\n")
-    with pytest.raises(AssertionError, match="loaded"):
-        from psgrpo.commands.inspect_credit import inspect
+    from psgrpo.commands.inspect_credit import inspect
 
+    with pytest.raises(Stop):
         inspect(["--config", str(recipe), "--output_dir", str(tmp_path / "i")])
+    assert seen == {"push_to_hub": False}
+
+
+def test_compare_checks_the_hub_before_it_writes_its_folder(tmp_path, capsys, monkeypatch, no_model_loads):
+    fake_hub(monkeypatch, why=None)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "cmp"
+    assert main(["compare", "--output_dir", str(out), "--push_to_hub", "true", "--seeds", "0"]) == 2
+    assert "--push_to_hub true: HF_HUB_OFFLINE is set" in error_line(capsys)
+    assert not out.exists()
 
 
 def test_train_on_a_run_folder_without_a_final_model_names_its_checkpoints(tmp_path, capsys, no_model_loads):

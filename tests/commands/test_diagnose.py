@@ -98,3 +98,39 @@ def test_a_checkpoint_is_probed_on_the_task_it_was_trained_on(
         assert said == []
     else:
         assert len(said) == 1 and f"was trained on {recorded}" in said[0]
+
+
+def test_a_run_folder_is_probed_at_its_newest_checkpoint_and_the_log_says_diagnose(
+    tmp_path, monkeypatch, caplog, tiny_model, char_tokenizer
+):
+    import psgrpo.loading
+    from psgrpo.checkpoints.atomic import write_marker
+
+    loaded = []
+    monkeypatch.setattr(
+        psgrpo.loading,
+        "load_model_and_tokenizer",
+        lambda path, **k: loaded.append(path) or (tiny_model, char_tokenizer),
+    )
+    checkpoint = tmp_path / "run" / "checkpoint-3"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "config.json").write_text("{}")
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": 3}))
+    write_marker(checkpoint, 3)
+    with caplog.at_level("INFO", logger="psgrpo"):
+        main(
+            [
+                "diagnose",
+                "--model_name_or_path",
+                str(tmp_path / "run"),
+                "--problems",
+                "2",
+                "--corruptions",
+                "1",
+                "--kinds",
+                "step_end",
+            ]
+        )
+    assert loaded == [str(checkpoint)]
+    said = [r.getMessage() for r in caplog.records if "holds no final model" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("psgrpo diagnose: ") and f"{checkpoint} is probed" in said[0]
