@@ -52,6 +52,12 @@ def test_cli_error_is_one_line(monkeypatch, capsys):
     assert "psgrpo: error: problems=0 is outside its range [1, inf]" in capsys.readouterr().err
 
 
+def small_diagnose(model, *extra: str) -> list[str]:
+    """``psgrpo diagnose`` on ``model`` at the smallest size: 2 problems, 1 wrong copy, step ends only."""
+    return ["diagnose", "--model_name_or_path", str(model), "--problems", "2", "--corruptions", "1",
+            "--kinds", "step_end", *extra]  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("recorded", "given", "probed"),
     [
@@ -75,22 +81,7 @@ def test_a_checkpoint_is_probed_on_the_task_it_was_trained_on(
     (checkpoint / "psgrpo_task.json").write_text(json.dumps({"dataset": recorded, "eval_split": "test"}))
     out = tmp_path / "q.json"
     with caplog.at_level("INFO", logger="psgrpo"):
-        main(
-            [
-                "diagnose",
-                "--model_name_or_path",
-                str(checkpoint),
-                "--problems",
-                "2",
-                "--corruptions",
-                "1",
-                "--kinds",
-                "step_end",
-                "--output",
-                str(out),
-                *given,
-            ]
-        )
+        main(small_diagnose(checkpoint, "--output", str(out), *given))
     assert json.loads(out.read_text())["config"]["dataset"] == probed
     assert f"{probed}/test: " in capsys.readouterr().out
     said = [r.getMessage() for r in caplog.records if "psgrpo diagnose:" in r.getMessage()]
@@ -118,19 +109,7 @@ def test_a_run_folder_is_probed_at_its_newest_checkpoint_and_the_log_says_diagno
     (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": 3}))
     write_marker(checkpoint, 3)
     with caplog.at_level("INFO", logger="psgrpo"):
-        main(
-            [
-                "diagnose",
-                "--model_name_or_path",
-                str(tmp_path / "run"),
-                "--problems",
-                "2",
-                "--corruptions",
-                "1",
-                "--kinds",
-                "step_end",
-            ]
-        )
+        main(small_diagnose(tmp_path / "run"))
     assert loaded == [str(checkpoint)]
     said = [r.getMessage() for r in caplog.records if "holds no final model" in r.getMessage()]
     assert len(said) == 1 and said[0].startswith("psgrpo diagnose: ") and f"{checkpoint} is probed" in said[0]
