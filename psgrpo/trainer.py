@@ -28,6 +28,7 @@ from trl.import_utils import is_vllm_available
 from psgrpo.advantages import ADVANTAGE_ESTIMATORS
 from psgrpo.checkpoints.trainer_mixin import CheckpointMixin
 from psgrpo.compatibility import has_token_credit
+from psgrpo.config.precision import log_cpu_bf16
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.credit import CreditRecord, ProcessSignal, SignalOutput, StepRecord, process_term_metrics
 from psgrpo.diagnostics.step_logger import StepDiagnostics
@@ -124,6 +125,7 @@ class ProcessGRPOTrainer(
         self.step_record = StepRecord(inputs=[])  # made anew for every generation batch
         if isinstance(model, str):  # "embedded:arith" → the committed checkpoint, loaded offline by TRL
             model = resolve_checkpoint(model)
+        log_cpu_bf16(args)
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
         tidy_input_grad_hooks(self)  # TRL's rollouts would add a hook to the embeddings per step
         self.compile_watch: CompileWatch | None = None

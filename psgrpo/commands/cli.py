@@ -128,8 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if debug or not isinstance(err, (*USER_ERRORS, NonFiniteError)):
             raise
-        print(f"psgrpo: error: {_error_message(err)}", file=sys.stderr)
-        print(f"psgrpo: (run with {TRACEBACK_FLAG} or PSGRPO_DEBUG=1 for the traceback)", file=sys.stderr)
+        print(f"psgrpo: error: {_error_message(err)} [{TRACEBACK_FLAG} shows where]", file=sys.stderr)
         return 2
     from psgrpo.distributed import close_process_group
 

@@ -33,6 +33,7 @@ import logging
 import os
 import platform
 from pathlib import Path
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -158,12 +159,23 @@ def resolve_use_cpu(use_cpu: bool, bf16: bool | None, bf16_full_eval: bool = Fal
 
     transformers refuses bf16 without a GPU unless ``use_cpu`` is set, although the CPU is where the
     run goes anyway; setting it here lets a config (Python, YAML or flags) that never mentions
-    ``use_cpu`` train in bf16 on a CPU with native bf16. Logged once per process.
+    ``use_cpu`` train in bf16 on a CPU with native bf16. Silent: :func:`log_cpu_bf16` says so once a
+    trainer is built, after every check of the input, so that a refused input stays one line.
     """
-    global _logged_use_cpu
     if use_cpu or not (bf16 or bf16_full_eval) or accelerator_available():
         return use_cpu
-    if not _logged_use_cpu:
-        _logged_use_cpu = True
-        logger.info("bf16 on a machine without GPU: training on the CPU (use_cpu=True set for you).")
     return True
+
+
+def log_cpu_bf16(args: Any) -> None:
+    """Log, once per process, that ``args`` (a TrainingArguments) trains in bf16 on a machine without GPU."""
+    global _logged_use_cpu
+    if (
+        _logged_use_cpu
+        or not args.use_cpu
+        or not (args.bf16 or args.bf16_full_eval)
+        or accelerator_available()
+    ):
+        return
+    _logged_use_cpu = True
+    logger.info("bf16 on a machine without GPU: training on the CPU (use_cpu=True).")

@@ -65,6 +65,24 @@ def test_max_steps_zero(tmp_path, capsys, no_model_loads):
     assert not out.exists()
 
 
+def test_a_refusal_is_one_line_of_stderr_from_the_shell(tmp_path):
+    """What a user sees: on a CPU-only machine the bf16 note and a traceback hint used to add two lines."""
+    out = tmp_path / "run"
+    env = {**os.environ, "PSGRPO_DEBUG": "0", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "psgrpo", "train", "--top_p", "1.5", "--output_dir", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stderr.startswith("psgrpo: error: top_p=1.5 is outside its range")
+    assert done.stderr.strip().endswith("[--traceback shows where]")
+    assert not out.exists()
+
+
 def test_negative_learning_rate_before_the_model_loads(tmp_path, capsys, no_model_loads):
     out = tmp_path / "run"
     assert run_train(out, "--learning_rate", "-1") == 2
@@ -399,7 +417,7 @@ def test_readme_promise_one_line_before_anything_loads(
 def test_argparse_errors_print_no_usage_dump(tmp_path, capsys, no_model_loads):
     assert run_train(tmp_path / "run", "--method", "foo") == 2
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) <= 3, err  # the short usage line, the error, the traceback hint
+    assert len(err.strip().splitlines()) <= 2, err  # the short usage line and the error
     assert err.startswith("usage: psgrpo train [--config FILE_OR_NAME]")
 
 

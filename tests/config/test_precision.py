@@ -6,6 +6,7 @@ import logging
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -103,7 +104,33 @@ def test_a_config_without_use_cpu_trains_in_bf16_on_a_cpu_with_native_bf16(
     with caplog.at_level(logging.INFO, logger="psgrpo.config.precision"):
         args = ProcessGRPOConfig(output_dir=str(tmp_path), method="grpo")  # the README's first line
     assert (args.bf16, args.use_cpu, args.device.type) == (True, True, "cpu")
-    assert "use_cpu=True set for you" in caplog.text
+    assert "use_cpu=True" not in caplog.text  # the config is silent: a refused input stays one line
+
+
+def test_the_cpu_bf16_line_comes_once_when_a_trainer_is_built(
+    tmp_path, char_tokenizer, native, cpu_only, caplog
+):
+    """Logged by the trainer, after every check of the input, and once per process (compare builds many)."""
+    from trainer_helpers import tiny_run_args
+
+    from psgrpo.data.arith import make_arith_dataset
+    from psgrpo.tiny.model import build_tiny_model
+    from psgrpo.trainer import ProcessGRPOTrainer
+
+    native(True)
+    fields = tiny_run_args(tmp_path, use_cpu=False, method="grpo")
+    args = ProcessGRPOConfig(**fields)
+    assert (args.bf16, args.use_cpu) == (True, True)
+    model = build_tiny_model(char_tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64)
+    with caplog.at_level(logging.INFO, logger="psgrpo.config.precision"):
+        for _ in range(2):
+            ProcessGRPOTrainer(
+                model=model,
+                args=args,
+                processing_class=char_tokenizer,
+                train_dataset=make_arith_dataset("train", n=8),
+            )
+    assert caplog.text.count("bf16 on a machine without GPU: training on the CPU (use_cpu=True)") == 1
 
 
 @pytest.mark.parametrize("cpu_native", [True, False])
@@ -200,7 +227,9 @@ def test_on_a_cuda_machine_no_config_is_moved_to_the_cpu(native, cuda_present, c
         bf16 = precision.resolve_bf16(None, fp16=False, use_cpu=False)
         use_cpu = precision.resolve_use_cpu(False, bf16)
     assert (bf16, use_cpu) == (True, False)
-    assert "use_cpu=True set for you" not in caplog.text
+    with caplog.at_level(logging.INFO, logger="psgrpo.config.precision"):
+        precision.log_cpu_bf16(SimpleNamespace(use_cpu=use_cpu, bf16=bf16, bf16_full_eval=False))
+    assert "use_cpu=True" not in caplog.text
 
 
 @pytest.mark.parametrize("machine", ["no_accelerator", "cuda_present"])
