@@ -191,14 +191,19 @@ def check_resume_target(
     check_same_run(checkpoint, method, dataset)
     if max_steps <= 0:
         return checkpoint
-    state_file = Path(checkpoint) / "trainer_state.json"
-    step = json.loads(state_file.read_text())["global_step"] if state_file.is_file() else 0
+    step = checkpoint_step(checkpoint)
     if step >= max_steps:
         raise ValueError(
             f"{RESUME_FLAG}: {checkpoint} is at step {step} and --max_steps is {max_steps}, so there is nothing "
             f"left to train; raise --max_steps above {step} to train further"
         )
     return checkpoint
+
+
+def checkpoint_step(checkpoint: str | Path) -> int:
+    """The global step a checkpoint was saved at (its ``trainer_state.json``; 0 without one)."""
+    state_file = Path(checkpoint) / "trainer_state.json"
+    return int(json.loads(state_file.read_text())["global_step"]) if state_file.is_file() else 0
 
 
 def resume_command(argv: Sequence[str]) -> str:

@@ -105,7 +105,12 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
         "max_new_tokens": task.eval_max_new_tokens or args.max_completion_length,
         "batch_size": task.eval_batch_size,
     }
-    report: dict[str, Any] = {"method": args.method, "dataset": task.dataset, "output_dir": args.output_dir}
+    report: dict[str, Any] = {
+        "method": args.method,
+        "dataset": task.dataset,
+        "output_dir": args.output_dir,
+        "resumed_from": resumed_from(args.resume_from_checkpoint),
+    }
     if task.eval_before_after:
         model.to(args.device)  # the training device (this process's GPU), not the CPU it was loaded on
         report["before"] = evaluate_model(model, tokenizer, eval_dataset, **eval_kwargs)
@@ -143,13 +148,22 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
     if task.eval_before_after and trainer.is_world_process_zero():
         print_table(
             f"held-out accuracy on {task.dataset}/{task.eval_split} (n={len(eval_dataset)}, greedy), "
-            f"method={args.method}, {report['train_seconds']:.0f} s of training",
+            f"method={args.method}, {report['train_seconds']:.0f} s of training"
+            + (f" (resumed at step {report['resumed_from']['step']})" if report["resumed_from"] else ""),
             {"before": report["before"], "after": report["after"]},
         )
     if trainer.is_world_process_zero():
         Path(args.output_dir).mkdir(parents=True, exist_ok=True)
         (Path(args.output_dir) / "report.json").write_text(json.dumps(report, indent=2))
     return report
+
+
+def resumed_from(checkpoint: str | None) -> dict[str, Any] | None:
+    """``{"checkpoint", "step"}`` of the checkpoint this run resumed (``None`` for a fresh run), for report.json:
+    its ``train_seconds`` then count from that step, and "before" is still the starting weights'."""
+    from psgrpo.preflight import checkpoint_step
+
+    return None if not checkpoint else {"checkpoint": str(checkpoint), "step": checkpoint_step(checkpoint)}
 
 
 def print_table(title: str, rows: dict[str, dict[str, float]]) -> None:
