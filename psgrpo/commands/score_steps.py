@@ -162,6 +162,7 @@ def run_score_steps(cfg: ScoreStepsConfig) -> dict[str, Any]:
     start = time.perf_counter()
     scorer = build_step_scorer(cfg.step_scorer, **cfg.step_scorer_kwargs)  # type: ignore[arg-type]
     load_seconds = time.perf_counter() - start
+    warn_unused_threshold(cfg, scorer)
     without_gold = [row for row in rows if not row.gold]
     groups = generator_groups(rows)
     seconds: dict[str, float] = {}
@@ -189,6 +190,20 @@ def run_score_steps(cfg: ScoreStepsConfig) -> dict[str, Any]:
         "config": asdict(cfg),
     }
     return {"summary": summary, "rows": rows}
+
+
+def warn_unused_threshold(cfg: ScoreStepsConfig, scorer: Any) -> None:
+    """Warn when ``--flag_below`` was moved from its default for a rule-based scorer, which flags by its full score."""
+    from psgrpo.ps.scorers.flags import is_rule_based
+
+    default = ScoreStepsConfig.__dataclass_fields__["flag_below"].default
+    if cfg.flag_below != default and is_rule_based(scorer):
+        logger.warning(
+            "--flag_below %g is not used: step scorer %r is rule-based and flags a step that states an equation "
+            "and scores below its full score; --flag_below applies to 'prm' and registered scorers",
+            cfg.flag_below,
+            cfg.step_scorer,
+        )
 
 
 def generator_groups(rows: list[_Row]) -> dict[str, list[_Row]]:

@@ -24,11 +24,14 @@ what was expected. :func:`gold_by_problem` indexes a GSM8K file (read by
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from psgrpo.data.validation import DatasetValidationError, short_repr
+
+logger = logging.getLogger(__name__)
 
 FIELDS = ("id", "problem", "steps", "label", "final_answer_correct")
 """ProcessBench's fields; ``final_answer_correct`` is optional here."""
@@ -157,12 +160,30 @@ def read_labelled_solutions(path: str | Path, limit: int | None = None) -> list[
                 )
             seen[solution.id] = lineno
             solutions.append(solution)
+    warn_contradictory_labels(path, solutions)
     if not solutions:
         raise DatasetValidationError(
             f"--data {path} holds no solution (empty or blank lines only); expected one JSON object a line "
             f"with the fields {', '.join(FIELDS[:4])}"
         )
     return solutions
+
+
+def warn_contradictory_labels(path: Path, solutions: list[LabelledSolution]) -> None:
+    """One warning for solutions labelled with no wrong step (-1) whose ``final_answer_correct`` is false.
+
+    ProcessBench has no such row: every step right means the answer is right. They are read as
+    correct solutions (the label decides), so a mislabelled file would silently score as one.
+    """
+    odd = [s for s in solutions if s.label == -1 and s.extra.get("final_answer_correct") is False]
+    if odd:
+        logger.warning(
+            "%s: %d solution(s) have label -1 (no wrong step) but final_answer_correct false, the first on line "
+            "%d; they are scored as correct solutions: check their labels",
+            path,
+            len(odd),
+            odd[0].line,
+        )
 
 
 def gold_by_problem(path: str | Path) -> dict[str, dict[str, str]]:

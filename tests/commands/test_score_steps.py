@@ -201,6 +201,24 @@ def test_a_non_rule_scorer_is_flagged_below_flag_below(files, monkeypatch):
     assert {row.prediction for row in strict["rows"]} == {0}
 
 
+def test_flag_below_with_a_rule_based_scorer_is_one_warning(files, caplog):
+    """A rule-based scorer flags by its full score: a moved --flag_below changes nothing, so say so."""
+    data, gold = files
+    with caplog.at_level("WARNING", logger="psgrpo"):
+        moved = run_score_steps(
+            ScoreStepsConfig(data=str(data), gold=str(gold), step_scorer="reference", flag_below=0.9)
+        )
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert (
+        len(warnings) == 1 and "--flag_below 0.9 is not used" in warnings[0] and "'reference'" in warnings[0]
+    )
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="psgrpo"):
+        default = run_score_steps(ScoreStepsConfig(data=str(data), gold=str(gold), step_scorer="reference"))
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+    assert [r.prediction for r in moved["rows"]] == [r.prediction for r in default["rows"]]
+
+
 BAD_CASES = [
     ([], "--data is required"),
     (["--data", "{missing}"], "--data .*missing.jsonl' is not a file"),

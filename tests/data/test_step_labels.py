@@ -111,3 +111,33 @@ def test_bad_gold_row_is_the_gsm8k_loaders_error(tmp_path):
     gold = write_lines(tmp_path / "gold.jsonl", [{"question": DUCKS, "answer": "Janet sells 9 eggs."}])
     with pytest.raises(DatasetValidationError, match="line 1 .*field 'answer'"):
         gold_by_problem(gold)
+
+
+def test_no_wrong_step_with_a_wrong_answer_gets_one_warning(tmp_path, caplog):
+    """ProcessBench has no such row; a mislabelled file would otherwise score it silently as correct."""
+    odd = {**GOOD, "final_answer_correct": False}
+    lines = [
+        GOOD,
+        {**odd, "id": "odd-1"},
+        {**odd, "id": "odd-2"},
+        {**GOOD, "id": "wrong", "label": 1, "final_answer_correct": False},
+    ]
+    path = write_lines(tmp_path / "odd.jsonl", lines)
+    with caplog.at_level("WARNING", logger="psgrpo.data.step_labels"):
+        solutions = read_labelled_solutions(path)
+    assert [s.label for s in solutions] == [-1, -1, -1, 1]  # read as labelled
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1
+    assert "2 solution(s) have label -1" in warnings[0] and "first on line 2" in warnings[0]
+
+
+def test_consistent_labels_get_no_warning(tmp_path, caplog):
+    lines = [
+        GOOD,
+        {**GOOD, "id": "no-field"},
+        {**GOOD, "id": "wrong", "label": 0, "final_answer_correct": True},
+    ]
+    lines[1].pop("final_answer_correct")
+    with caplog.at_level("WARNING", logger="psgrpo.data.step_labels"):
+        read_labelled_solutions(write_lines(tmp_path / "ok.jsonl", lines))
+    assert not caplog.records
