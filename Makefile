@@ -2,9 +2,10 @@
 #   make demo   train the embedded default (tiny model, arith task, CPU) and print held-out accuracy before/after
 #   make test   run the test suite
 PYTHON ?= python3
-# X.Y of $(PYTHON) (empty when it is not a Python): each venv's stamp names it, so another PYTHON rebuilds the
-# venv instead of reusing one another Python built (tools/check_python.py removes it, after checking the floor).
-PY_XY := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+# X.Y of $(PYTHON) with its ABI flags (3.14t for a free-threaded build; empty when it is not a Python): each venv's
+# stamp names it, so another PYTHON rebuilds the venv instead of reusing one another Python built
+# (tools/check_python.py removes it, after checking the floor).
+PY_XY := $(shell $(PYTHON) -c 'import sys; print("%d.%d%s" % (*sys.version_info[:2], sys.abiflags))' 2>/dev/null)
 CHECK_PYTHON = @if [ -z "$(PY_XY)" ]; then \
 	echo "make: PYTHON='$(PYTHON)' does not run as a Python interpreter (e.g. PYTHON=python3.12)" >&2; exit 2; fi; \
 	$(PYTHON) tools/check_python.py

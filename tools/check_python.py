@@ -18,13 +18,17 @@ PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 
 def venv_python(venv: Path) -> str:
-    """The X.Y of the Python that built ``venv`` (its pyvenv.cfg), or "" when there is none."""
+    """The X.Y of the Python that built ``venv`` (its pyvenv.cfg), with the ABI flags its interpreter's name
+    carries (``3.14t`` for a free-threaded build, whose packages do not fit a 3.14 one), or "" when there is none."""
     try:
         config = (venv / "pyvenv.cfg").read_text(encoding="utf-8")
     except OSError:
         return ""
     found = re.search(r"^version(?:_info)?\s*=\s*(\d+)\.(\d+)", config, re.M)
-    return "{}.{}".format(*found.groups()) if found else ""
+    if not found:
+        return ""
+    flags = re.search(r"^executable\s*=.*python\d+\.\d+([a-z]*)\s*$", config, re.M)
+    return "{}.{}".format(*found.groups()) + (flags.group(1) if flags else "")
 
 
 def main(argv: list) -> int:
@@ -46,7 +50,7 @@ def main(argv: list) -> int:
             file=sys.stderr,
         )
         return 2
-    mine = "{}.{}".format(*sys.version_info[:2])
+    mine = "{}.{}".format(*sys.version_info[:2]) + getattr(sys, "abiflags", "")
     built = venv_python(venv) if venv is not None else ""
     if built and built != mine:
         print(

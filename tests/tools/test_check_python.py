@@ -43,11 +43,12 @@ def test_a_pyproject_without_a_floor_is_reported(tmp_path):
 
 def test_a_venv_another_python_built_is_removed_and_one_this_python_built_is_kept(tmp_path):
     """``make test PYTHON=python3.12`` must not run the tests in a .venv that Python 3.11 built."""
-    mine = "{}.{}".format(*sys.version_info[:2])
+    mine = "{}.{}".format(*sys.version_info[:2]) + sys.abiflags
     for built, kept in [(mine, True), ("3.9", False)]:
         venv = tmp_path / f"venv-{built}"
         (venv / "bin").mkdir(parents=True)
-        (venv / "pyvenv.cfg").write_text(f"home = /usr/bin\nversion = {built}.7\n")
+        cfg = f"home = /usr/bin\nversion = {built.rstrip('tdm')}.7\nexecutable = /usr/bin/python{built}\n"
+        (venv / "pyvenv.cfg").write_text(cfg)
         done = subprocess.run(
             [sys.executable, str(TOOL), "--venv", str(venv)], capture_output=True, text=True, timeout=60
         )
@@ -57,6 +58,22 @@ def test_a_venv_another_python_built_is_removed_and_one_this_python_built_is_kep
         ) is not kept
     missing = subprocess.run([sys.executable, str(TOOL), "--venv", str(tmp_path / "none")], timeout=60)
     assert missing.returncode == 0  # nothing built yet: nothing to remove
+
+
+def test_a_venv_of_another_build_of_the_same_version_is_removed(tmp_path):
+    """A free-threaded 3.14t's packages do not load in a 3.14 venv, nor the other way round."""
+    xy = "{}.{}".format(*sys.version_info[:2])
+    other = "t" if sys.abiflags != "t" else ""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(
+        f"home = /usr/bin\nversion = {xy}.1\nexecutable = /usr/bin/python{xy}{other}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(TOOL), "--venv", str(venv)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and not venv.exists(), done.stdout + done.stderr
+    assert f"built with Python {xy}{other}, and PYTHON is {xy}{sys.abiflags}: rebuilding it" in done.stdout
 
 
 def test_every_makefile_rule_that_makes_a_venv_checks_the_python_first():
