@@ -108,7 +108,7 @@ def test_a_config_without_use_cpu_trains_in_bf16_on_a_cpu_with_native_bf16(
 
 
 def test_the_cpu_bf16_line_comes_once_when_a_trainer_is_built(
-    tmp_path, char_tokenizer, native, cpu_only, caplog
+    tmp_path, char_tokenizer, native, no_accelerator, caplog
 ):
     """Logged by the trainer, after every check of the input, and once per process (compare builds many)."""
     from trainer_helpers import tiny_run_args
