@@ -132,8 +132,10 @@ lint: $(STAMP)
 check-fresh:
 	bash benchmarks/check_fresh.sh $(ARGS)
 
+# rewrite the embedded checkpoint (psgrpo/tiny/checkpoint) with the SFT that made it; `psgrpo warmstart` alone
+# writes outputs/warmstart
 warmstart: $(STAMP)
-	$(BIN)/psgrpo warmstart
+	$(BIN)/psgrpo warmstart --output_dir psgrpo/tiny/checkpoint
 
 # Qwen's ranks into ~/.cache/psgrpo and a copy in .cache/, which travels with the working tree
 # to an offline GPU machine (benchmarks/gpu_check.sh reads it there).

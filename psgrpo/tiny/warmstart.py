@@ -7,8 +7,8 @@ loss) and stops as soon as its greedy accuracy on the arith *validation* split r
 ``target_accuracy`` (checked every ``eval_every`` steps), then writes the checkpoint that
 ``psgrpo train`` starts from. Stopping on accuracy rather than on a step count matters here:
 accuracy jumps from ~5 % to ~95 % within a few hundred steps once the model learns to read
-the question, and where that jump happens varies with the seed. Run it with defaults to
-reproduce the committed checkpoint.
+the question, and where that jump happens varies with the seed. Its defaults reproduce the
+committed checkpoint in ``outputs/warmstart``; ``make warmstart`` writes it over the package's own.
 
 Two options shape the SFT data beyond the default (docs/learning.md has the measurements):
 
@@ -40,7 +40,6 @@ from psgrpo.data.arith import make_arith_dataset, split_problems
 from psgrpo.data.arith_probe import probe_sft_rows
 from psgrpo.data.prompts import format_prompt
 from psgrpo.eval.generation import evaluate_model
-from psgrpo.tiny import CHECKPOINT_DIR
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.tiny.tokenizer import build_char_tokenizer
 
@@ -49,12 +48,14 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class WarmstartConfig:
-    """Settings of ``psgrpo warmstart``; defaults reproduce the committed checkpoint."""
+    """Settings of ``psgrpo warmstart``; defaults reproduce the committed checkpoint (in ``outputs/warmstart``)."""
 
     output_dir: str = field(
-        default=str(CHECKPOINT_DIR),
+        default="outputs/warmstart",
         metadata={
-            "help": "Where to write the model and tokenizer. Default: the package's embedded checkpoint."
+            "help": "Where to write the model and tokenizer (default outputs/warmstart). `make warmstart` writes "
+            "the package's embedded checkpoint (--output_dir psgrpo/tiny/checkpoint), which every command "
+            "that names embedded:arith then loads."
         },
     )
     target_accuracy: float = field(

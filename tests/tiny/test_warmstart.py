@@ -138,3 +138,16 @@ def test_warmstart_continues_from_a_checkpoint(tmp_path, tiny_model, char_tokeni
         32,
         2,
     )  # the start's, not the defaults
+
+
+def test_the_default_output_dir_leaves_the_shipped_checkpoint_alone():
+    """Pasted from the docs, `psgrpo warmstart` used to write over psgrpo/tiny/checkpoint, the model every
+    `embedded:arith` run loads; only `make warmstart` names that folder now."""
+    from pathlib import Path
+
+    from psgrpo.tiny import CHECKPOINT_DIR
+
+    default = Path(WarmstartConfig().output_dir)
+    assert default == Path("outputs/warmstart") and default.resolve() != Path(CHECKPOINT_DIR).resolve()
+    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
+    assert "psgrpo warmstart --output_dir psgrpo/tiny/checkpoint" in makefile
