@@ -140,7 +140,7 @@ def read_labelled_solutions(path: str | Path, limit: int | None = None) -> list[
             if not text.strip():
                 continue
             try:
-                record = json.loads(text)
+                record = json.loads(text.rstrip("\r\n"))  # else an error at the line's end reads "column 1"
             except json.JSONDecodeError as err:
                 raise DatasetValidationError(
                     f"{path}, line {lineno}: not valid JSON ({err.msg} at column {err.colno}); expected one "

@@ -153,8 +153,12 @@ def test_blank_lines_are_skipped_and_lines_still_counted(tmp_path: Path) -> None
 
 def test_malformed_json_line_names_path_and_line(tmp_path: Path) -> None:
     path = _write_jsonl(tmp_path / "train.jsonl", [ROWS[0], ROWS[1], '{"question": "q", "answer": '])
-    with pytest.raises(DatasetValidationError, match=rf"line 3 of {path} is not valid JSON"):
-        load_gsm8k(str(path))
+    with pytest.raises(
+        DatasetValidationError, match=rf"line 3 of {path} is not valid JSON \(Expecting value at column 29\)"
+    ):
+        load_gsm8k(
+            str(path)
+        )  # the column of the line's end (28 characters), not "column 1" of the newline after it
 
 
 def test_non_object_line(tmp_path: Path) -> None:

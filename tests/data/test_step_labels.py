@@ -78,7 +78,7 @@ def test_a_missing_field_says_so(tmp_path):
 @pytest.mark.parametrize(
     ("lines", "message"),
     [
-        ([GOOD, '{"id": "x", "problem": '], "line 2: not valid JSON"),
+        ([GOOD, '{"id": "x", "problem": '], r"line 2: not valid JSON \(Expecting value at column 24\)"),
         ([[1, 2]], "line 1: a JSON list, expected an object"),
         ([GOOD, GOOD], "line 2, field 'id': expected a unique id; 'ducks-1' is also on line 1"),
         (["", "  "], "holds no solution"),
