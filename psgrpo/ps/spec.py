@@ -33,6 +33,12 @@ def check_step_scorer(step_scorer: str, step_scorer_kwargs: dict[str, Any], hint
     ``psgrpo score-steps``): unknown names and non-finite numbers fail before the scorer is built."""
     check_registered("step_scorer", step_scorer, STEP_SCORERS, hint=hint)
     check_keyword_arguments("step_scorer_kwargs", STEP_SCORERS.get(step_scorer), step_scorer_kwargs)
+    if step_scorer == "prm" and isinstance(step_scorer_kwargs.get("model"), str):
+        from psgrpo.loading import checkpoint_path
+
+        # a missing local PRM fails here, before the policy loads (and is never sent to the Hub);
+        # an unreachable Hub is one line at once, not a minute of retries
+        checkpoint_path(step_scorer_kwargs["model"], option="step_scorer_kwargs['model']")
 
 
 def check_ps_options(config: Any) -> None:
@@ -63,11 +69,6 @@ def check_ps_options(config: Any) -> None:
     check_step_scorer(
         config.step_scorer, config.step_scorer_kwargs, hint=", or pass a callable to the trainer"
     )
-    if config.step_scorer == "prm" and isinstance(config.step_scorer_kwargs["model"], str):
-        from psgrpo.loading import checkpoint_path
-
-        # a missing local PRM fails here, before the policy loads (and is never sent to the Hub)
-        checkpoint_path(config.step_scorer_kwargs["model"], option="step_scorer_kwargs['model']")
 
 
 def build_signal(trainer: Any, step_scorer: Any) -> Any:

@@ -234,6 +234,10 @@ BAD_CASES = [
         "format.*must be a string",
     ),
     (["--data", "{data}", "--flag_below", "nan"], "flag_below"),
+    (  # was a minute of Hub retries, then transformers' "Repo id must be in the form 'repo_name'"
+        ["--data", "{data}", "--step_scorer", "prm", "--step_scorer_kwargs", '{{"model": "path/to/prm"}}'],
+        r"step_scorer_kwargs\['model'\] path/to/prm: no such checkpoint directory",
+    ),
 ]
 
 
