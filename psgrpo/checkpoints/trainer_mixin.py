@@ -49,6 +49,21 @@ def rollout_file(process_index: int, world_size: int) -> str:
     return ROLLOUT_FILE if world_size <= 1 else f"psgrpo_rollout_{process_index}.pt"
 
 
+def warn_earlier_run(output_dir: str) -> None:
+    """Warn when a fresh run starts in a folder that holds an earlier one (Python API; ``psgrpo train`` refuses
+    before loading, :func:`psgrpo.preflight.check_no_earlier_run`): the two would share its ``metrics.jsonl``."""
+    from psgrpo.preflight import earlier_run
+
+    found = earlier_run(output_dir)
+    if found:
+        logger.warning(
+            "output_dir %s already holds a run (%s): this run appends to its metrics.jsonl and writes its model "
+            "and checkpoints over it; give a new output_dir, or pass resume_from_checkpoint=True to continue it",
+            output_dir,
+            ", ".join(found),
+        )
+
+
 class CheckpointMixin:
     """Checkpoint overrides of ``trl.GRPOTrainer``; subclasses add state with :meth:`_save_checkpoint_extras`."""
 
@@ -56,6 +71,8 @@ class CheckpointMixin:
 
     def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any) -> Any:
         checkpoint = resolve_resume_checkpoint(resume_from_checkpoint, self.args.output_dir)
+        if checkpoint is None and self.is_world_process_zero():
+            warn_earlier_run(self.args.output_dir)
         return super().train(checkpoint, *args, **kwargs)
 
     def _get_output_dir(self, trial: Any) -> str:

@@ -99,3 +99,15 @@ def test_best_model_checkpoint_names_the_committed_directory(tmp_path, tiny_mode
     )
     saved = json.loads((tmp_path / "out" / "checkpoint-2" / "trainer_state.json").read_text())
     assert saved["best_model_checkpoint"] == best
+
+
+def test_a_fresh_run_into_a_folder_with_a_run_is_warned_about(tmp_path, tiny_model, char_tokenizer, caplog):
+    """The Python API's rerun of the README snippet: `psgrpo train` refuses it, the trainer says what happens."""
+    first = _trainer(tmp_path, tiny_model, char_tokenizer, max_steps=1, save_strategy="no")
+    with caplog.at_level("WARNING", logger="psgrpo.checkpoints.trainer_mixin"):
+        first.train()
+        assert not caplog.records  # an empty folder: nothing to say
+        _trainer(tmp_path, tiny_model, char_tokenizer, max_steps=1, save_strategy="no").train()
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert f"output_dir {tmp_path / 'out'} already holds a run (metrics.jsonl)" in warning
+    assert "resume_from_checkpoint=True" in warning
