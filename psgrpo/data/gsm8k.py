@@ -170,10 +170,8 @@ def _decode_line(raw: bytes, path: Path, lineno: int) -> str:
 
 def _parse_object(text: str, where: str) -> dict[str, Any]:
     """Parse one JSON object, naming ``where`` it came from when it is not one."""
-    try:
-        value = json.loads(
-            text.rstrip("\r\n")
-        )  # with the newline, an error at the line's end reads "column 1"
+    try:  # without the newline: an error at the line's end would read "column 1" (of the next line)
+        value = json.loads(text.rstrip("\r\n"))
     except json.JSONDecodeError as err:
         raise DatasetValidationError(
             f"{where} is not valid JSON ({err.msg} at column {err.colno}): {short_repr(text.strip())}"
