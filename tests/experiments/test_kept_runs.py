@@ -72,38 +72,46 @@ def test_the_confirmations_redraw_and_their_preregistered_tests_hold(
 
 
 GS = "vps-gs=--method vps --vps_probe gold_suffix --vps_boundaries markers --vps_max_segments 9"
+END = "ps-ref-end=--method ps --step_scorer reference"
+FRESH_SEED_TESTS = [  # (kept folder, arm, its label, the test's row: paired Δ and verdict)
+    ("hard-vps-gs-confirm", GS, "vps-gs", "| final | 60 | 60 | 10 | -0.004 [-0.017, +0.009] |"),
+    ("hard-ref-default-confirm", END, "ps-ref-end", "| final | 60 | 60 | 10 | +0.015 [-0.003, +0.032] |"),
+]
 
 
-def test_the_gold_suffix_test_redraws_and_its_preregistered_result_holds(tmp_path, import_experiment, capsys):
-    """vps-gs on fresh seeds against the second confirmation's kept grpo runs (not confirmed)."""
+@pytest.mark.parametrize("name, arm, label, row", FRESH_SEED_TESTS)
+def test_the_fresh_seed_tests_redraw_and_their_preregistered_results_hold(
+    name, arm, label, row, tmp_path, import_experiment, capsys
+):
+    """vps-gs and the reference verifier's default weights on fresh seeds against the second confirmation's
+    kept grpo runs (neither confirmed)."""
     out = redraw(
-        "hard-vps-gs-confirm",
+        name,
         tmp_path,
         ["--config", "configs/arith_hard.yaml", "--max_steps", "60", "--eval_every", "30",
          "--max_eval_examples", "1000", "--eval_batch_size", "250", "--save_strategy", "no",
          "--report_to", "none", "--diagnostics", "true", "--seeds", *map(str, range(10, 20)),
-         "--arms", "grpo=--method grpo", GS],
+         "--arms", "grpo=--method grpo", arm],
         ("hard-ref-confirm2", "grpo-seed1?"),
     )  # fmt: skip
-    assert accuracies(out / "curves.csv") == accuracies(RUNS / "hard-vps-gs-confirm" / "curves.csv")
+    assert accuracies(out / "curves.csv") == accuracies(RUNS / name / "curves.csv")
     capsys.readouterr()
     import_experiment("preregistered").main(
-        [str(out / "curves.csv"), "--treatment", "vps-gs", "--seeds", *map(str, range(10, 20)),
+        [str(out / "curves.csv"), "--treatment", label, "--seeds", *map(str, range(10, 20)),
          "--final_step", "60", "--level", "0.95"]
     )  # fmt: skip
     printed = capsys.readouterr().out.strip()
-    assert printed == (RUNS / "hard-vps-gs-confirm" / "preregistered.md").read_text().strip()
-    assert "| final | 60 | 60 | 10 | -0.004 [-0.017, +0.009] |" in printed and printed.endswith("| no |")
+    assert printed == (RUNS / name / "preregistered.md").read_text().strip()
+    assert row in printed and printed.endswith("| no |")
 
 
-def test_the_gold_suffix_tests_control_reproduced_the_kept_grpo_run():
-    """Its pre-registered condition: a fresh 30-step grpo run (seed 10) gave the kept accuracies at steps 0 and 30
-    and the kept mean reward at every logged step up to 30."""
+@pytest.mark.parametrize("name", [name for name, *_ in FRESH_SEED_TESTS])
+def test_the_fresh_seed_tests_controls_reproduced_the_kept_grpo_run(name):
+    """Their pre-registered condition: a fresh 30-step grpo run (seed 10) gave the kept accuracies at steps 0 and
+    30 and the kept mean reward at every logged step up to 30."""
     fresh = [
         json.loads(line)
-        for line in (RUNS / "hard-vps-gs-confirm" / "grpo-check" / "grpo-seed10" / "metrics.jsonl")
-        .read_text()
-        .splitlines()
+        for line in (RUNS / name / "grpo-check" / "grpo-seed10" / "metrics.jsonl").read_text().splitlines()
     ]
     kept = [
         json.loads(line)
