@@ -161,6 +161,26 @@ def test_the_demo_default_redraws_with_the_recipe_its_runs_trained_with(tmp_path
     assert "| ps-ref-bin | 5 | 0.460 | 0.641 ± 0.011 |" in table
 
 
+def test_the_demo_early_test_redraws_and_its_preregistered_result_holds(tmp_path, import_experiment, capsys):
+    """ps-ref-bin's lead after 25 steps on the embedded default, both arms fresh on seeds 10-19 (confirmed)."""
+    out = redraw(
+        "demo-early-confirm",
+        tmp_path,
+        ["--max_steps", "25", "--eval_every", "25", "--max_eval_examples", "1000", "--eval_batch_size", "250",
+         "--save_strategy", "no", "--report_to", "none", "--diagnostics", "true",
+         "--seeds", *map(str, range(10, 20)), "--arms", "grpo=--method grpo", BIN],
+    )  # fmt: skip
+    assert accuracies(out / "curves.csv") == accuracies(RUNS / "demo-early-confirm" / "curves.csv")
+    capsys.readouterr()
+    import_experiment("preregistered").main(
+        [str(out / "curves.csv"), "--treatment", "ps-ref-bin", "--seeds", *map(str, range(10, 20)),
+         "--final_step", "25", "--level", "0.95"]
+    )  # fmt: skip
+    printed = capsys.readouterr().out.strip()
+    assert printed == (RUNS / "demo-early-confirm" / "preregistered.md").read_text().strip()
+    assert "| final | 25 | 25 | 10 | +0.027 [+0.018, +0.036] |" in printed and printed.endswith("| **yes** |")
+
+
 def test_tree_on_arith_hard_redraws_and_its_preregistered_test_holds(tmp_path):
     """experiments/runs/tree-hard: the primary report (grpo and tree only) and the report with ps-ref-bin."""
     flags = ["--config", "configs/arith_hard.yaml", "--max_steps", "60", "--eval_every", "30",
