@@ -111,20 +111,27 @@ def check_no_earlier_run(path: str | os.PathLike[str] | None, resume: str | None
         FileExistsError: naming the directory, what it holds, and the ways on (resuming only where a complete
             checkpoint exists).
     """
-    from psgrpo.checkpoints.atomic import last_complete_checkpoint
-
     found = earlier_run(path) if resume is None else []
     if not found:
         return
-    newest, _ = last_complete_checkpoint(Path(path).expanduser())
-    ways = (
-        f"continue it from {newest.name} with {RESUME_FLAG} true, give a new --output_dir, or delete the folder first"
-        if newest is not None
-        else "it holds no complete checkpoint to resume from, so give a new --output_dir or delete the folder first"
-    )
     raise FileExistsError(
         f"--output_dir {path}: already holds a run ({', '.join(found)}); training there would overwrite what it "
-        f"holds and mix the two runs' logs: {ways}"
+        f"holds and mix the two runs' logs: {ways_on(path)}"
+    )
+
+
+def ways_on(
+    path: str | os.PathLike[str], resume: str = f"{RESUME_FLAG} true", output_dir: str = "--output_dir"
+) -> str:
+    """What to do about a folder that holds an earlier run: resume it (only where a complete checkpoint exists),
+    a new ``output_dir``, or delete it; ``resume`` and ``output_dir`` name the options (CLI or Python)."""
+    from psgrpo.checkpoints.atomic import last_complete_checkpoint
+
+    newest, _ = last_complete_checkpoint(Path(path).expanduser())
+    if newest is None:
+        return f"it holds no complete checkpoint to resume from, so give a new {output_dir} or delete the folder first"
+    return (
+        f"continue it from {newest.name} with {resume}, give a new {output_dir}, or delete the folder first"
     )
 
 

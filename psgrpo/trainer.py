@@ -28,7 +28,7 @@ from trl.import_utils import is_vllm_available
 from psgrpo.advantages import ADVANTAGE_ESTIMATORS
 from psgrpo.checkpoints.trainer_mixin import CheckpointMixin
 from psgrpo.compatibility import has_token_credit
-from psgrpo.config.precision import log_cpu_bf16
+from psgrpo.config.precision import log_precision
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.credit import CreditRecord, ProcessSignal, SignalOutput, StepRecord, process_term_metrics
 from psgrpo.diagnostics.step_logger import StepDiagnostics
@@ -125,7 +125,6 @@ class ProcessGRPOTrainer(
         self.step_record = StepRecord(inputs=[])  # made anew for every generation batch
         if isinstance(model, str):  # "embedded:arith" → the committed checkpoint, loaded offline by TRL
             model = resolve_checkpoint(model)
-        log_cpu_bf16(args)
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
         tidy_input_grad_hooks(self)  # TRL's rollouts would add a hook to the embeddings per step
         self.compile_watch: CompileWatch | None = None
@@ -143,6 +142,8 @@ class ProcessGRPOTrainer(
         self.last_credit: CreditRecord | None = None
         self.completion_tokens_seen = 0  # restored on resume (CheckpointMixin)
         self.add_callback(JsonlMetricsCallback(Path(args.output_dir) / METRICS_FILE))
+        if args.process_index == 0:  # last: every check of the input has passed, so a refusal stays one line
+            log_precision(args)
 
     def _build_signal(self, step_scorer: Any) -> ProcessSignal | None:
         """The method's signal stage (``None`` without one, as for ``grpo``), built by its spec."""

@@ -110,7 +110,7 @@ def no_accelerator(monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(precision, "accelerator_available", lambda: False)
-    monkeypatch.setattr(precision, "_logged_use_cpu", False)
+    monkeypatch.setattr(precision, "_logged", set())
     monkeypatch.setattr(transformers.training_args, "is_torch_bf16_gpu_available", lambda *a, **k: False)
 
 

@@ -27,8 +27,13 @@ def venv_python(venv: Path) -> str:
     found = re.search(r"^version(?:_info)?\s*=\s*(\d+)\.(\d+)", config, re.M)
     if not found:
         return ""
-    flags = re.search(r"^executable\s*=.*python\d+\.\d+([a-z]*)\s*$", config, re.M)
-    return "{}.{}".format(*found.groups()) + (flags.group(1) if flags else "")
+    xy = "{}.{}".format(*found.groups())
+    # venv writes `executable`, virtualenv `base-executable`; uv neither, but its site-packages folder has the flags
+    flags = re.search(r"^(?:base-)?executable\s*=.*python\d+\.\d+([a-z]*)\s*$", config, re.M)
+    if flags:
+        return xy + flags.group(1)
+    folders = [p.name[len("python" + xy) :] for p in (venv / "lib").glob("python" + xy + "*")]
+    return xy + (folders[0] if len(folders) == 1 else "")
 
 
 def main(argv: list) -> int:

@@ -52,15 +52,16 @@ def rollout_file(process_index: int, world_size: int) -> str:
 def warn_earlier_run(output_dir: str) -> None:
     """Warn when a fresh run starts in a folder that holds an earlier one (Python API; ``psgrpo train`` refuses
     before loading, :func:`psgrpo.preflight.check_no_earlier_run`): the two would share its ``metrics.jsonl``."""
-    from psgrpo.preflight import earlier_run
+    from psgrpo.preflight import earlier_run, ways_on
 
     found = earlier_run(output_dir)
     if found:
         logger.warning(
             "output_dir %s already holds a run (%s): this run appends to its metrics.jsonl and writes its model "
-            "and checkpoints over it; give a new output_dir, or pass resume_from_checkpoint=True to continue it",
+            "and checkpoints over it; %s",
             output_dir,
             ", ".join(found),
+            ways_on(output_dir, resume="train(resume_from_checkpoint=True)", output_dir="output_dir"),
         )
 
 

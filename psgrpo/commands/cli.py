@@ -128,7 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if debug or not isinstance(err, (*USER_ERRORS, NonFiniteError)):
             raise
-        print(f"psgrpo: error: {_error_message(err)} [{TRACEBACK_FLAG} shows where]", file=sys.stderr)
+        print(
+            f"psgrpo: error: {_error_message(err)} ({TRACEBACK_FLAG} or PSGRPO_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
         return 2
     from psgrpo.distributed import close_process_group
 

@@ -102,16 +102,13 @@ def _cuda_in_use(use_cpu: bool) -> bool:
     return not use_cpu and torch.cuda.is_available()
 
 
-_logged_fallback = False
-
-
 def resolve_bf16(bf16: bool | None, fp16: bool, use_cpu: bool) -> bool | None:
     """The ``bf16`` value to train with, given the user's (``None`` = not set).
 
     Returns the user's value when set; otherwise the hardware rule of this module's docstring.
-    ``None`` is returned for accelerators other than CUDA and CPU, leaving TRL's default.
+    ``None`` is returned for accelerators other than CUDA and CPU, leaving TRL's default. Silent: a CPU
+    without native bf16 is reported by :func:`log_precision` once a trainer is built (:func:`cpu_fell_back`).
     """
-    global _logged_fallback
     if bf16 is not None or fp16:
         return bf16
     import torch
@@ -124,17 +121,12 @@ def resolve_bf16(bf16: bool | None, fp16: bool, use_cpu: bool) -> bool | None:
     )
     if on_other_accelerator:
         return None
-    if cpu_has_native_bf16():
-        return True
-    if not _logged_fallback:
-        _logged_fallback = True
-        logger.info(
-            "bf16 autocast is off: this CPU has no native bf16 (no %s flag, or PyTorch's kernels are capped "
-            "below it), and emulated bf16 is several times slower than fp32. Training in fp32; pass --bf16 true "
-            "to force bf16.",
-            "/".join(X86_BF16_FLAGS),
-        )
-    return False
+    return cpu_has_native_bf16()
+
+
+def cpu_fell_back(user_bf16: bool | None, fp16: bool, resolved: bool | None, use_cpu: bool) -> bool:
+    """Whether :func:`resolve_bf16` turned an unset ``bf16`` off because the CPU has no native bf16."""
+    return user_bf16 is None and not fp16 and resolved is False and not _cuda_in_use(use_cpu)
 
 
 def accelerator_available() -> bool:
@@ -151,15 +143,12 @@ def accelerator_available() -> bool:
     return found or is_torch_xla_available()
 
 
-_logged_use_cpu = False
-
-
 def resolve_use_cpu(use_cpu: bool, bf16: bool | None, bf16_full_eval: bool = False) -> bool:
     """``use_cpu`` to train with: ``True`` where bf16 is on and the CPU is the only device, else the user's.
 
     transformers refuses bf16 without a GPU unless ``use_cpu`` is set, although the CPU is where the
     run goes anyway; setting it here lets a config (Python, YAML or flags) that never mentions
-    ``use_cpu`` train in bf16 on a CPU with native bf16. Silent: :func:`log_cpu_bf16` says so once a
+    ``use_cpu`` train in bf16 on a CPU with native bf16. Silent: :func:`log_precision` says so once a
     trainer is built, after every check of the input, so that a refused input stays one line.
     """
     if use_cpu or not (bf16 or bf16_full_eval) or accelerator_available():
@@ -167,15 +156,30 @@ def resolve_use_cpu(use_cpu: bool, bf16: bool | None, bf16_full_eval: bool = Fal
     return True
 
 
-def log_cpu_bf16(args: Any) -> None:
-    """Log, once per process, that ``args`` (a TrainingArguments) trains in bf16 on a machine without GPU."""
-    global _logged_use_cpu
-    if (
-        _logged_use_cpu
-        or not args.use_cpu
-        or not (args.bf16 or args.bf16_full_eval)
-        or accelerator_available()
-    ):
-        return
-    _logged_use_cpu = True
-    logger.info("bf16 on a machine without GPU: training on the CPU (use_cpu=True).")
+PRECISION_NOTES = {
+    "use_cpu": "bf16 on a machine without GPU: training on the CPU (use_cpu=True).",
+    "fallback": f"bf16 autocast is off: this CPU has no native bf16 (no {'/'.join(X86_BF16_FLAGS)} flag, or "
+    "PyTorch's kernels are capped below it), and emulated bf16 is several times slower than fp32. Training in "
+    "fp32; pass --bf16 true to force bf16.",
+}
+"""The notes :func:`log_precision` logs, by name."""
+
+_logged: set[str] = set()
+"""The precision notes this process has logged (each once: ``psgrpo compare`` builds many trainers)."""
+
+
+def log_precision(args: Any) -> None:
+    """Log, once per process, what the precision rule chose for ``args`` (a ProcessGRPOConfig) on a CPU.
+
+    Called by the trainer once every input check has passed (so a refused input stays one line), on the
+    main process only: bf16 training on a machine without GPU (``use_cpu`` set for it), or fp32 because the
+    CPU has no native bf16 (``args.bf16_fell_back``).
+    """
+    notes = {
+        "use_cpu": args.use_cpu and bool(args.bf16 or args.bf16_full_eval) and not accelerator_available(),
+        "fallback": bool(getattr(args, "bf16_fell_back", False)),
+    }
+    for name, due in notes.items():
+        if due and name not in _logged:
+            _logged.add(name)
+            logger.info(PRECISION_NOTES[name])

@@ -19,7 +19,7 @@ from psgrpo.config.options import (
     KLSchedule,
     parameter_sections,
 )
-from psgrpo.config.precision import resolve_bf16, resolve_use_cpu
+from psgrpo.config.precision import cpu_fell_back, resolve_bf16, resolve_use_cpu
 from psgrpo.methods import all_methods, method_help, method_names
 from psgrpo.ps.options import PsOptions
 from psgrpo.tree.options import TreeOptions
@@ -186,7 +186,10 @@ class ProcessGRPOConfig(PsOptions, VpsOptions, TreeOptions, GRPOConfig):
     )
 
     def __post_init__(self) -> None:
+        user_bf16 = self.bf16
         self.bf16 = resolve_bf16(self.bf16, self.fp16, self.use_cpu)  # before TRL turns None into True
+        # not a field: read by psgrpo.config.precision.log_precision once the trainer is built
+        self.bf16_fell_back = cpu_fell_back(user_bf16, self.fp16, self.bf16, self.use_cpu)
         # before transformers refuses bf16 without a GPU: on a CPU-only machine the CPU is the device anyway
         self.use_cpu = resolve_use_cpu(self.use_cpu, self.bf16, self.bf16_full_eval)
         with named_batch_errors(self):  # TRL names its derived generation_batch_size, not the options set

@@ -65,10 +65,12 @@ def test_max_steps_zero(tmp_path, capsys, no_model_loads):
     assert not out.exists()
 
 
-def test_a_refusal_is_one_line_of_stderr_from_the_shell(tmp_path):
-    """What a user sees: on a CPU-only machine the bf16 note and a traceback hint used to add two lines."""
+@pytest.mark.parametrize("native_bf16", ["1", "0"])
+def test_a_refusal_is_one_line_of_stderr_from_the_shell(tmp_path, native_bf16):
+    """What a user sees: on a CPU-only machine a precision note (bf16 on the CPU, or fp32 on a CPU without
+    native bf16) and a traceback hint used to add lines; both kinds of CPU, whichever this one is."""
     out = tmp_path / "run"
-    env = {**os.environ, "PSGRPO_DEBUG": "0", "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PSGRPO_DEBUG": "0", "OMP_NUM_THREADS": "1", "PSGRPO_NATIVE_BF16": native_bf16}
     done = subprocess.run(
         [sys.executable, "-m", "psgrpo", "train", "--top_p", "1.5", "--output_dir", str(out)],
         capture_output=True,
@@ -79,7 +81,7 @@ def test_a_refusal_is_one_line_of_stderr_from_the_shell(tmp_path):
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert done.stderr.startswith("psgrpo: error: top_p=1.5 is outside its range")
-    assert done.stderr.strip().endswith("[--traceback shows where]")
+    assert done.stderr.strip().endswith("(--traceback or PSGRPO_DEBUG=1 shows the traceback)")
     assert not out.exists()
 
 

@@ -30,7 +30,7 @@ def native(monkeypatch):
 
     def set_native(value: bool) -> None:
         monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: value)
-        monkeypatch.setattr(precision, "_logged_fallback", False)
+        monkeypatch.setattr(precision, "_logged", set())
 
     return set_native
 
@@ -44,9 +44,19 @@ def test_unset_bf16_follows_the_cpu(tmp_path, native, caplog):
     assert _config(tmp_path).bf16 is True
     native(False)
     with caplog.at_level(logging.INFO, logger="psgrpo.config.precision"):
-        assert _config(tmp_path).bf16 is False
-        assert _config(tmp_path).bf16 is False
+        configs = [_config(tmp_path), _config(tmp_path)]
+        assert [c.bf16 for c in configs] == [False, False] and all(c.bf16_fell_back for c in configs)
+        assert not caplog.text  # the config is silent: a refused input stays one line
+        for config in configs:
+            precision.log_precision(config)  # what the trainer does once built
     assert caplog.text.count("Training in fp32; pass --bf16 true") == 1  # logged once per process
+
+
+def test_an_explicit_bf16_false_is_no_fallback(tmp_path, native, caplog):
+    native(False)
+    assert not _config(tmp_path, bf16=False).bf16_fell_back
+    native(True)
+    assert not _config(tmp_path).bf16_fell_back
 
 
 @pytest.mark.parametrize("cpu_native", [True, False])
@@ -94,7 +104,7 @@ def test_help_states_the_rule():
 def cpu_only(monkeypatch):
     """No accelerator at all, as on a laptop or a CI runner."""
     monkeypatch.setattr(precision, "accelerator_available", lambda: False)
-    monkeypatch.setattr(precision, "_logged_use_cpu", False)
+    monkeypatch.setattr(precision, "_logged", set())
 
 
 def test_a_config_without_use_cpu_trains_in_bf16_on_a_cpu_with_native_bf16(
@@ -228,8 +238,12 @@ def test_on_a_cuda_machine_no_config_is_moved_to_the_cpu(native, cuda_present, c
         use_cpu = precision.resolve_use_cpu(False, bf16)
     assert (bf16, use_cpu) == (True, False)
     with caplog.at_level(logging.INFO, logger="psgrpo.config.precision"):
-        precision.log_cpu_bf16(SimpleNamespace(use_cpu=use_cpu, bf16=bf16, bf16_full_eval=False))
-    assert "use_cpu=True" not in caplog.text
+        # even with use_cpu and bf16 on (as a CPU-only machine would set them), a GPU here means no note
+        precision.log_precision(SimpleNamespace(use_cpu=True, bf16=True, bf16_full_eval=False))
+    assert not caplog.text
+    assert not precision.cpu_fell_back(
+        None, False, False, use_cpu=False
+    )  # a GPU without bf16 is no CPU fallback
 
 
 @pytest.mark.parametrize("machine", ["no_accelerator", "cuda_present"])

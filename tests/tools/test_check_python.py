@@ -91,3 +91,21 @@ def test_every_makefile_rule_that_makes_a_venv_checks_the_python_first():
     for stamp in ("STAMP", "STAMP_MIN", "STAMP_DS"):
         assert re.search(rf"^{stamp} := \S+/\.installed-py\$\(PY_XY\)$", makefile, re.M), stamp
     assert "tools/check_python.py" in makefile.split("CHECK_PYTHON =", 1)[1].split("\n\n", 1)[0]
+
+
+def test_virtualenv_and_uv_venvs_of_this_python_are_kept(tmp_path):
+    """virtualenv writes `base-executable`, uv no executable at all (its lib/pythonX.Y<flags> folder tells)."""
+    xy = "{}.{}".format(*sys.version_info[:2])
+    virtualenv = tmp_path / "virtualenv"
+    (virtualenv / "bin").mkdir(parents=True)
+    (virtualenv / "pyvenv.cfg").write_text(
+        f"home = /usr/bin\nversion_info = {xy}.1.final.0\nbase-executable = /usr/bin/python{xy}{sys.abiflags}\n"
+    )
+    uv = tmp_path / "uv"
+    (uv / "lib" / f"python{xy}{sys.abiflags}" / "site-packages").mkdir(parents=True)
+    (uv / "pyvenv.cfg").write_text(f"home = /usr/bin\nversion_info = {xy}.1\n")
+    for venv in (virtualenv, uv):
+        done = subprocess.run(
+            [sys.executable, str(TOOL), "--venv", str(venv)], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0 and venv.exists(), done.stdout + done.stderr
