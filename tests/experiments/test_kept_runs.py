@@ -25,6 +25,14 @@ BIN = (
 )
 
 
+HARD_SEEDS_10_19 = [
+    "--config", "configs/arith_hard.yaml", "--max_steps", "60", "--eval_every", "30", "--max_eval_examples", "1000",
+    "--eval_batch_size", "250", "--save_strategy", "no", "--report_to", "none", "--diagnostics", "true",
+    "--seeds", *map(str, range(10, 20)),
+]  # fmt: skip
+"""The kept arith-hard protocol on the fresh seeds 10-19 (experiments/README.md's ``$C``), for the redraws."""
+
+
 def accuracies(path: Path) -> dict[tuple[str, int, int], float]:
     """(method, seed, step) → held-out accuracy, from a compare ``curves.csv``."""
     with path.open() as f:
@@ -56,10 +64,7 @@ def test_the_confirmations_redraw_and_their_preregistered_tests_hold(
     out = redraw(
         name,
         tmp_path,
-        ["--config", "configs/arith_hard.yaml", "--max_steps", "60", "--eval_every", "30",
-         "--max_eval_examples", "1000", "--eval_batch_size", "250", "--save_strategy", "no",
-         "--report_to", "none", "--diagnostics", "true", "--seeds", *map(str, range(10, 20)),
-         "--arms", "grpo=--method grpo", BIN],
+        [*HARD_SEEDS_10_19, "--arms", "grpo=--method grpo", BIN],
         borrowed,
     )  # fmt: skip
     assert accuracies(out / "curves.csv") == accuracies(RUNS / name / "curves.csv")
@@ -88,10 +93,7 @@ def test_the_fresh_seed_tests_redraw_and_their_preregistered_results_hold(
     out = redraw(
         name,
         tmp_path,
-        ["--config", "configs/arith_hard.yaml", "--max_steps", "60", "--eval_every", "30",
-         "--max_eval_examples", "1000", "--eval_batch_size", "250", "--save_strategy", "no",
-         "--report_to", "none", "--diagnostics", "true", "--seeds", *map(str, range(10, 20)),
-         "--arms", "grpo=--method grpo", arm],
+        [*HARD_SEEDS_10_19, "--arms", "grpo=--method grpo", arm],
         ("hard-ref-confirm2", "grpo-seed1?"),
     )  # fmt: skip
     assert accuracies(out / "curves.csv") == accuracies(RUNS / name / "curves.csv")
