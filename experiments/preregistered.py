@@ -9,7 +9,9 @@ Student's t interval at ``--level`` (Bonferroni: 0.975 for two tests at 95 % fam
 * ``early``: treatment at ``--early_step`` minus control at ``--final_step`` (the convergence form:
   does the treatment reach the control's final accuracy in ``early/final`` of the steps?).
 
-A test is confirmed when its interval lies entirely above 0.
+A test is confirmed when its interval lies entirely above 0. With ``--equivalence_margin M`` each test
+also says whether the arms end **level**: its interval lies entirely within [−M, +M] (an equivalence
+test, fixed in advance like the rest; M in the column's units, e.g. 0.02 for 2 accuracy points).
 
 Usage (the second confirmation of docs/learning.md; curves.csv from ``psgrpo compare ... --report_only
 true`` over both arms and all ten seeds)::
@@ -51,6 +53,10 @@ class TestResult:
     @property
     def confirmed(self) -> bool:
         return self.interval.n >= 2 and self.interval.low > 0
+
+    def level_within(self, margin: float) -> bool:
+        """The interval lies inside [−margin, +margin]: the arms are equivalent up to ``margin``."""
+        return self.interval.n >= 2 and -margin <= self.interval.low and self.interval.high <= margin
 
 
 def values_at(rows: Sequence[dict[str, Any]], method: str, step: int, column: str) -> dict[int, float]:
@@ -101,19 +107,31 @@ def run_tests(
     return results
 
 
-def report(results: Sequence[TestResult], treatment: str, control: str, level: float) -> str:
-    """A markdown table: per test, the mean difference, its interval, each seed's difference and the verdict."""
-    lines = [
-        f"| test | {treatment} step | {control} step | seeds | paired Δ [{level:.1%} t interval] | per seed | confirmed |",
-        "|---|---|---|---|---|---|---|",
-    ]
+def report(
+    results: Sequence[TestResult],
+    treatment: str,
+    control: str,
+    level: float,
+    equivalence_margin: float | None = None,
+) -> str:
+    """A markdown table: per test, the mean difference, its interval, each seed's difference and the verdict
+    (and, given ``equivalence_margin``, whether the interval lies within ±margin)."""
+    header = f"| test | {treatment} step | {control} step | seeds | paired Δ [{level:.1%} t interval] | per seed | confirmed |"
+    rule = "|---|---|---|---|---|---|---|"
+    if equivalence_margin is not None:
+        header += f" level (within ±{equivalence_margin:.3f}) |"
+        rule += "---|"
+    lines = [header, rule]
     for r in results:
         per_seed = ", ".join(f"{100 * d:+.1f}" for d in r.differences.values())
-        lines.append(
+        line = (
             f"| {r.test.name} | {r.test.treatment_step} | {r.test.control_step} | {r.interval.n} | "
             f"{r.interval.mean:+.3f} [{r.interval.low:+.3f}, {r.interval.high:+.3f}] | {per_seed} | "
             f"{'**yes**' if r.confirmed else 'no'} |"
         )
+        if equivalence_margin is not None:
+            line += f" {'**yes**' if r.level_within(equivalence_margin) else 'no'} |"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -133,7 +151,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--column", default="accuracy", help="the curves.csv column compared (default accuracy)"
     )
+    parser.add_argument(
+        "--equivalence_margin",
+        type=float,
+        default=None,
+        help="also say whether each interval lies within ±this (column units, e.g. 0.02): the arms end level",
+    )
     args = parser.parse_args(argv)
+    if args.equivalence_margin is not None and not args.equivalence_margin > 0:
+        parser.error(
+            f"--equivalence_margin must be > 0 (column units, e.g. 0.02), got {args.equivalence_margin}"
+        )
     if len(set(args.seeds)) != len(args.seeds):
         parser.error(f"--seeds names a seed twice: {args.seeds}")
     if not args.curves.is_file():
@@ -150,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         print(f"preregistered: {err}", file=sys.stderr)
         return EXIT_INCOMPLETE
-    print(report(results, args.treatment, args.control, args.level))
+    print(report(results, args.treatment, args.control, args.level, args.equivalence_margin))
     return 0
 
 

@@ -79,3 +79,26 @@ def test_bad_input_is_a_usage_error(prereg, tmp_path, capsys):
     with pytest.raises(SystemExit):
         prereg.main([str(bad), "--treatment", "x", "--seeds", "1", "--final_step", "60"])
     assert "line 2" in capsys.readouterr().err
+
+
+def test_an_equivalence_margin_says_whether_the_arms_end_level(prereg, tmp_path, capsys):
+    """--equivalence_margin adds one verdict column: the interval inside [-M, +M]; without it the table is unchanged."""
+    near = {10: (0.2, 0.22, 0.255), 11: (0.2, 0.21, 0.235), 12: (0.2, 0.23, 0.262)}  # +0.5, -0.5, +0.2 points
+    path = tmp_path / "curves.csv"
+    write_curves_csv(_rows("grpo", CONTROL) + _rows("ps-ref-bin", near) + _rows("far", TREATMENT), path)
+    base = [str(path), "--seeds", "10", "11", "12", "--final_step", "60"]
+    expected = mean_interval([0.005, -0.005, 0.002], level=0.95)
+    assert -0.02 < expected.low and expected.high < 0.02  # so the verdict below is "level"
+    assert prereg.main([*base, "--treatment", "ps-ref-bin", "--equivalence_margin", "0.02"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].endswith("| confirmed | level (within ±0.020) |") and table[1].count("|") == 9
+    assert table[2].startswith("| final |") and table[2].endswith("| no | **yes** |")
+    assert prereg.main([*base, "--treatment", "far", "--equivalence_margin", "0.02"]) == 0
+    assert (
+        capsys.readouterr().out.splitlines()[2].endswith("| **yes** | no |")
+    )  # +4.7 points: above, not level
+    assert prereg.main([*base, "--treatment", "ps-ref-bin"]) == 0
+    assert "level" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        prereg.main([*base, "--treatment", "ps-ref-bin", "--equivalence_margin", "0"])
+    assert "--equivalence_margin must be > 0" in capsys.readouterr().err
