@@ -3,7 +3,8 @@
 Every subcommand parses its dataclasses with :class:`psgrpo.config.parsing.ConfigParser` (TRL's parser:
 ``--config FILE.yaml`` sets values, flags override them). A user error (a bad option value, a
 missing file, a malformed dataset row, a missing package) ends with one ``psgrpo: error: …``
-line and exit status 2; ``--traceback`` (or ``PSGRPO_DEBUG=1``) shows the Python traceback instead
+line and exit status 2 (it ends by pointing at ``--help`` for a bad option value, at ``--traceback`` for
+anything else); ``--traceback`` (or ``PSGRPO_DEBUG=1``) shows the Python traceback instead
 (``--debug`` is TrainingArguments' own option and passes through). Ctrl-C ends with one line and exit
 status 130 (``psgrpo train`` names the newest complete checkpoint and the command that resumes it).
 """
@@ -91,6 +92,16 @@ def _error_message(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
 
 
+def _error_hint(err: BaseException, subcommand: str) -> str:
+    """The error line's closing parenthesis: where the options are listed, for a bad option value (its
+    traceback is argparse's and says nothing more); how to see the traceback, for anything else."""
+    from psgrpo.config.parsing import ConfigError
+
+    if isinstance(err, ConfigError):
+        return "" if "--help" in str(err) else f"(`psgrpo {subcommand} --help` lists the options)"
+    return f"({TRACEBACK_FLAG} or PSGRPO_DEBUG=1 shows the traceback)"
+
+
 def silence_unactionable_warnings() -> None:
     """Hide :data:`UNACTIONABLE_WARNINGS` for this process (commands only; the Python API keeps them)."""
     for category, message in UNACTIONABLE_WARNINGS:
@@ -128,10 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if debug or not isinstance(err, (*USER_ERRORS, NonFiniteError)):
             raise
-        print(
-            f"psgrpo: error: {_error_message(err)} ({TRACEBACK_FLAG} or PSGRPO_DEBUG=1 shows the traceback)",
-            file=sys.stderr,
-        )
+        hint = _error_hint(err, argv[0])
+        print(f"psgrpo: error: {_error_message(err)}{' ' + hint if hint else ''}", file=sys.stderr)
         return 2
     from psgrpo.distributed import close_process_group
 

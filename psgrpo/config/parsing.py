@@ -21,8 +21,8 @@ A malformed YAML file is one error naming the file and line; an unknown flag is 
 nearest known options ("did you mean --dataset?"). Every error argparse itself finds (a value outside
 the choices, an ambiguous prefix such as ``--lr``, a YAML value of the wrong type) is a
 :class:`ConfigError` in one line instead of argparse's usage dump (hundreds of lines for ``train``):
-the short usage line, the error, and a "did you mean" where one exists; a bad value that came from a
-YAML file names the file and the key (:meth:`ConfigParser.error`).
+the error and a "did you mean" where one exists (the command line adds where ``--help`` lists the
+options); a bad value that came from a YAML file names the file and the key (:meth:`ConfigParser.error`).
 
 **Help.** ``--help`` prints one line per option, the command's own options first, then the TRL
 options set most (:mod:`psgrpo.config.short_help`); ``--help-all`` prints argparse's full help.
@@ -110,6 +110,7 @@ class ConfigParser(TrlParser):
             HELP_ALL, action=HelpAllAction, help="show every option (TRL's and transformers' too) and exit"
         )
         self.show_all_options = False
+        self.pending_notes: list[str] = []
         self._initial_defaults = {id(action): action.default for action in self._actions}
         self.one_value_options = one_value_fields(self.dataclass_types)
 
@@ -131,6 +132,7 @@ class ConfigParser(TrlParser):
         self.config_path = str(paths[-1]) if paths else None
         self._option_string_actions["--config"].shown_default = [path.name for path in paths]  # type: ignore[attr-defined]
         self.command_line = typed_options(args)
+        self.pending_notes = []  # logged once the whole command line has parsed
         try:
             config = self.load_layers(paths)
             for key, value in (config.pop("env", None) or {}).items():  # TRL's `env:` mapping
@@ -158,6 +160,8 @@ class ConfigParser(TrlParser):
                 f" (options come from {' + '.join(map(str, paths))} and the command line)" if paths else ""
             )
             raise ConfigError(f"{err}{source}") from err
+        for note in self.pending_notes:
+            logger.info("%s", note)
         if not return_remaining_strings:
             return output
         if separate_remaining_strings:
@@ -180,10 +184,7 @@ class ConfigParser(TrlParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         """argparse's error as one :class:`ConfigError` line (no usage dump), with a "did you mean"; a bad
-        value that came from a ``--config`` file names the file and the key. Prints the short usage line."""
-        sys.stderr.write(
-            f"usage: {self.prog} [--config FILE_OR_NAME] [--OPTION VALUE ...] ({self.prog} --help)\n"
-        )
+        value that came from a ``--config`` file names the file and the key."""
         raise ConfigError(self.explain(message))
 
     def explain(self, message: str) -> str:
@@ -236,15 +237,14 @@ class ConfigParser(TrlParser):
         return f"; did you mean {' or '.join(dict.fromkeys(matches))}?" if matches else ""
 
     def set_defaults_with_config(self, **kwargs: Any) -> list[str]:
-        kwargs = drop_foreign_component_kwargs(kwargs, self.command_line, source=self.config_path)
+        kwargs = drop_foreign_component_kwargs(
+            kwargs, self.command_line, source=self.config_path, notes=self.pending_notes
+        )
         known = {action.dest for action in self._actions}
         if any(key in self.foreign_config_keys and key not in known for key in kwargs):
             ignored = sorted(key for key in kwargs if key in self.foreign_config_keys)
-            logger.info(
-                "%s: %s is another command's config; ignored: %s",
-                self.prog,
-                self.config_path,
-                ", ".join(ignored),
+            self.pending_notes.append(
+                f"{self.prog}: {self.config_path} is another command's config; ignored: {', '.join(ignored)}"
             )
             kwargs = {key: value for key, value in kwargs.items() if key not in self.foreign_config_keys}
         for action in self._actions:
@@ -370,27 +370,28 @@ def typed_options(args: Sequence[str]) -> dict[str, str]:
 
 
 def drop_foreign_component_kwargs(
-    base: Mapping[str, Any], override: Mapping[str, Any], source: str | None = None
+    base: Mapping[str, Any],
+    override: Mapping[str, Any],
+    source: str | None = None,
+    notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """``base`` (a config layer) without the kwargs of a component that ``override`` (a later layer) replaces.
 
     For each :data:`COMPONENT_KWARGS` pair: when ``override`` sets the component to another value than
     ``base`` and does not set its kwargs, ``base``'s kwargs for it are dropped (they belong to
-    ``base``'s component; the demo recipe's ``step_scorer_kwargs`` would otherwise reach the PRM).
+    ``base``'s component; the demo recipe's ``step_scorer_kwargs`` would otherwise reach the PRM). Each drop
+    appends one sentence to ``notes``, which the parser logs once the whole command line has parsed (so a
+    bad value's error line is the only output).
     """
     kept = dict(base)
     for component, kwargs_key in COMPONENT_KWARGS.items():
         replaced = component in override and str(override[component]) != str(base.get(component))
         if replaced and kwargs_key in kept and kwargs_key not in override:
-            logger.info(
-                "%s of %s belong to its %s %r, so they are not used with %s %r",
-                kwargs_key,
-                source or "the config",
-                component,
-                base.get(component),
-                component,
-                override[component],
-            )
+            if notes is not None:
+                notes.append(
+                    f"{kwargs_key} of {source or 'the config'} belong to its {component} "
+                    f"{base.get(component)!r}, so they are not used with {component} {override[component]!r}"
+                )
             del kept[kwargs_key]
     return kept
 

@@ -431,3 +431,19 @@ def test_help_all_states_one_default_per_option(capsys):
     assert scorer.endswith("(this run: reference)")
     (ps_lambda,) = [b for b in blocks if re.match(r"--ps_lambda[ ,]", b)]
     assert "(default: " not in ps_lambda  # its text states the default, which the run uses
+
+
+def test_the_dropped_kwargs_note_waits_for_a_command_line_that_parses(tmp_path, caplog):
+    """The demo recipe's step_scorer_kwargs belong to 'reference': swapping the scorer drops them with one
+    INFO note, logged only once everything parsed, so that a bad value's error line is the only output."""
+    note = "step_scorer_kwargs of"
+    with (
+        caplog.at_level("INFO", logger="psgrpo"),
+        pytest.raises(ConfigError, match="'nonsense' is not allowed"),
+    ):
+        _train("--step_scorer", "nonsense", "--output_dir", str(tmp_path))
+    assert note not in caplog.text
+    with caplog.at_level("INFO", logger="psgrpo"):
+        _, args, _ = _train("--step_scorer", "arithmetic", "--output_dir", str(tmp_path))
+    assert args.step_scorer_kwargs == {}
+    assert f"{note} " in caplog.text and "so they are not used with step_scorer 'arithmetic'" in caplog.text

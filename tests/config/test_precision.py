@@ -256,3 +256,35 @@ def test_a_misspelt_yaml_key_is_reported_the_same_on_every_machine(tmp_path, nat
     recipe.write_text(f"output_dir: {tmp_path / 'out'}\nlearning_rat: 1.0e-5\n")
     with pytest.raises(ConfigError, match=rf"unknown option\(s\) \['--learning_rat', '1e-05'\] in {recipe}"):
         _train_parser().parse_args_and_config(["--config", str(recipe)])
+
+
+@pytest.mark.parametrize("native_fp16", [False, True])
+def test_fp16_on_a_cpu_without_native_fp16_is_kept_with_one_warning(
+    monkeypatch, no_accelerator, caplog, native_fp16
+):
+    """--fp16 true on a CPU trains as asked (accelerate autocasts to fp16 there), but emulated fp16 is ~10x
+    slower than fp32 per matmul on a CPU without avx512_fp16: one warning per process, none where it is native."""
+    monkeypatch.setattr(precision, "cpu_has_native_fp16", lambda: native_fp16)
+    args = SimpleNamespace(use_cpu=False, bf16=False, bf16_full_eval=False, fp16=True, bf16_fell_back=False)
+    with caplog.at_level(logging.INFO, logger="psgrpo.config.precision"):
+        precision.log_precision(args)
+        precision.log_precision(args)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == (0 if native_fp16 else 1)
+    if not native_fp16:
+        assert "fp16 autocast on a CPU without native fp16" in warnings[0].getMessage()
+        assert "--bf16 true" in warnings[0].getMessage()
+
+
+def test_fp16_where_a_gpu_trains_is_no_cpu_matter(cuda_present, monkeypatch, caplog):
+    monkeypatch.setattr(precision, "cpu_has_native_fp16", lambda: False)
+    with caplog.at_level(logging.INFO, logger="psgrpo.config.precision"):
+        precision.log_precision(SimpleNamespace(use_cpu=False, bf16=False, bf16_full_eval=False, fp16=True))
+    assert not caplog.text
+
+
+def test_native_fp16_is_read_from_the_cpu_flags(monkeypatch):
+    monkeypatch.setattr(precision, "cpu_flags", lambda: {"avx2", "avx512_fp16"})
+    assert precision.cpu_has_native_fp16()
+    monkeypatch.setattr(precision, "cpu_flags", lambda: {"avx2", "avx512_bf16"})
+    assert not precision.cpu_has_native_fp16()
