@@ -131,6 +131,24 @@ def test_gradient_checkpointing_changes_no_weight(tmp_path, char_tokenizer, meth
     assert [r.get("loss") for r in logs_on] == [r.get("loss") for r in logs_off]
 
 
+@pytest.mark.parametrize("method", ["grpo", "ps", "vps", "tree"])
+def test_the_python_api_shows_no_warning_from_trls_checkpointing_calls(tmp_path, char_tokenizer, method):
+    """transformers deprecates gradient checkpointing's old names and TRL uses them itself (its config default,
+    every rollout's toggle, vps's probe forwards): a Python API user sees none of it, other warnings stay."""
+    import warnings
+
+    dataset = make_arith_dataset("train", n=16)
+    model_dir = save_tiny_model(tmp_path / "init", char_tokenizer)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        args = ProcessGRPOConfig(method=method, gradient_checkpointing=True, **_common_args(tmp_path, "gc"))
+        _run(ProcessGRPOTrainer, args, char_tokenizer, dataset, model_dir)
+        warnings.warn("a warning of the user's own", UserWarning, stacklevel=2)
+    messages = [str(w.message) for w in caught]
+    assert not [m for m in messages if "checkpointing" in m and "deprecated" in m], messages
+    assert "a warning of the user's own" in messages  # the filters are restored after each TRL call
+
+
 def test_an_embedded_name_is_a_model_the_trainer_loads_offline(tmp_path, monkeypatch):
     """``ProcessGRPOTrainer(model="embedded:arith")``: the committed checkpoint, its tokenizer, no hub call."""
     from psgrpo.tiny import EMBEDDED_CHECKPOINTS

@@ -16,7 +16,6 @@ import importlib
 import logging
 import os
 import sys
-import warnings
 from collections.abc import Sequence
 
 from psgrpo.config.options import METHODS
@@ -64,13 +63,6 @@ TRACEBACK_FLAG = "--traceback"
 INTERRUPTED_STATUS = 130
 """Exit status after Ctrl-C (128 + SIGINT), as a shell reports it."""
 
-UNACTIONABLE_WARNINGS = (
-    # TRL's GRPOConfig sets gradient_checkpointing=True by default and TRL's trainer reads
-    # model.is_gradient_checkpointing; transformers 5 renames both (activation_checkpointing).
-    (FutureWarning, r"`(is_)?gradient_checkpointing` is deprecated"),
-)
-"""``(category, message regex)`` of library warnings that a user of psgrpo cannot act on."""
-
 
 def _usage(argv: list[str]) -> int:
     top = argparse.ArgumentParser(
@@ -103,9 +95,11 @@ def _error_hint(err: BaseException, subcommand: str) -> str:
 
 
 def silence_unactionable_warnings() -> None:
-    """Hide :data:`UNACTIONABLE_WARNINGS` for this process (commands only; the Python API keeps them)."""
-    for category, message in UNACTIONABLE_WARNINGS:
-        warnings.filterwarnings("ignore", message=message, category=category)
+    """Hide, for this process, the warnings TRL's own code raises that a user cannot act on
+    (:data:`psgrpo.trl_warnings.TRL_DEPRECATIONS`): commands only; the Python API hides them around TRL's calls."""
+    from psgrpo.trl_warnings import ignore_trl_deprecations
+
+    ignore_trl_deprecations()
 
 
 def configure_logging() -> None:

@@ -10,6 +10,7 @@ works unchanged. The CLI parses it with ``TaskConfig`` (:mod:`psgrpo.data.tasks`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from trl import GRPOConfig
 
@@ -192,9 +193,27 @@ class ProcessGRPOConfig(PsOptions, VpsOptions, TreeOptions, GRPOConfig):
         self.bf16_fell_back = cpu_fell_back(user_bf16, self.fp16, self.bf16, self.use_cpu)
         # before transformers refuses bf16 without a GPU: on a CPU-only machine the CPU is the device anyway
         self.use_cpu = resolve_use_cpu(self.use_cpu, self.bf16, self.bf16_full_eval)
+        adopt_activation_checkpointing(self)
         with named_batch_errors(self):  # TRL names its derived generation_batch_size, not the options set
             super().__post_init__()
         check_config(self)
+
+
+def adopt_activation_checkpointing(config: Any) -> None:
+    """Copy TRL's ``gradient_checkpointing*`` values to their transformers-5 names where those are unset.
+
+    transformers (from about 5.20) renames ``gradient_checkpointing`` to ``activation_checkpointing`` and
+    warns (FutureWarning) for every config whose new name is unset and old name set. TRL's GRPOConfig
+    sets the old name (``True``) by default, so every config warned although its user set nothing.
+    transformers adopts the old value the same way; doing it first only spares the warning. A no-op where
+    transformers has no ``activation_checkpointing`` field.
+    """
+    for old, new in (
+        ("gradient_checkpointing", "activation_checkpointing"),
+        ("gradient_checkpointing_kwargs", "activation_checkpointing_kwargs"),
+    ):
+        if hasattr(config, new) and getattr(config, new) is None and getattr(config, old) is not None:
+            setattr(config, new, getattr(config, old))
 
 
 CONFIG_SECTIONS: dict[str, tuple[str, ...]] = {
