@@ -28,7 +28,10 @@ def with_default_recipe(argv: Sequence[str]) -> list[str]:
 
 
 def checkpoint_path(
-    model_name_or_path: str | None, option: str = "--model_name_or_path", run_dir_ok: bool = False
+    model_name_or_path: str | None,
+    option: str = "--model_name_or_path",
+    run_dir_ok: bool = False,
+    hub_example: str = "Qwen/Qwen2.5-0.5B-Instruct",
 ) -> str:
     """The checkpoint to load: the given path or hub id, the embedded checkpoint for ``None``, or a
     committed one for ``embedded:NAME`` (:func:`psgrpo.tiny.resolve_checkpoint`).
@@ -36,8 +39,9 @@ def checkpoint_path(
     A local-looking name (:func:`psgrpo.hub.looks_like_local_path`: ``outputs/demo``, ``./x``, absolute)
     is never sent to the Hub; a Hub id with ``HF_HUB_OFFLINE`` set must be in the local cache, and without
     it the Hub must answer (or the id be cached): :func:`psgrpo.hub.check_hub_reachable`.
-    ``option`` names the option in messages. ``run_dir_ok``: a run folder that holds only ``checkpoint-N``
-    folders is accepted (``psgrpo eval`` and ``diagnose`` then take its newest checkpoint).
+    ``option`` names the option in messages, ``hub_example`` the Hub id they suggest (a PRM for a step scorer's
+    model). ``run_dir_ok``: a run folder that holds only ``checkpoint-N`` folders is accepted (``psgrpo eval``
+    and ``diagnose`` then take its newest checkpoint).
 
     Raises:
         FileNotFoundError: when ``model_name_or_path`` is a filesystem path that does not exist.
@@ -55,7 +59,7 @@ def checkpoint_path(
             raise FileNotFoundError(
                 f"{option} {model_name_or_path}: no such checkpoint directory"
                 f"{trained if option == '--model_name_or_path' else ''}; give a checkpoint directory "
-                "(config.json + weights + tokenizer) or a Hub id such as Qwen/Qwen2.5-0.5B-Instruct"
+                f"(config.json + weights + tokenizer) or a Hub id such as {hub_example}"
             )
         if local.is_file():
             raise NotADirectoryError(

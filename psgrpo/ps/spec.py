@@ -38,7 +38,11 @@ def check_step_scorer(step_scorer: str, step_scorer_kwargs: dict[str, Any], hint
 
         # a missing local PRM fails here, before the policy loads (and is never sent to the Hub);
         # an unreachable Hub is one line at once, not a minute of retries
-        checkpoint_path(step_scorer_kwargs["model"], option="step_scorer_kwargs['model']")
+        checkpoint_path(
+            step_scorer_kwargs["model"],
+            option="step_scorer_kwargs['model']",
+            hub_example="Qwen/Qwen2.5-Math-PRM-7B (docs/scorers.md)",
+        )
 
 
 def check_ps_options(config: Any) -> None:

@@ -189,7 +189,9 @@ def test_prm_path_that_does_not_exist(tmp_path, capsys, no_model_loads):
         )
         == 2
     )
-    assert f"step_scorer_kwargs['model'] {prm}: no such checkpoint directory" in error_line(capsys)
+    line = error_line(capsys)
+    assert f"step_scorer_kwargs['model'] {prm}: no such checkpoint directory" in line
+    assert "a Hub id such as Qwen/Qwen2.5-Math-PRM-7B" in line  # a PRM, not a policy, as the example
     assert not out.exists()
 
 
