@@ -11,7 +11,8 @@ Student's t interval at ``--level`` (Bonferroni: 0.975 for two tests at 95 % fam
 
 A test is confirmed when its interval lies entirely above 0. With ``--equivalence_margin M`` each test
 also says whether the arms end **level**: its interval lies entirely within [−M, +M] (an equivalence
-test, fixed in advance like the rest; M in the column's units, e.g. 0.02 for 2 accuracy points).
+test, fixed in advance like the rest; M in the column's units, e.g. 0.02 for 2 accuracy points). It reads
+the same ``--level`` interval, which is stricter than the two one-sided tests' usual 1 − 2α interval.
 
 Usage (the second confirmation of docs/learning.md; curves.csv from ``psgrpo compare ... --report_only
 true`` over both arms and all ten seeds)::
@@ -23,6 +24,7 @@ true`` over both arms and all ten seeds)::
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -158,9 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also say whether each interval lies within ±this (column units, e.g. 0.02): the arms end level",
     )
     args = parser.parse_args(argv)
-    if args.equivalence_margin is not None and not args.equivalence_margin > 0:
+    if args.equivalence_margin is not None and not 0 < args.equivalence_margin < math.inf:
         parser.error(
-            f"--equivalence_margin must be > 0 (column units, e.g. 0.02), got {args.equivalence_margin}"
+            "--equivalence_margin must be a finite number > 0 (column units, e.g. 0.02), "
+            f"got {args.equivalence_margin}"
         )
     if len(set(args.seeds)) != len(args.seeds):
         parser.error(f"--seeds names a seed twice: {args.seeds}")

@@ -132,7 +132,8 @@ def _pretrained_models(model: Any) -> list[Any]:
 def _checkpointing(model: Any) -> bool:
     """Whether gradient checkpointing is on (``is_activation_checkpointing`` from transformers 5.25, which
     deprecates ``is_gradient_checkpointing``)."""
-    return bool(getattr(model, "is_activation_checkpointing", None) or model.is_gradient_checkpointing)
+    flag = getattr(model, "is_activation_checkpointing", None)
+    return bool(model.is_gradient_checkpointing if flag is None else flag)
 
 
 def keep_one_input_grad_hook(model: Any) -> int:

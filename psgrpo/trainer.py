@@ -48,7 +48,7 @@ from psgrpo.techniques.trainer_mixin import TechniquesMixin
 from psgrpo.timing import PhaseTimingMixin, timed
 from psgrpo.tiny import resolve_checkpoint
 from psgrpo.tree.sampling import TreeSamplingMixin
-from psgrpo.trl_warnings import quiet_trl_deprecations
+from psgrpo.trl_warnings import ignore_trl_deprecations
 
 
 class ProcessGRPOTrainer(
@@ -93,6 +93,7 @@ class ProcessGRPOTrainer(
         step_scorer: Any = None,
         **kwargs: Any,
     ):
+        ignore_trl_deprecations()  # transformers' FutureWarnings for TRL's own gradient checkpointing calls
         if args is None:
             args = ProcessGRPOConfig(output_dir="psgrpo-output")
         if not isinstance(args, ProcessGRPOConfig):
@@ -160,10 +161,9 @@ class ProcessGRPOTrainer(
         self.step_record = StepRecord(inputs)  # what the stages below hand each other for this batch
         # TechniquesMixin runs first (psgrpo/techniques): the memory bank may swap a banked completion into
         # an all-wrong group, and running reward normalisation may replace A_i. Then TRL: rollout, rewards, A_i.
-        with quiet_trl_deprecations():  # TRL toggles gradient checkpointing by transformers' deprecated names
-            output = super()._generate_and_score_completions(
-                inputs
-            )  # completion_ids, completion_mask (B, T), A_i (B,)
+        output = super()._generate_and_score_completions(
+            inputs
+        )  # completion_ids, completion_mask (B, T), A_i (B,)
         mode = "train" if self.model.training else "eval"
         if self.compile_watch is not None:
             self._metrics[mode]["psgrpo/compiled_graphs"].append(float(self.compile_watch()))
@@ -171,7 +171,7 @@ class ProcessGRPOTrainer(
             local_tokens = output["completion_mask"].sum().reshape(1)
             self.completion_tokens_seen += int(self.accelerator.gather(local_tokens).sum().item())
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
-        with self.phase_timer.phase("process_signal"), quiet_trl_deprecations():  # vps probes: TRL's toggle too
+        with self.phase_timer.phase("process_signal"):
             signal = (  # the method's process signal: estimator inputs, ps/* or vps/* metrics, credit record
                 self.signal(self.model, output, inputs, num_generations, self.state.global_step)
                 if self.signal is not None

@@ -134,19 +134,33 @@ def test_gradient_checkpointing_changes_no_weight(tmp_path, char_tokenizer, meth
 @pytest.mark.parametrize("method", ["grpo", "ps", "vps", "tree"])
 def test_the_python_api_shows_no_warning_from_trls_checkpointing_calls(tmp_path, char_tokenizer, method):
     """transformers deprecates gradient checkpointing's old names and TRL uses them itself (its config default,
-    every rollout's toggle, vps's probe forwards): a Python API user sees none of it, other warnings stay."""
+    every rollout's toggle, vps's probe forwards, the held-out evaluation): a Python API user sees none of it,
+    and a warning of their own that repeats every step is still shown once, as Python's default filter does."""
     import warnings
+
+    from psgrpo.eval.heldout import HeldOutEvalCallback
+
+    def noisy_reward(completions, **_):
+        warnings.warn("the user's reward warns at every call", UserWarning, stacklevel=1)
+        return [0.0] * len(completions)
 
     dataset = make_arith_dataset("train", n=16)
     model_dir = save_tiny_model(tmp_path / "init", char_tokenizer)
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+        warnings.simplefilter("default")  # Python's default: each warning once per place
         args = ProcessGRPOConfig(method=method, gradient_checkpointing=True, **_common_args(tmp_path, "gc"))
-        _run(ProcessGRPOTrainer, args, char_tokenizer, dataset, model_dir)
-        warnings.warn("a warning of the user's own", UserWarning, stacklevel=2)
+        model = AutoModelForCausalLM.from_pretrained(model_dir)
+        trainer = ProcessGRPOTrainer(
+            model=model, reward_funcs=[*REWARDS, noisy_reward], args=args, train_dataset=dataset,
+            processing_class=char_tokenizer,
+        )  # fmt: skip
+        trainer.add_callback(
+            HeldOutEvalCallback(trainer, make_arith_dataset("test", n=4), every_steps=1, max_new_tokens=16)
+        )
+        trainer.train()
     messages = [str(w.message) for w in caught]
     assert not [m for m in messages if "checkpointing" in m and "deprecated" in m], messages
-    assert "a warning of the user's own" in messages  # the filters are restored after each TRL call
+    assert messages.count("the user's reward warns at every call") == 1, messages
 
 
 def test_an_embedded_name_is_a_model_the_trainer_loads_offline(tmp_path, monkeypatch):

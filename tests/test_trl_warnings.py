@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
-from psgrpo.trl_warnings import quiet_trl_deprecations
+from psgrpo.trl_warnings import ignore_trl_deprecations
 
 TRL_USES = [  # the messages transformers 5.25 raises for what TRL 1.16 calls
     "`is_gradient_checkpointing` is deprecated and will be removed in v6. Use `is_activation_checkpointing` instead.",
@@ -18,20 +18,32 @@ TRL_USES = [  # the messages transformers 5.25 raises for what TRL 1.16 calls
 ]
 
 
-def test_the_block_hides_trls_deprecations_only_and_restores_the_filters():
+def test_only_trls_deprecations_are_ignored():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with quiet_trl_deprecations():
-            for message in TRL_USES:
-                warnings.warn(message, FutureWarning, stacklevel=2)
-            warnings.warn("`other_option` is deprecated", FutureWarning, stacklevel=2)  # not TRL's: shown
-            warnings.warn(TRL_USES[0], UserWarning, stacklevel=2)  # another category: shown
-        warnings.warn(TRL_USES[0], FutureWarning, stacklevel=2)  # after the block: shown again
+        ignore_trl_deprecations()
+        for message in TRL_USES:
+            warnings.warn(message, FutureWarning, stacklevel=1)
+        warnings.warn("`other_option` is deprecated", FutureWarning, stacklevel=1)  # not TRL's: shown
+        warnings.warn(TRL_USES[0], UserWarning, stacklevel=1)  # another category: shown
     assert [(w.category, str(w.message)) for w in caught] == [
         (FutureWarning, "`other_option` is deprecated"),
         (UserWarning, TRL_USES[0]),
-        (FutureWarning, TRL_USES[0]),
     ]
+
+
+def test_a_second_call_mutates_nothing_and_a_users_later_filter_wins():
+    """Each trainer calls it (compare builds many): the filters, and so Python's record of the warnings already
+    shown once, stay as they are; a filter the user adds afterwards goes in front and keeps precedence."""
+    with warnings.catch_warnings(record=True) as caught:
+        ignore_trl_deprecations()
+        before = list(warnings.filters)
+        ignore_trl_deprecations()
+        assert warnings.filters == before
+        warnings.simplefilter("always")
+        ignore_trl_deprecations()
+        warnings.warn(TRL_USES[0], FutureWarning, stacklevel=1)
+    assert [str(w.message) for w in caught] == [TRL_USES[0]]
 
 
 @pytest.mark.parametrize("checkpointing", [None, True, False])

@@ -85,8 +85,9 @@ def _error_message(err: BaseException) -> str:
 
 
 def _error_hint(err: BaseException, subcommand: str) -> str:
-    """The error line's closing parenthesis: where the options are listed, for a bad option value (its
-    traceback is argparse's and says nothing more); how to see the traceback, for anything else."""
+    """The error line's closing parenthesis: where the options are listed, for a bad option value (a
+    :class:`~psgrpo.config.parsing.ConfigError`: argparse's, or a check run while the config is built, whose
+    message names the option); how to see the traceback, for anything else. ``--traceback`` works for both."""
     from psgrpo.config.parsing import ConfigError
 
     if isinstance(err, ConfigError):

@@ -380,8 +380,8 @@ def drop_foreign_component_kwargs(
     For each :data:`COMPONENT_KWARGS` pair: when ``override`` sets the component to another value than
     ``base`` and does not set its kwargs, ``base``'s kwargs for it are dropped (they belong to
     ``base``'s component; the demo recipe's ``step_scorer_kwargs`` would otherwise reach the PRM). Each drop
-    appends one sentence to ``notes``, which the parser logs once the whole command line has parsed (so a
-    bad value's error line is the only output).
+    appends one sentence to ``notes``, which the parser logs once the whole command line has parsed (so
+    the error line of a bad option value is the only output; a command's own later checks may still refuse).
     """
     kept = dict(base)
     for component, kwargs_key in COMPONENT_KWARGS.items():

@@ -102,9 +102,11 @@ def _detected_native_bf16() -> bool:
     return has_flag and _torch_kernels_allow_bf16()
 
 
-def cpu_has_native_fp16() -> bool:
-    """True when this CPU has native fp16 arithmetic (:data:`FP16_FLAGS` in ``/proc/cpuinfo``)."""
-    return any(flag in cpu_flags() for flag in FP16_FLAGS)
+def cpu_lacks_native_fp16() -> bool:
+    """True when ``/proc/cpuinfo`` lists this CPU's flags and none of :data:`FP16_FLAGS` (False where the flags
+    cannot be read, e.g. on macOS: no warning without evidence)."""
+    flags = cpu_flags()
+    return bool(flags) and not any(flag in flags for flag in FP16_FLAGS)
 
 
 def _cuda_in_use(use_cpu: bool) -> bool:
@@ -192,7 +194,7 @@ def log_precision(args: Any) -> None:
     on_cpu = bool(args.use_cpu) or not accelerator_available()
     notes = {
         "use_cpu": args.use_cpu and bool(args.bf16 or args.bf16_full_eval) and not accelerator_available(),
-        "fp16_cpu": on_cpu and bool(getattr(args, "fp16", False)) and not cpu_has_native_fp16(),
+        "fp16_cpu": on_cpu and bool(getattr(args, "fp16", False)) and cpu_lacks_native_fp16(),
         "fallback": bool(getattr(args, "bf16_fell_back", False)),
     }
     for name, due in notes.items():

@@ -264,7 +264,7 @@ def test_fp16_on_a_cpu_without_native_fp16_is_kept_with_one_warning(
 ):
     """--fp16 true on a CPU trains as asked (accelerate autocasts to fp16 there), but emulated fp16 is ~10x
     slower than fp32 per matmul on a CPU without avx512_fp16: one warning per process, none where it is native."""
-    monkeypatch.setattr(precision, "cpu_has_native_fp16", lambda: native_fp16)
+    monkeypatch.setattr(precision, "cpu_lacks_native_fp16", lambda: not native_fp16)
     args = SimpleNamespace(use_cpu=False, bf16=False, bf16_full_eval=False, fp16=True, bf16_fell_back=False)
     with caplog.at_level(logging.INFO, logger="psgrpo.config.precision"):
         precision.log_precision(args)
@@ -277,7 +277,7 @@ def test_fp16_on_a_cpu_without_native_fp16_is_kept_with_one_warning(
 
 
 def test_fp16_where_a_gpu_trains_is_no_cpu_matter(cuda_present, monkeypatch, caplog):
-    monkeypatch.setattr(precision, "cpu_has_native_fp16", lambda: False)
+    monkeypatch.setattr(precision, "cpu_lacks_native_fp16", lambda: True)
     with caplog.at_level(logging.INFO, logger="psgrpo.config.precision"):
         precision.log_precision(SimpleNamespace(use_cpu=False, bf16=False, bf16_full_eval=False, fp16=True))
     assert not caplog.text
@@ -285,6 +285,10 @@ def test_fp16_where_a_gpu_trains_is_no_cpu_matter(cuda_present, monkeypatch, cap
 
 def test_native_fp16_is_read_from_the_cpu_flags(monkeypatch):
     monkeypatch.setattr(precision, "cpu_flags", lambda: {"avx2", "avx512_fp16"})
-    assert precision.cpu_has_native_fp16()
+    assert not precision.cpu_lacks_native_fp16()
     monkeypatch.setattr(precision, "cpu_flags", lambda: {"avx2", "avx512_bf16"})
-    assert not precision.cpu_has_native_fp16()
+    assert precision.cpu_lacks_native_fp16()
+    monkeypatch.setattr(precision, "cpu_flags", lambda: {"fp", "asimd", "asimdhp"})  # ARMv8.2
+    assert not precision.cpu_lacks_native_fp16()
+    monkeypatch.setattr(precision, "cpu_flags", lambda: set())  # no /proc/cpuinfo (macOS): no evidence
+    assert not precision.cpu_lacks_native_fp16()

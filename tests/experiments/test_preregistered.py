@@ -99,6 +99,7 @@ def test_an_equivalence_margin_says_whether_the_arms_end_level(prereg, tmp_path,
     )  # +4.7 points: above, not level
     assert prereg.main([*base, "--treatment", "ps-ref-bin"]) == 0
     assert "level" not in capsys.readouterr().out
-    with pytest.raises(SystemExit):
-        prereg.main([*base, "--treatment", "ps-ref-bin", "--equivalence_margin", "0"])
-    assert "--equivalence_margin must be > 0" in capsys.readouterr().err
+    for bad in ("0", "inf", "nan"):
+        with pytest.raises(SystemExit):
+            prereg.main([*base, "--treatment", "ps-ref-bin", "--equivalence_margin", bad])
+        assert "--equivalence_margin must be a finite number > 0" in capsys.readouterr().err
