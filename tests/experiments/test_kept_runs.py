@@ -2,7 +2,7 @@
 
 ``psgrpo compare --report_only true`` trains nothing: it reads each finished run and refuses one
 made with other settings than the command's. A change to a recipe or to how compare resolves
-settings can therefore orphan every kept run; these tests redraw four of them (reading about 70 runs'
+settings can therefore orphan every kept run; these tests redraw several of them (reading about 70 runs'
 ``metrics.jsonl``, no model) and check the figures of the published tables.
 """
 
@@ -181,6 +181,29 @@ def test_the_demo_early_test_redraws_and_its_preregistered_result_holds(tmp_path
     printed = capsys.readouterr().out.strip()
     assert printed == (RUNS / "demo-early-confirm" / "preregistered.md").read_text().strip()
     assert "| final | 25 | 25 | 10 | +0.027 [+0.018, +0.036] |" in printed and printed.endswith("| **yes** |")
+
+
+def test_the_demo_final_test_redraws_and_its_preregistered_result_holds(tmp_path, import_experiment, capsys):
+    """ps-ref-bin against grpo at the demo's 200 steps, both arms fresh on seeds 20-29: ends above
+    (confirmed), not level within ±2 points."""
+    out = redraw(
+        "demo-final-confirm",
+        tmp_path,
+        ["--max_steps", "200", "--eval_every", "50", "--max_eval_examples", "1000", "--eval_batch_size", "250",
+         "--save_strategy", "no", "--report_to", "none", "--diagnostics", "true",
+         "--seeds", *map(str, range(20, 30)), "--arms", "grpo=--method grpo", BIN],
+    )  # fmt: skip
+    assert accuracies(out / "curves.csv") == accuracies(RUNS / "demo-final-confirm" / "curves.csv")
+    capsys.readouterr()
+    import_experiment("preregistered").main(
+        [str(out / "curves.csv"), "--treatment", "ps-ref-bin", "--seeds", *map(str, range(20, 30)),
+         "--final_step", "200", "--level", "0.95", "--equivalence_margin", "0.02"]
+    )  # fmt: skip
+    printed = capsys.readouterr().out.strip()
+    assert printed == (RUNS / "demo-final-confirm" / "preregistered.md").read_text().strip()
+    assert "| final | 200 | 200 | 10 | +0.027 [+0.015, +0.038] |" in printed and printed.endswith(
+        "| **yes** | no |"
+    )
 
 
 def test_tree_on_arith_hard_redraws_and_its_preregistered_test_holds(tmp_path):
