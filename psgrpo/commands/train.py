@@ -47,11 +47,19 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     )
 
     parser = ConfigParser((TaskConfig, config_class(), ModelConfig), prog="psgrpo train")
+    parser.defer_notes = (
+        True  # logged with the warnings below, once every check passed: a refusal is one line
+    )
     task, args, model_args = parser.parse_args_and_config(with_default_recipe(argv))
     check_output_dir(args.output_dir)
     checkpoint_path(model_args.model_name_or_path)  # a missing local checkpoint: before anything loads
     check_run_options(task, args, model_args, parser.file_sources())
     check_push_to_hub(args.push_to_hub, args.hub_token)
+    args.resume_from_checkpoint = check_resume_target(
+        args.resume_from_checkpoint, args.output_dir, args.max_steps, args.method, task.dataset
+    )
+    check_no_earlier_run(args.output_dir, args.resume_from_checkpoint)
+    parser.log_pending_notes()
     unused = other_methods_options(args.method, {*parser.file_sources(), *parser.command_line})
     if unused:
         logger.warning(
@@ -61,10 +69,6 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
             args.method,
             "it" if len(unused) == 1 else "them",
         )
-    args.resume_from_checkpoint = check_resume_target(
-        args.resume_from_checkpoint, args.output_dir, args.max_steps, args.method, task.dataset
-    )
-    check_no_earlier_run(args.output_dir, args.resume_from_checkpoint)
     try:
         with output_dir_removed_on_failure(args.output_dir):
             return _train(task, args, model_args)

@@ -111,6 +111,8 @@ class ConfigParser(TrlParser):
         )
         self.show_all_options = False
         self.pending_notes: list[str] = []
+        # True: the command logs pending_notes itself (log_pending_notes) once its own checks have passed
+        self.defer_notes = False
         self._initial_defaults = {id(action): action.default for action in self._actions}
         self.one_value_options = one_value_fields(self.dataclass_types)
 
@@ -160,13 +162,19 @@ class ConfigParser(TrlParser):
                 f" (options come from {' + '.join(map(str, paths))} and the command line)" if paths else ""
             )
             raise ConfigError(f"{err}{source}") from err
-        for note in self.pending_notes:
-            logger.info("%s", note)
+        if not self.defer_notes:
+            self.log_pending_notes()
         if not return_remaining_strings:
             return output
         if separate_remaining_strings:
             return (*output[:-1], remaining, output[-1])
         return (*output[:-1], remaining + output[-1])
+
+    def log_pending_notes(self) -> None:
+        """Log (INFO) and clear the notes of the latest parse (:func:`drop_foreign_component_kwargs`)."""
+        for note in self.pending_notes:
+            logger.info("%s", note)
+        self.pending_notes = []
 
     def file_sources(self) -> dict[str, str]:
         """``option → the --config file that set it`` for the options of the latest parse not typed as flags."""
@@ -380,8 +388,9 @@ def drop_foreign_component_kwargs(
     For each :data:`COMPONENT_KWARGS` pair: when ``override`` sets the component to another value than
     ``base`` and does not set its kwargs, ``base``'s kwargs for it are dropped (they belong to
     ``base``'s component; the demo recipe's ``step_scorer_kwargs`` would otherwise reach the PRM). Each drop
-    appends one sentence to ``notes``, which the parser logs once the whole command line has parsed (so
-    the error line of a bad option value is the only output; a command's own later checks may still refuse).
+    appends one sentence to ``notes``, which the parser logs once the whole command line has parsed, or
+    (``ConfigParser.defer_notes``: ``psgrpo train``) the command once its own checks have passed, so that a
+    refused input's error line is the only output.
     """
     kept = dict(base)
     for component, kwargs_key in COMPONENT_KWARGS.items():

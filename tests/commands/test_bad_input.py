@@ -85,6 +85,42 @@ def test_a_refusal_is_one_line_of_stderr_from_the_shell(tmp_path, native_bf16):
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--step_scorer", "arithmetic"),  # drops the demo recipe's step_scorer_kwargs: an INFO note
+        ("--method", "grpo", "--ps_lambda", "2"),  # another method's option: a warning
+    ],
+)
+def test_a_refusal_after_parsing_is_still_one_line(tmp_path, flags):
+    """The note and the warning that a valid command line earns wait until psgrpo train's own checks passed:
+    nothing to resume in an empty --output_dir (the last check) is refused in one line of stderr, alone."""
+    empty = tmp_path / "run"
+    empty.mkdir()
+    env = {**os.environ, "PSGRPO_DEBUG": "0", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "psgrpo",
+            "train",
+            *flags,
+            "--output_dir",
+            str(empty),
+            "--resume_from_checkpoint",
+            "true",
+        ],  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("psgrpo: error:"), (
+        done.stderr
+    )
+
+
 def test_negative_learning_rate_before_the_model_loads(tmp_path, capsys, no_model_loads):
     out = tmp_path / "run"
     assert run_train(out, "--learning_rate", "-1") == 2
