@@ -97,7 +97,7 @@ def _error_hint(err: BaseException, subcommand: str) -> str:
 
 def silence_unactionable_warnings() -> None:
     """Hide, for this process, the warnings TRL's own code raises that a user cannot act on
-    (:data:`psgrpo.trl_warnings.TRL_DEPRECATIONS`): commands only; the Python API hides them around TRL's calls."""
+    (:data:`psgrpo.trl_warnings.TRL_DEPRECATIONS`); in the Python API, ``ProcessGRPOTrainer.__init__`` does it."""
     from psgrpo.trl_warnings import ignore_trl_deprecations
 
     ignore_trl_deprecations()

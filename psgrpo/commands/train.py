@@ -47,9 +47,8 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     )
 
     parser = ConfigParser((TaskConfig, config_class(), ModelConfig), prog="psgrpo train")
-    parser.defer_notes = (
-        True  # logged with the warnings below, once every check passed: a refusal is one line
-    )
+    # its notes are logged with the warnings below, once every check passed: a refusal stays one line
+    parser.defer_notes = True
     task, args, model_args = parser.parse_args_and_config(with_default_recipe(argv))
     check_output_dir(args.output_dir)
     checkpoint_path(model_args.model_name_or_path)  # a missing local checkpoint: before anything loads

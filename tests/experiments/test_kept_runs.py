@@ -163,47 +163,36 @@ def test_the_demo_default_redraws_with_the_recipe_its_runs_trained_with(tmp_path
     assert "| ps-ref-bin | 5 | 0.460 | 0.641 ± 0.011 |" in table
 
 
-def test_the_demo_early_test_redraws_and_its_preregistered_result_holds(tmp_path, import_experiment, capsys):
-    """ps-ref-bin's lead after 25 steps on the embedded default, both arms fresh on seeds 10-19 (confirmed)."""
-    out = redraw(
-        "demo-early-confirm",
-        tmp_path,
-        ["--max_steps", "25", "--eval_every", "25", "--max_eval_examples", "1000", "--eval_batch_size", "250",
-         "--save_strategy", "no", "--report_to", "none", "--diagnostics", "true",
-         "--seeds", *map(str, range(10, 20)), "--arms", "grpo=--method grpo", BIN],
-    )  # fmt: skip
-    assert accuracies(out / "curves.csv") == accuracies(RUNS / "demo-early-confirm" / "curves.csv")
-    capsys.readouterr()
-    import_experiment("preregistered").main(
-        [str(out / "curves.csv"), "--treatment", "ps-ref-bin", "--seeds", *map(str, range(10, 20)),
-         "--final_step", "25", "--level", "0.95"]
-    )  # fmt: skip
-    printed = capsys.readouterr().out.strip()
-    assert printed == (RUNS / "demo-early-confirm" / "preregistered.md").read_text().strip()
-    assert "| final | 25 | 25 | 10 | +0.027 [+0.018, +0.036] |" in printed and printed.endswith("| **yes** |")
+DEMO_TESTS = [  # (kept folder, steps, eval_every, seeds, extra preregistered.py flags, the test's row and verdict)
+    ("demo-early-confirm", 25, 25, range(10, 20), [], "| final | 25 | 25 | 10 | +0.027 [+0.018, +0.036] |", "| **yes** |"),
+    ("demo-final-confirm", 200, 50, range(20, 30), ["--equivalence_margin", "0.02"],
+     "| final | 200 | 200 | 10 | +0.027 [+0.015, +0.038] |", "| **yes** | no |"),
+]  # fmt: skip
 
 
-def test_the_demo_final_test_redraws_and_its_preregistered_result_holds(tmp_path, import_experiment, capsys):
-    """ps-ref-bin against grpo at the demo's 200 steps, both arms fresh on seeds 20-29: ends above
-    (confirmed), not level within ±2 points."""
+@pytest.mark.parametrize("name, steps, every, seeds, extra, row, verdict", DEMO_TESTS)
+def test_the_demo_tests_redraw_and_their_preregistered_results_hold(
+    name, steps, every, seeds, extra, row, verdict, tmp_path, import_experiment, capsys
+):
+    """ps-ref-bin against grpo on the embedded default, both arms fresh: the lead after 25 steps (seeds 10-19,
+    confirmed) and at the demo's 200 steps (seeds 20-29: ends above, confirmed; not level within ±2 points)."""
+    seed_args = [str(seed) for seed in seeds]
     out = redraw(
-        "demo-final-confirm",
+        name,
         tmp_path,
-        ["--max_steps", "200", "--eval_every", "50", "--max_eval_examples", "1000", "--eval_batch_size", "250",
-         "--save_strategy", "no", "--report_to", "none", "--diagnostics", "true",
-         "--seeds", *map(str, range(20, 30)), "--arms", "grpo=--method grpo", BIN],
+        ["--max_steps", str(steps), "--eval_every", str(every), "--max_eval_examples", "1000",
+         "--eval_batch_size", "250", "--save_strategy", "no", "--report_to", "none", "--diagnostics", "true",
+         "--seeds", *seed_args, "--arms", "grpo=--method grpo", BIN],
     )  # fmt: skip
-    assert accuracies(out / "curves.csv") == accuracies(RUNS / "demo-final-confirm" / "curves.csv")
+    assert accuracies(out / "curves.csv") == accuracies(RUNS / name / "curves.csv")
     capsys.readouterr()
     import_experiment("preregistered").main(
-        [str(out / "curves.csv"), "--treatment", "ps-ref-bin", "--seeds", *map(str, range(20, 30)),
-         "--final_step", "200", "--level", "0.95", "--equivalence_margin", "0.02"]
+        [str(out / "curves.csv"), "--treatment", "ps-ref-bin", "--seeds", *seed_args,
+         "--final_step", str(steps), "--level", "0.95", *extra]
     )  # fmt: skip
     printed = capsys.readouterr().out.strip()
-    assert printed == (RUNS / "demo-final-confirm" / "preregistered.md").read_text().strip()
-    assert "| final | 200 | 200 | 10 | +0.027 [+0.015, +0.038] |" in printed and printed.endswith(
-        "| **yes** | no |"
-    )
+    assert printed == (RUNS / name / "preregistered.md").read_text().strip()
+    assert row in printed and printed.endswith(verdict)
 
 
 def test_tree_on_arith_hard_redraws_and_its_preregistered_test_holds(tmp_path):
