@@ -14,8 +14,8 @@ unset ``bf16`` (``None``) as follows:
 
 ``--bf16 true`` or ``--bf16 false`` always wins. The fp32 fallback is logged once per process.
 ``--fp16 true`` is kept too, with a warning where the CPU trains and has no native fp16: every fp16
-matmul is then emulated (a 128-wide linear layer under fp16 autocast took 9-11x fp32's time on an
-``avx512_bf16`` AMD EPYC without ``avx512_fp16``, where bf16 took 0.4x).
+matmul is then emulated, about 10x slower than fp32 (``benchmarks/bench_cpu_autocast.py``; figures in
+docs/benchmarks.md).
 
 transformers refuses bf16 without a GPU unless ``use_cpu`` is set. On a machine with no
 accelerator at all (no CUDA, MPS, XPU …), where the CPU is the only device anyway,
