@@ -138,9 +138,11 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
     if not paths:
         flags = [*COMPARE_DEFAULTS, *flags]
     parser = ConfigParser((TaskConfig, config_class(), ModelConfig, CompareConfig), prog="psgrpo compare")
+    parser.defer_notes = True  # logged below, once every check passed: a refusal stays one line
     task, args, model_args, cfg = parser.parse_args_and_config(
         with_default_recipe(["--config", str(config_path), *flags])
     )
+    notes = parser.pending_notes  # the arms' parses below start their own
     check_run_options(task, args, model_args, parser.file_sources())  # as train does, before any run starts
     check_push_to_hub(args.push_to_hub, args.hub_token)  # before the output folder is written
     _validate(cfg)
@@ -163,6 +165,9 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
             raise ValueError(
                 f"--arms {label!r}: its flags {shlex.join(arm_flags)!r} are not valid: {err}{quoting}"
             ) from None
+    load_pyplot()  # fail before training, not after, when matplotlib is missing
+    parser.pending_notes = notes  # each run's own `psgrpo train` logs its arm's notes
+    parser.log_pending_notes()
     return config_path, flags, args, cfg
 
 
@@ -264,7 +269,6 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
 
     argv = list(argv)
     config_path, flags, args, cfg = parse_compare_args(argv)
-    load_pyplot()  # fail before training, not after, when matplotlib is missing
     root = Path(args.output_dir)
     is_main = args.process_index == 0
     recipe = run_recipe(layer_config_files([DEFAULT_RECIPE, config_path])[0])  # what the runs train with

@@ -63,6 +63,7 @@ def inspect(argv: Sequence[str]) -> InspectPage:
     from psgrpo.trainer import ProcessGRPOTrainer
 
     parser = ConfigParser((TaskConfig, config_class(), ModelConfig, InspectConfig), prog="psgrpo inspect")
+    parser.defer_notes = True  # logged once every check below passed: a refusal stays one line
     # No trackers: nothing is trained or logged; a later --report_to flag still wins.
     task, args, model_args, cfg = parser.parse_args_and_config(
         with_default_recipe(["--report_to", "none", *argv])
@@ -93,6 +94,7 @@ def inspect(argv: Sequence[str]) -> InspectPage:
             f"--first_prompt {cfg.first_prompt} is past the end of {task.dataset}/{split} ({len(rows)} rows)"
         )
     rows = rows.select(range(cfg.first_prompt, len(rows)))
+    parser.log_pending_notes()
     torch.manual_seed(args.seed)
     model, tokenizer = load_policy(model_args, trust_remote_code=args.trust_remote_code)
     trainer = ProcessGRPOTrainer(model=model, args=args, train_dataset=rows, processing_class=tokenizer)

@@ -389,7 +389,7 @@ def drop_foreign_component_kwargs(
     ``base`` and does not set its kwargs, ``base``'s kwargs for it are dropped (they belong to
     ``base``'s component; the demo recipe's ``step_scorer_kwargs`` would otherwise reach the PRM). Each drop
     appends one sentence to ``notes``, which the parser logs once the whole command line has parsed, or
-    (``ConfigParser.defer_notes``: ``psgrpo train``) the command once its own checks have passed, so that a
+    (``ConfigParser.defer_notes``: ``psgrpo train``, ``inspect``, ``compare``) the command once its own checks have passed, so that a
     refused input's error line is the only output.
     """
     kept = dict(base)

@@ -467,6 +467,38 @@ def test_argparse_errors_print_no_usage_dump(tmp_path, capsys, no_model_loads):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["inspect", "--num_prompts", "0"],  # refused by inspect's own checks, after parsing
+        ["compare", "--seeds", "1", "1"],
+        ["compare", "--arms", "a=--method nonsense"],  # refused when compare checks its arms
+    ],
+    ids=["inspect", "compare", "compare-arms"],
+)
+def test_a_refusal_after_parsing_is_the_only_line_in_inspect_and_compare(
+    tmp_path, capsys, caplog, no_model_loads, command
+):
+    """Swapping the demo recipe's scorer drops its step_scorer_kwargs with an INFO note; inspect and compare,
+    like train, log it only once their own checks passed, so the refusal is still the one line."""
+    out = tmp_path / "out"
+    with caplog.at_level("INFO", logger="psgrpo"):
+        assert main([*command, "--step_scorer", "arithmetic", "--output_dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("psgrpo: error:"), err
+    assert "step_scorer_kwargs of" not in caplog.text
+    assert not out.exists()
+
+
+def test_compare_logs_the_dropped_kwargs_note_once_its_checks_passed(caplog):
+    from psgrpo.commands.compare import parse_compare_args
+
+    note = "step_scorer_kwargs of"
+    with caplog.at_level("INFO", logger="psgrpo"):
+        parse_compare_args(["--step_scorer", "arithmetic", "--arms", "a=--method ps", "b=--method grpo"])
+    assert caplog.text.count(note) == 1 and "not used with step_scorer 'arithmetic'" in caplog.text
+
+
 def test_a_loading_error_points_at_the_traceback(tmp_path, capsys, no_model_loads):
     assert run_train(tmp_path / "run", "--dataset", str(tmp_path / "none.jsonl")) == 2
     err = capsys.readouterr().err
