@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from gpu_check import QWEN2_5_0_5B_SHAPES, SMOKE_SHAPES
+from gpu_check import QWEN2_5_0_5B_SHAPES, SMOKE_SHAPES, write_atomically
 from transformers import GenerationConfig
 
 from psgrpo.generation import STATIC_CACHE
@@ -126,12 +126,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         torch.manual_seed(0)
         report["caches"][cache] = time_generate(model, prompts, config, cli.repeats)
         print(f"[bench_generation] {cache}: {json.dumps(report['caches'][cache])}", flush=True)
-    caches = report["caches"]
-    if {"dynamic", STATIC_CACHE} <= set(caches):
-        report["static_speedup"] = caches["dynamic"]["median_call_s"] / caches[STATIC_CACHE]["median_call_s"]
-    if cli.output:
-        Path(cli.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(cli.output).write_text(json.dumps(report, indent=2) + "\n")
+        caches = report["caches"]
+        if {"dynamic", STATIC_CACHE} <= set(caches):
+            report["static_speedup"] = (
+                caches["dynamic"]["median_call_s"] / caches[STATIC_CACHE]["median_call_s"]
+            )
+        if cli.output:  # after every cache: a run stopped at a time limit keeps the caches that finished
+            Path(cli.output).parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(Path(cli.output), json.dumps(report, indent=2) + "\n")
     return report
 
 

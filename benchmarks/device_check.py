@@ -13,16 +13,20 @@ one time budget (``--budget_s``, counted from the shell script's start; default 
 2. **gpu_check** (:mod:`gpu_check`) at the GSM8K recipe's shape, 2 steps per section, with
    ``--phase_times``: ``--sections`` (default grpo and stock TRL with the compiled static cache, then vps, ps
    and tree with it, then grpo and stock TRL with TRL's default dynamic cache, the issue's 20 s step), then
-   the Liger sections (compiled cache too); gpu_check starts no section after the budget left minus ``--reserve_s``;
+   the Liger sections (compiled cache too); gpu_check ends by the budget less ``--generation_min_s`` (its
+   ``--deadline``): it starts a section only with ``--min_section_s`` or 1.25 × its longest section so far
+   left, and is stopped (SIGINT, then SIGKILL) 20 s after the deadline;
 3. **generation** (:mod:`bench_generation`): transformers' ``generate`` at 32 × 150-token prompts + 128
    new tokens, dynamic cache against compiled static cache, when at least ``--generation_min_s`` remain.
 
 It writes ``device_check.json`` (every part's results and wall time, the environment) and
 ``device_check.md`` (the tests' line, gpu_check's tables with the per-phase breakdown and the stock-TRL
 ratios, the generation table and the issue's step-time targets, each met, missed or not measured) to
-``--output_dir``, and copies them with gpu_check's JSON and markdown and the test log to ``--report_dir``
-(at most 6 files, nothing nested: what the device tool's ``$OUT`` brings back). A part that fails or runs
-out of time is recorded as such; the others still run.
+``--output_dir``, and copies them with gpu_check's JSON and the three parts' logs to ``--report_dir`` (at
+most 6 files, nothing nested: what the device tool's ``$OUT`` brings back), after every part, so a check
+stopped from outside keeps the parts that finished. A part that fails or runs out of time is recorded as
+such; the others still run. A part stopped at its time limit gets SIGINT first (pytest then still writes
+its JUnit report), SIGKILL 20 s later.
 
 ``--cpu-smoke``: the same script on CPU, small: ``tests/test_timing.py`` with 2 xdist workers, gpu_check's
 ``--cpu-smoke`` shapes with 1 step per section, bench_generation's ``--cpu-smoke``. It checks the script,
@@ -38,6 +42,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -88,16 +93,45 @@ def seconds_since_start() -> float:
 STARTED = time.time()
 
 
+PARTS = ("tests", "gpu_check", "generation")
+NOT_REACHED = "not reached"
+"""A part's status while the check has not reached it (what a report written before a stop from outside shows)."""
+NOT_ASKED = "skipped: not asked (--parts)"
+
+STOP_GRACE_S = 20.0
+"""Seconds between the SIGINT that stops a part at its time limit and the SIGKILL that follows."""
+
+
 def run_logged(command: list[str], log: Path, timeout_s: float) -> dict[str, Any]:
-    """Run ``command`` with its output in ``log``; its exit status (``None`` when killed at ``timeout_s``) and wall s."""
+    """Run ``command`` with its output in ``log``; its exit status (``None`` when stopped at ``timeout_s``) and wall s.
+
+    At ``timeout_s`` the process gets SIGINT, so that pytest still writes its JUnit report and gpu_check
+    stops between writes, and SIGKILL :data:`STOP_GRACE_S` later if it has not ended.
+    """
     start = time.perf_counter()
     with log.open("w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
         try:
-            done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=max(timeout_s, 1.0))
-            status = done.returncode
+            status: int | None = process.wait(timeout=max(timeout_s, 1.0))
         except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
             status = None
     return {"exit_status": status, "wall_s": time.perf_counter() - start, "timed_out": status is None}
+
+
+def read_json(path: Path, result: dict[str, Any]) -> None:
+    """``result["report"]`` from the JSON a part wrote, when it did; an unreadable one is ``report_error``."""
+    if not path.is_file():
+        return
+    try:
+        result["report"] = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        result["report_error"] = f"{path.name}: {type(error).__name__}: {error}"
 
 
 def parse_junit(path: Path) -> dict[str, Any]:
@@ -244,13 +278,19 @@ def run_gpu_check(cli: argparse.Namespace, work: Path) -> dict[str, Any]:
     command += ["--sections", *cli.sections, "--optional", *cli.optional]
     if cli.optional:
         command += ["--optional_methods", *cli.optional_methods, "--optional_compiled"]
-    command += ["--time_budget_s", f"{max(budget_left(cli) - cli.reserve_s, 0.0):.0f}"]
+    until_deadline = budget_left(cli) - cli.generation_min_s  # the generation part's minimum stays free
+    command += ["--time_budget_s", f"{max(until_deadline, 0.0):.0f}"]
+    command += [
+        "--deadline",
+        f"{time.time() + until_deadline:.1f}",
+        "--min_section_s",
+        f"{cli.min_section_s:g}",
+    ]
     command += ["--cpu-smoke"] if cli.smoke else []
-    result = run_logged(command, work / "gpu_check.log", budget_left(cli) - cli.generation_min_s / 2)
+    result = run_logged(command, work / "gpu_check.log", until_deadline + STOP_GRACE_S)
     result["command"] = " ".join(command[1:])
     result["requested"] = list(cli.sections)
-    if (out / "gpu_check.json").is_file():
-        result["report"] = json.loads((out / "gpu_check.json").read_text())
+    read_json(out / "gpu_check.json", result)
     return result
 
 
@@ -265,10 +305,9 @@ def run_generation(cli: argparse.Namespace, work: Path) -> dict[str, Any]:
     command += (
         ["--cpu-smoke", "--batch", "4", "--prompt_tokens", "16", "--new_tokens", "8"] if cli.smoke else []
     )
-    result = run_logged(command, work / "generation.log", left - 5)
+    result = run_logged(command, work / "generation.log", left - 5 - STOP_GRACE_S)
     result["command"] = " ".join(command[1:])
-    if output.is_file():
-        result["report"] = json.loads(output.read_text())
+    read_json(output, result)
     return result
 
 
@@ -301,32 +340,59 @@ def environment() -> dict[str, Any]:
 def verdict(report: dict[str, Any]) -> tuple[list[str], list[str]]:
     """``(problems, notes)`` of a device_check.json: a part that failed, and what did not run or warned.
 
-    A problem: tests that failed, errored, timed out or did not report; a gpu_check section or the generation
-    part that failed or did not report. A note: a section or part skipped (no CUDA, the time budget, a
-    package that does not import) and a requirement at a version its dependant does not admit.
+    A problem: tests that failed, errored, timed out or did not report; a gpu_check section that failed, or
+    gpu_check itself stopped or unreadable; a part the check never reached (it was stopped from outside). A
+    note: a section or part skipped (no CUDA, the time budget, a package that does not import, ``--parts``),
+    the generation benchmark stopped at the budget, and a requirement at a version its dependant does not admit.
     """
     problems: list[str] = []
     notes = [f"requirement not met: {line}" for line in report.get("requirements", {}).get("mismatched", [])]
-    tests = report["parts"]["tests"]
+    for name, part in report["parts"].items():
+        status = part.get("status")
+        if status == NOT_REACHED:
+            problems.append(f"{name}: not reached (the check was stopped before it)")
+        elif status == NOT_ASKED:
+            notes.append(f"{name}: {NOT_ASKED}")
+        else:
+            check = {
+                "tests": _tests_verdict,
+                "gpu_check": _gpu_check_verdict,
+                "generation": _generation_verdict,
+            }
+            part_problems, part_notes = check[name](part)
+            problems += part_problems
+            notes += part_notes
+    return problems, notes
+
+
+def _tests_verdict(tests: dict[str, Any]) -> tuple[list[str], list[str]]:
     if "tests" not in tests:
-        problems.append(f"tests: no report (exit status {tests.get('exit_status')})")
-    else:
-        if tests["failures"] or tests["errors"]:
-            problems.append(
-                f"tests: {tests['failures']} failed, {tests['errors']} errors: {tests['failed'][:5]}"
-            )
-        if tests["timed_out"]:
-            problems.append("tests: timed out")
-        elif tests.get("exit_status") not in (0, None) and not (tests["failures"] or tests["errors"]):
-            problems.append(f"tests: exit status {tests['exit_status']} with no failed test")
-        if tests["passed"] == 0:
-            problems.append("tests: none passed")
-    gpu = report["parts"]["gpu_check"]
+        return [f"tests: no report (exit status {tests.get('exit_status')})"], []
+    problems = []
+    if tests["failures"] or tests["errors"]:
+        problems.append(f"tests: {tests['failures']} failed, {tests['errors']} errors: {tests['failed'][:5]}")
+    if tests["timed_out"]:
+        problems.append("tests: timed out")
+    elif tests.get("exit_status") not in (0, None) and not (tests["failures"] or tests["errors"]):
+        problems.append(f"tests: exit status {tests['exit_status']} with no failed test")
+    if tests["passed"] == 0:
+        problems.append("tests: none passed")
+    return problems, []
+
+
+def _gpu_check_verdict(gpu: dict[str, Any]) -> tuple[list[str], list[str]]:
+    problems, notes = [], []
     sections = gpu.get("report", {}).get("sections", {})
+    if gpu.get("report_error"):
+        problems.append(f"gpu_check: unreadable report ({gpu['report_error']})")
     if not sections:
         problems.append(f"gpu_check: no report (exit status {gpu.get('exit_status')})")
     elif gpu.get("timed_out"):
-        problems.append("gpu_check: killed at the time budget; its report holds the sections that finished")
+        running = next((name for name in gpu.get("requested", []) if name not in sections), None)
+        during = f" during {running}" if running else ""
+        problems.append(
+            f"gpu_check: stopped at the time budget{during}; its report holds the sections that finished"
+        )
     elif gpu.get("exit_status") not in (0, None):
         problems.append(f"gpu_check: exit status {gpu['exit_status']}")
     notes += [f"gpu_check {name}: not run" for name in gpu.get("requested", []) if name not in sections]
@@ -336,13 +402,21 @@ def verdict(report: dict[str, Any]) -> tuple[list[str], list[str]]:
             notes.append(f"gpu_check {name}: {status}")
         elif status != "ok":
             problems.append(f"gpu_check {name}: {status}")
-    generation = report["parts"]["generation"]
-    if generation.get("timed_out"):
-        problems.append("generation: timed out")
-    elif "report" not in generation:
-        status = generation.get("status", f"no report (exit status {generation.get('exit_status')})")
-        (notes if status.startswith("skipped") else problems).append(f"generation: {status}")
     return problems, notes
+
+
+def _generation_verdict(generation: dict[str, Any]) -> tuple[list[str], list[str]]:
+    if generation.get("timed_out"):  # a benchmark of transformers, last in the budget: a cut is not a failure
+        caches = list(generation.get("report", {}).get("caches", {}))
+        return [], [f"generation: stopped at the time budget (finished: {', '.join(caches) or 'none'})"]
+    if "report" not in generation:
+        status = generation.get("status", f"no report (exit status {generation.get('exit_status')})")
+        return (
+            ([], [f"generation: {status}"])
+            if status.startswith("skipped")
+            else ([f"generation: {status}"], [])
+        )
+    return [], []
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -367,16 +441,19 @@ def markdown(report: dict[str, Any]) -> str:
         )
         lines += [f"- failed: `{name}`" for name in tests["failed"][:40]]
     else:
-        lines.append(f"**Tests**: no report (exit status {tests.get('exit_status')}; see tests.log)")
+        why = tests.get("status") or f"no report (exit status {tests.get('exit_status')}; see tests.log)"
+        lines.append(f"**Tests**: {why}")
     gpu = parts["gpu_check"]
     lines += ["", f"## gpu_check (`{gpu.get('command', '')}`)", ""]
     gpu_md = Path(report["output_dir"]) / "gpu_check" / "gpu_check.md"
     lines.append(
-        gpu_md.read_text() if gpu_md.is_file() else f"no table (exit status {gpu.get('exit_status')})"
+        gpu_md.read_text()
+        if gpu_md.is_file() and "status" not in gpu
+        else gpu.get("status", f"no table (exit status {gpu.get('exit_status')})")
     )
     generation = parts["generation"]
     lines += ["", "## transformers generate: dynamic vs compiled static cache", ""]
-    if "report" in generation:
+    if generation.get("report", {}).get("caches"):
         gen = generation["report"]
         rows = [
             [cache, f"{r['first_call_s']:.1f}", f"{r['median_call_s']:.2f}", f"{r['ms_per_token']:.1f}"]
@@ -413,6 +490,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--report_dir", default=None, help="also copy the result files here (e.g. $OUT)")
     parser.add_argument("--budget_s", type=float, default=480.0, help="the whole check's time budget (480)")
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        default=list(PARTS),
+        choices=PARTS,
+        help="the parts to run (all three; e.g. a second call for the gpu_check sections a budget cut: "
+        "--parts gpu_check --sections grpo-static tree-static grpo trl; ratios compare sections of one call)",
+    )
     parser.add_argument("--workers", type=int, default=None, help="xdist workers (14; smoke: 2)")
     parser.add_argument("--tests", nargs="*", default=None, help="test paths (default: the fast suite)")
     parser.add_argument("--tests_timeout_s", type=float, default=170.0, help="cap on the test part (170)")
@@ -421,16 +506,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--optional_methods", nargs="+", default=["grpo", "vps", "ps"])
     parser.add_argument("--steps", type=int, default=None, help="steps per gpu_check section (2; smoke: 1)")
     parser.add_argument(
-        "--reserve_s",
+        "--min_section_s",
         type=float,
-        default=100.0,
-        help="gpu_check starts no section with less left than this (100)",
+        default=60.0,
+        help="gpu_check starts a section only with this long, or 1.25 × its longest so far, to its deadline (60)",
     )
     parser.add_argument(
         "--generation_min_s",
         type=float,
-        default=60.0,
-        help="run bench_generation only with this much left (60)",
+        default=90.0,
+        help="gpu_check's deadline leaves this much of the budget; bench_generation runs only with it left (90)",
     )
     parser.add_argument("--new_tokens", type=int, default=128, help="bench_generation's new tokens (128)")
     parser.add_argument(
@@ -514,20 +599,38 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "requirements": requirements,
         "parts": {},
     }
-    for name, part in (("tests", run_tests), ("gpu_check", run_gpu_check), ("generation", run_generation)):
-        print(f"[device_check] {name}: starting at {seconds_since_start():.0f} s", flush=True)
-        report["parts"][name] = part(cli, work)
-        shown = {k: v for k, v in report["parts"][name].items() if k not in ("report", "failed")}
-        print(f"[device_check] {name}: {json.dumps(shown)}", flush=True)
+    runners = {"tests": run_tests, "gpu_check": run_gpu_check, "generation": run_generation}
+    parts = [(name, runners[name]) for name in PARTS if name in cli.parts]
+    for name in PARTS:  # a part not reached (the check stopped from outside) reads as such
+        report["parts"][name] = {"status": NOT_REACHED if name in cli.parts else NOT_ASKED}
+    try:
+        for name, part in parts:
+            print(f"[device_check] {name}: starting at {seconds_since_start():.0f} s", flush=True)
+            report["parts"][name] = part(cli, work)
+            shown = {k: v for k, v in report["parts"][name].items() if k not in ("report", "failed")}
+            print(f"[device_check] {name}: {json.dumps(shown)}", flush=True)
+            if name != parts[-1][0]:  # the last one is written below
+                write_report(report, work, cli.report_dir)
+    finally:  # whatever happened, what finished reaches --report_dir
+        text = write_report(report, work, cli.report_dir)
+    print("\n" + text, flush=True)
+    return report
+
+
+def write_report(report: dict[str, Any], work: Path, report_dir: str | None) -> str:
+    """Write device_check.json and .md (the targets from gpu_check's summary so far), copy them with gpu_check's
+    JSON and the logs to ``report_dir``; return the markdown (a one-line note if it could not be made)."""
     summary = report["parts"]["gpu_check"].get("report", {}).get("summary", {})
     report["targets"] = target_rows(summary)
     report["wall_s"] = seconds_since_start()
     (work / "device_check.json").write_text(json.dumps(report, indent=2) + "\n")
-    text = markdown(report)
+    try:
+        text = markdown(report)
+    except Exception as error:  # the JSON above holds every figure; the table is a view of it
+        text = f"device_check.md could not be made ({type(error).__name__}: {error}); see device_check.json\n"
     (work / "device_check.md").write_text(text)
-    print("\n" + text, flush=True)
-    if cli.report_dir:
-        target = Path(cli.report_dir)
+    if report_dir:
+        target = Path(report_dir)
         target.mkdir(parents=True, exist_ok=True)
         for source in (
             work / "device_check.json",
@@ -539,7 +642,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ):
             if source.is_file():
                 shutil.copy(source, target / source.name)
-    return report
+    return text
 
 
 if __name__ == "__main__":

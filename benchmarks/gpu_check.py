@@ -37,9 +37,12 @@ seconds / steps (the whole ``trainer.train()``, optimizer included); the last st
 the whole optimizer step); each section's last step against stock TRL's with the same cache (``trl``
 or ``trl-static``), against ``grpo``'s, and a static section against its dynamic twin; peak GPU memory (``torch.cuda.max_memory_allocated``
 and ``max_memory_reserved`` since the section began, GiB) on CUDA, peak RSS (MiB) on CPU.
-Results go to ``<output_dir>/gpu_check.json`` (rewritten after every section, so a run cut
-short keeps what finished) and ``gpu_check.md``. Sections that would start after
-``--time_budget_s`` are skipped, so the whole run fits in 10 minutes.
+Results go to ``<output_dir>/gpu_check.json`` and ``gpu_check.md`` (both rewritten, summary and ratios
+included, after every section, each in one step, so a run cut short keeps what finished). Sections that
+would start after ``--time_budget_s`` are skipped, so the whole run fits in 10 minutes; with
+``--deadline`` (device_check's), so is a section that would not end by then (:func:`budget_skip`). A
+failed section's traceback goes to the output (a child section's output too), and after a CUDA error that
+outlives its section the later in-process sections are skipped with it.
 
 ``--cpu-smoke``: the same script on CPU with a 2-layer × 32 model (vocabulary 151,936 still),
 1 prompt × 4 generations and 8-token completions; ``-static`` sections compile decoding with dynamo's eager
@@ -60,6 +63,7 @@ import shutil
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -342,12 +346,59 @@ def run_in_child(spec: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     command = [sys.executable, str(Path(__file__).resolve()), "--section_spec", str(spec_file)]
     try:
         done = subprocess.run(command, timeout=timeout_s, capture_output=True, text=True)
-    except subprocess.TimeoutExpired:
-        return {"status": f"failed: timed out after {timeout_s:.0f} s"}
+    except subprocess.TimeoutExpired as cut:
+        show_child_output(spec_file.stem, cut.stdout, cut.stderr)
+        return {"status": f"skipped: time budget (stopped at the deadline, after {timeout_s:.0f} s)"}
     if done.returncode != 0 or not result_file.is_file():
+        show_child_output(spec_file.stem, done.stdout, done.stderr)
         tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
         return {"status": f"failed (exit {done.returncode}): {tail}"}
     return json.loads(result_file.read_text())
+
+
+def show_child_output(name: str, stdout: str | bytes | None, stderr: str | bytes | None) -> None:
+    """Print a child section's output (its last 200 lines each), so that gpu_check's log holds its traceback."""
+    for label, text in (("stdout", stdout), ("stderr", stderr)):
+        if isinstance(text, bytes):
+            text = text.decode(errors="replace")
+        lines = (text or "").rstrip().splitlines()[-200:]
+        if lines:
+            print(f"[gpu_check] {name} {label} (last {len(lines)} lines):", *lines, sep="\n", flush=True)
+
+
+def budget_skip(
+    elapsed_s: float, time_budget_s: float, left_s: float | None, longest_s: float, min_section_s: float
+) -> str | None:
+    """Why a section must not start now (a ``skipped: time budget`` status), or ``None`` when it may.
+
+    ``elapsed_s`` since gpu_check began against ``--time_budget_s`` (start no section after it); ``left_s``, the
+    seconds to ``--deadline`` (``None``: no deadline), against what a section needs: ``min_section_s`` or
+    1.25 × the longest section so far, whichever is more, so that no section is cut off at the deadline.
+    """
+    if elapsed_s > time_budget_s:
+        return f"skipped: time budget (no section starts after {time_budget_s:.0f} s)"
+    need = max(min_section_s, 1.25 * longest_s)
+    if left_s is not None and left_s < need:
+        return f"skipped: time budget ({left_s:.0f} s to the deadline, a section needs about {need:.0f} s)"
+    return None
+
+
+def cuda_error() -> str | None:
+    """The error CUDA raises now (a failed kernel poisons the process's context for every later section), or ``None``."""
+    if not torch.cuda.is_available():
+        return None
+    try:
+        torch.cuda.synchronize()
+    except Exception as error:  # torch.AcceleratorError, RuntimeError: CUDA error …
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """``path`` with ``text``, replaced in one step: a process killed while writing leaves the previous file."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
 
 
 def import_failure(package: str) -> str | None:
@@ -522,6 +573,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--time_budget_s", type=float, default=540.0, help="start no section after this many seconds (540)"
     )
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=None,
+        help="Unix time by which every section must have ended (device_check sets it): a section starts only "
+        "with --min_section_s or 1.25 × the longest section so far left, and a child section is stopped there",
+    )
+    parser.add_argument(
+        "--min_section_s",
+        type=float,
+        default=60.0,
+        help="with --deadline, the least time a section is started with (60)",
+    )
     parser.add_argument("--section_spec", default=None, help=argparse.SUPPRESS)  # a child of run_in_child
     return parser.parse_args(argv)
 
@@ -566,43 +630,65 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
 
     def record(name: str, result: dict[str, Any]) -> None:
+        """Keep a section's result; the JSON, its summary and the table are rewritten after every section."""
         report["sections"][name] = result
         report["wall_s"] = time.perf_counter() - began
-        (output_dir / "gpu_check.json").write_text(json.dumps(report, indent=2) + "\n")
+        report["summary"] = summary(report["sections"])
+        write_atomically(output_dir / "gpu_check.json", json.dumps(report, indent=2) + "\n")
+        write_atomically(output_dir / "gpu_check.md", markdown(report))
         print(f"[gpu_check] {name}: {result['status']}", flush=True)
 
+    def not_now() -> str | None:
+        """:func:`budget_skip` at this moment."""
+        left = None if cli.deadline is None else cli.deadline - time.time()
+        walls = [r["section_wall_s"] for r in report["sections"].values() if "section_wall_s" in r]
+        elapsed = time.perf_counter() - began
+        return budget_skip(elapsed, cli.time_budget_s, left, max(walls, default=0.0), cli.min_section_s)
+
     common = {"steps": cli.steps, "smoke": cli.smoke, "train_flags": shlex.split(cli.train_flags)}
+    broken = None  # a CUDA error that outlived its section: every later in-process section would fail with it
     for name in [] if cli.optional_only else (cli.sections or cli.methods):
-        if time.perf_counter() - began > cli.time_budget_s:
-            record(name, {"status": "skipped: time budget"})
+        skip = not_now() or (broken and f"skipped: an earlier section left CUDA unusable ({broken})")
+        if skip:
+            record(name, {"status": skip})
             continue
         base, cache = parse_section(name)
+        start = time.perf_counter()
         try:
-            record(name, run_section({**spec(name, base, [], cache), **common}))
-        except Exception as error:  # reported; the other sections still run
-            record(name, {"status": f"failed: {type(error).__name__}: {error}"})
+            result = run_section({**spec(name, base, [], cache), **common})
+        except Exception as error:  # reported (the traceback in the log); the other sections still run
+            traceback.print_exc(file=sys.stdout)
+            result = {"status": f"failed: {type(error).__name__}: {error}"}
+            broken = cuda_error()
+        record(name, {**result, "section_wall_s": time.perf_counter() - start})
 
     # ---- optional backends (vLLM colocate, Liger): only where their packages import -----------------
     for backend in cli.optional:
         package, flags = OPTIONAL[backend]
-        failure = import_failure(package)
+        skip = None if cli.smoke else not_now()  # no time: not even the import check's fresh Python
+        failure = None if skip else import_failure(package)
         for method in cli.optional_methods:
             name = f"{backend}-{method}"
-            remaining = cli.time_budget_s - (time.perf_counter() - began)
+            skip = None if cli.smoke else not_now()
             if failure is not None:
                 record(name, {"status": f"skipped: {package} does not import ({failure})"})
             elif cli.smoke:
                 record(name, {"status": "skipped: needs CUDA (--cpu-smoke)"})
-            elif remaining < 60:
-                record(name, {"status": "skipped: time budget"})
+            elif skip:
+                record(name, {"status": skip})
             else:
                 cache = "static" if cli.optional_compiled and backend != "vllm" else "dynamic"
                 section = {**spec(name, method, flags, cache), **common}
-                record(name, run_in_child(section, timeout_s=remaining))
+                until = cli.deadline - time.time() if cli.deadline is not None else None
+                timeout = until if until is not None else cli.time_budget_s - (time.perf_counter() - began)
+                start = time.perf_counter()
+                result = run_in_child(section, timeout_s=max(timeout, 1.0))
+                record(name, {**result, "section_wall_s": time.perf_counter() - start})
+    report["wall_s"] = time.perf_counter() - began
     report["summary"] = summary(report["sections"])
-    (output_dir / "gpu_check.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_atomically(output_dir / "gpu_check.json", json.dumps(report, indent=2) + "\n")
     text = markdown(report)
-    (output_dir / "gpu_check.md").write_text(text)
+    write_atomically(output_dir / "gpu_check.md", text)
     print("\n" + text + f"\nJSON: {output_dir / 'gpu_check.json'}  (total {report['wall_s']:.0f} s)")
     return report
 

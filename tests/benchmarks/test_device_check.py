@@ -347,10 +347,13 @@ def test_a_gpu_check_killed_or_failing_midway_is_a_problem_and_unrun_sections_ar
     problems, notes = device_check.verdict(killed)
     assert problems == [
         "tests: exit status 4 with no failed test",
-        "gpu_check: killed at the time budget; its report holds the sections that finished",
-        "generation: timed out",
+        "gpu_check: stopped at the time budget during grpo; its report holds the sections that finished",
     ]
-    assert notes == ["gpu_check grpo: not run", "gpu_check vps-static: not run"]
+    assert notes == [
+        "gpu_check grpo: not run",
+        "gpu_check vps-static: not run",
+        "generation: stopped at the time budget (finished: none)",  # a benchmark of transformers: a note
+    ]
     crashed = _report(gpu_check={"exit_status": 1, "report": {"sections": {"grpo-static": {"status": "ok"}}}})
     assert device_check.verdict(crashed)[0] == ["gpu_check: exit status 1"]
 
@@ -400,3 +403,79 @@ def test_a_missing_or_unreadable_report_or_folder_is_one_line(device_check, tmp_
         with pytest.raises(SystemExit) as stop:
             device_check.main([flag, str(tmp_path / "bad.json")])
         assert stop.value.code == 2 and "not a device_check.json (KeyError" in capsys.readouterr().err
+
+
+def test_a_part_at_its_time_limit_gets_sigint_first_so_it_can_still_write_its_report(device_check, tmp_path):
+    """pytest writes its JUnit report on KeyboardInterrupt; a SIGKILL at the limit lost every test count."""
+    script = (
+        "import sys, time\n"
+        "print('started', flush=True)\n"
+        "try:\n    time.sleep(60)\n"
+        "except KeyboardInterrupt:\n    print('interrupted: report written', flush=True)\n    sys.exit(2)\n"
+    )
+    log = tmp_path / "part.log"
+    result = device_check.run_logged([sys.executable, "-c", script], log, timeout_s=2.0)
+    assert result["timed_out"] and result["exit_status"] is None and result["wall_s"] < 30
+    assert log.read_text().splitlines() == ["started", "interrupted: report written"]
+
+
+def test_a_part_that_ignores_sigint_is_killed_after_the_grace(device_check, tmp_path, monkeypatch):
+    monkeypatch.setattr(device_check, "STOP_GRACE_S", 1.0)
+    script = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(60)\n"
+    result = device_check.run_logged([sys.executable, "-c", script], tmp_path / "part.log", timeout_s=1.0)
+    assert result["timed_out"] and result["wall_s"] < 30
+
+
+def test_each_finished_part_reaches_the_report_dir_before_the_next_starts(
+    device_check, tmp_path, monkeypatch, capsys
+):
+    """A check stopped from outside (or crashing) during gpu_check keeps the tests' figures in $OUT, and its
+    report says which parts were never reached; a part left out with --parts is a note."""
+    tests = {"tests": 3, "failures": 0, "errors": 0, "skipped": 0, "passed": 3, "timed_out": False}
+    tests |= {"exit_status": 0, "failed": [], "command": "pytest", "wall_s": 1.0}
+    monkeypatch.setattr(device_check, "run_tests", lambda cli, work: dict(tests))
+
+    def crash(cli, work):
+        raise RuntimeError("the machine went away")
+
+    monkeypatch.setattr(device_check, "run_gpu_check", crash)
+    out = tmp_path / "out"
+    argv = ["--cpu-smoke", "--output_dir", str(tmp_path / "work"), "--report_dir", str(out)]
+    with pytest.raises(RuntimeError, match="went away"):
+        device_check.main(argv)
+    report = json.loads((out / "device_check.json").read_text())
+    assert report["parts"]["tests"]["passed"] == 3
+    assert device_check.verdict(report) == (
+        [
+            "gpu_check: not reached (the check was stopped before it)",
+            "generation: not reached (the check was stopped before it)",
+        ],
+        [],
+    )
+    assert "**Tests** (" in (out / "device_check.md").read_text()
+    report = device_check.main([*argv, "--parts", "tests"])
+    assert device_check.verdict(report) == (
+        [],
+        ["gpu_check: skipped: not asked (--parts)", "generation: skipped: not asked (--parts)"],
+    )
+    assert "skipped: not asked (--parts)" in (out / "device_check.md").read_text()
+
+
+def test_gpu_check_gets_a_deadline_that_leaves_the_generation_part_its_minimum(
+    device_check, tmp_path, monkeypatch
+):
+    seen = {}
+
+    def fake_run(command, log, timeout_s):
+        seen["command"], seen["timeout_s"] = command, timeout_s
+        return {"exit_status": 0, "wall_s": 1.0, "timed_out": False}
+
+    monkeypatch.setattr(device_check, "run_logged", fake_run)
+    monkeypatch.setattr(device_check, "seconds_since_start", lambda: 100.0)
+    cli = device_check.parse_args(["--budget_s", "480", "--generation_min_s", "90", "--min_section_s", "75"])
+    device_check.run_gpu_check(cli, tmp_path)
+    command = seen["command"]
+    deadline = float(command[command.index("--deadline") + 1])
+    assert deadline - device_check.time.time() == pytest.approx(290, abs=5)  # 480 − 100 − 90
+    assert command[command.index("--min_section_s") + 1] == "75"
+    assert seen["timeout_s"] == pytest.approx(290 + device_check.STOP_GRACE_S)

@@ -273,3 +273,90 @@ def test_a_trl_section_trains_stock_trl_with_the_same_options(gpu_check, tmp_pat
     assert "generate" in vars(
         trainer.model
     )  # stock TRL's rollouts too leave no hook to recompile on (generation.py)
+
+
+def test_a_section_starts_only_when_it_can_end_by_the_deadline(gpu_check):
+    skip = gpu_check.budget_skip
+    assert skip(10, 540, None, 0, 60) is None  # no deadline: only --time_budget_s
+    assert skip(541, 540, None, 0, 60) == "skipped: time budget (no section starts after 540 s)"
+    assert skip(10, 540, 70, 0, 60) is None  # the first section: --min_section_s
+    assert (
+        skip(10, 540, 50, 0, 60) == "skipped: time budget (50 s to the deadline, a section needs about 60 s)"
+    )
+    # then 1.25 × the longest section so far (80 s → 100 s)
+    assert (
+        skip(10, 540, 99, 80, 60)
+        == "skipped: time budget (99 s to the deadline, a section needs about 100 s)"
+    )
+    assert skip(10, 540, 101, 80, 60) is None
+
+
+@pytest.fixture()
+def fake_sections(gpu_check, tmp_path, monkeypatch):
+    """gpu_check.main without a model: sections that take no time, one that fails, and a log of what ran."""
+    monkeypatch.setattr(gpu_check, "find_dataset", lambda choice, out: (tmp_path / "data", "synthetic"))
+    shapes = {"num_layers": 2, "hidden_size": 32, "num_heads": 2, "num_kv_heads": 1, "vocab_size": 99}
+    monkeypatch.setattr(
+        gpu_check, "build_model_dir", lambda out, smoke: (tmp_path / "model", {**shapes, "parameters": 1e6})
+    )
+    ran: list[str] = []
+
+    def run_section(spec):
+        name = Path(spec["run_dir"]).name
+        ran.append(name)
+        if name.startswith("vps"):
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        written = json.loads((tmp_path / "out" / "gpu_check.json").read_text()) if ran[1:] else None
+        return {**_section([30.0, 4.0]), "step_time_s": [30.0, 4.0], "train_s_per_step": 17.0,
+                "peak_rss_mib": 1.0, "completion_tokens_mean": [8, 8], "loss": [0.1, 0.2], "seen": written}  # fmt: skip
+
+    monkeypatch.setattr(gpu_check, "run_section", run_section)
+    return ran
+
+
+def test_every_section_rewrites_the_summary_and_a_failure_leaves_its_traceback(
+    gpu_check, tmp_path, fake_sections, capsys
+):
+    out = tmp_path / "out"
+    argv = ["--cpu-smoke", "--sections", "grpo-static", "trl-static", "vps-static", "ps-static", "--optional"]
+    report = gpu_check.main([*argv, "--output_dir", str(out)])
+    assert fake_sections == ["grpo-static", "trl-static", "vps-static", "ps-static"]
+    # the second section saw the first one's summary and table already written: a stop keeps them
+    assert report["sections"]["trl-static"]["seen"]["summary"] == {"grpo-static": {"step_s": 4.0}}
+    assert report["sections"]["vps-static"]["status"] == (
+        "failed: RuntimeError: CUDA error: an illegal memory access was encountered"
+    )
+    assert "Traceback (most recent call last)" in capsys.readouterr().out
+    assert report["summary"]["ps-static"]["vs_trl"] == 1.0
+    assert "| grpo-static | 4.00 |" in (out / "gpu_check.md").read_text()
+    assert not list(out.glob("*.partial"))
+
+
+def test_after_a_cuda_error_the_later_sections_are_skipped_with_it(
+    gpu_check, tmp_path, fake_sections, monkeypatch
+):
+    monkeypatch.setattr(
+        gpu_check, "cuda_error", lambda: "AcceleratorError: CUDA error: an illegal memory access"
+    )
+    argv = [
+        "--cpu-smoke",
+        "--sections",
+        "vps-static",
+        "grpo-static",
+        "--optional",
+        "--output_dir",
+        str(tmp_path / "out"),
+    ]
+    report = gpu_check.main(argv)
+    assert fake_sections == ["vps-static"]
+    assert report["sections"]["grpo-static"]["status"] == (
+        "skipped: an earlier section left CUDA unusable (AcceleratorError: CUDA error: an illegal memory access)"
+    )
+
+
+def test_with_a_deadline_no_section_starts_that_could_not_end_by_it(gpu_check, tmp_path, fake_sections):
+    deadline = gpu_check.time.time() + 30
+    argv = ["--cpu-smoke", "--sections", "grpo-static", "--optional", "--output_dir", str(tmp_path / "out")]
+    report = gpu_check.main([*argv, "--deadline", str(deadline), "--min_section_s", "60"])
+    assert fake_sections == []
+    assert report["sections"]["grpo-static"]["status"].startswith("skipped: time budget (")
