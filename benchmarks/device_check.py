@@ -1,6 +1,7 @@
 """One prepared device check (issue 35): tests, step-time breakdown and caches on a CUDA GPU, in one command.
 
     bash benchmarks/device_check.sh [--cpu-smoke] [--report_dir DIR] [--output_dir DIR] [--budget_s 480]
+                                    [--parts tests gpu_check generation] [--sections ...]
 
 ``device_check.sh`` installs the carried wheels when the image lacks trl / datasets / math-verify, then runs
 this script. It first checks that every requirement of psgrpo, and of each carried package
@@ -36,6 +37,7 @@ not the GPU.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import importlib.util
 import json
@@ -47,6 +49,7 @@ import subprocess
 import sys
 import time
 import tomllib
+import traceback
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
@@ -96,6 +99,8 @@ STARTED = time.time()
 PARTS = ("tests", "gpu_check", "generation")
 NOT_REACHED = "not reached"
 """A part's status while the check has not reached it (what a report written before a stop from outside shows)."""
+RUNNING = "started, did not finish"
+"""A part's status while it runs: what the report says of it if the check is stopped from outside meanwhile."""
 NOT_ASKED = "skipped: not asked (--parts)"
 
 STOP_GRACE_S = 20.0
@@ -109,18 +114,23 @@ def run_logged(command: list[str], log: Path, timeout_s: float) -> dict[str, Any
     stops between writes, and SIGKILL :data:`STOP_GRACE_S` later if it has not ended.
     """
     start = time.perf_counter()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # a part killed mid-way keeps its last lines in the log
     with log.open("w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        # its own process group, so that what it started (xdist workers, a Liger child) goes with it
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        status: int | None = None
         try:
-            status: int | None = process.wait(timeout=max(timeout_s, 1.0))
+            status = process.wait(timeout=max(timeout_s, 1.0))
         except subprocess.TimeoutExpired:
-            process.send_signal(signal.SIGINT)
-            try:
+            process.send_signal(signal.SIGINT)  # the part itself: pytest's controller stops its workers
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            status = None
+        finally:  # at the limit, or this check stopped (SIGTERM, Ctrl-C): nothing of the part outlives it
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
     return {"exit_status": status, "wall_s": time.perf_counter() - start, "timed_out": status is None}
 
 
@@ -157,6 +167,7 @@ def parse_junit(path: Path) -> dict[str, Any]:
 def run_tests(cli: argparse.Namespace, work: Path) -> dict[str, Any]:
     """The fast suite (or ``--tests``) with xdist when it imports; counts from its JUnit report."""
     xml, log = work / "tests.xml", work / "tests.log"
+    xml.unlink(missing_ok=True)  # an earlier call's report must not pass for this one's
     xdist = importlib.util.find_spec("xdist") is not None
     command = [
         sys.executable,
@@ -175,7 +186,10 @@ def run_tests(cli: argparse.Namespace, work: Path) -> dict[str, Any]:
     result = run_logged(command, log, min(cli.tests_timeout_s, budget_left(cli)))
     result |= {"command": " ".join(command[1:]), "xdist": xdist}
     if xml.is_file():
-        result |= parse_junit(xml)
+        try:
+            result |= parse_junit(xml)
+        except ElementTree.ParseError as error:  # written half when pytest was killed
+            result["report_error"] = f"{xml.name}: {error}"
     return result
 
 
@@ -267,6 +281,16 @@ def budget_left(cli: argparse.Namespace) -> float:
 def run_gpu_check(cli: argparse.Namespace, work: Path) -> dict[str, Any]:
     """gpu_check in its own process; its report (rewritten after every section, so a cut-short run keeps some)."""
     out = work / "gpu_check"
+    for stale in (
+        out / "gpu_check.json",
+        out / "gpu_check.md",
+    ):  # an earlier call's sections are not this one's
+        stale.unlink(missing_ok=True)
+    # the generation part, when asked, keeps its minimum even if gpu_check has to be stopped gently
+    reserve = cli.generation_min_s + STOP_GRACE_S if "generation" in cli.parts else 0.0
+    until_deadline = budget_left(cli) - reserve
+    if until_deadline < cli.min_section_s:
+        return {"status": f"skipped: time budget ({until_deadline:.0f} s to gpu_check's deadline)"}
     command = [
         sys.executable,
         str(BENCHMARKS / "gpu_check.py"),
@@ -278,7 +302,6 @@ def run_gpu_check(cli: argparse.Namespace, work: Path) -> dict[str, Any]:
     command += ["--sections", *cli.sections, "--optional", *cli.optional]
     if cli.optional:
         command += ["--optional_methods", *cli.optional_methods, "--optional_compiled"]
-    until_deadline = budget_left(cli) - cli.generation_min_s  # the generation part's minimum stays free
     command += ["--time_budget_s", f"{max(until_deadline, 0.0):.0f}"]
     command += [
         "--deadline",
@@ -300,6 +323,7 @@ def run_generation(cli: argparse.Namespace, work: Path) -> dict[str, Any]:
     if left < cli.generation_min_s:
         return {"status": f"skipped: time budget ({left:.0f} s left)"}
     output = work / "generation.json"
+    output.unlink(missing_ok=True)
     command = [sys.executable, str(BENCHMARKS / "bench_generation.py"), "--output", str(output)]
     command += ["--new_tokens", str(cli.new_tokens), "--repeats", "1"]
     command += (
@@ -351,6 +375,8 @@ def verdict(report: dict[str, Any]) -> tuple[list[str], list[str]]:
         status = part.get("status")
         if status == NOT_REACHED:
             problems.append(f"{name}: not reached (the check was stopped before it)")
+        elif status == RUNNING or str(status).startswith("failed"):
+            problems.append(f"{name}: {status}")
         elif status == NOT_ASKED:
             notes.append(f"{name}: {NOT_ASKED}")
         else:
@@ -367,7 +393,8 @@ def verdict(report: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 def _tests_verdict(tests: dict[str, Any]) -> tuple[list[str], list[str]]:
     if "tests" not in tests:
-        return [f"tests: no report (exit status {tests.get('exit_status')})"], []
+        why = tests.get("report_error") or f"exit status {tests.get('exit_status')}"
+        return [f"tests: no report ({why})"], []
     problems = []
     if tests["failures"] or tests["errors"]:
         problems.append(f"tests: {tests['failures']} failed, {tests['errors']} errors: {tests['failed'][:5]}")
@@ -382,11 +409,15 @@ def _tests_verdict(tests: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 def _gpu_check_verdict(gpu: dict[str, Any]) -> tuple[list[str], list[str]]:
     problems, notes = [], []
+    if "status" in gpu:  # not started: the budget left no section time
+        return [f"gpu_check: {gpu['status']}"], []
     sections = gpu.get("report", {}).get("sections", {})
     if gpu.get("report_error"):
         problems.append(f"gpu_check: unreadable report ({gpu['report_error']})")
     if not sections:
         problems.append(f"gpu_check: no report (exit status {gpu.get('exit_status')})")
+    elif all(section.get("status", "").startswith("skipped") for section in sections.values()):
+        problems.append("gpu_check: every section was skipped, so nothing was measured")
     elif gpu.get("timed_out"):
         running = next((name for name in gpu.get("requested", []) if name not in sections), None)
         during = f" during {running}" if running else ""
@@ -406,9 +437,11 @@ def _gpu_check_verdict(gpu: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 
 def _generation_verdict(generation: dict[str, Any]) -> tuple[list[str], list[str]]:
+    finished = ", ".join(generation.get("report", {}).get("caches", {})) or "none"
     if generation.get("timed_out"):  # a benchmark of transformers, last in the budget: a cut is not a failure
-        caches = list(generation.get("report", {}).get("caches", {}))
-        return [], [f"generation: stopped at the time budget (finished: {', '.join(caches) or 'none'})"]
+        return [], [f"generation: stopped at the time budget (finished: {finished})"]
+    if generation.get("exit_status") not in (0, None):  # its JSON is written per cache: it may hold some
+        return [f"generation: exit status {generation['exit_status']} (finished: {finished})"], []
     if "report" not in generation:
         status = generation.get("status", f"no report (exit status {generation.get('exit_status')})")
         return (
@@ -496,7 +529,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=list(PARTS),
         choices=PARTS,
         help="the parts to run (all three; e.g. a second call for the gpu_check sections a budget cut: "
-        "--parts gpu_check --sections grpo-static tree-static grpo trl; ratios compare sections of one call)",
+        "--parts gpu_check --sections grpo-static trl-static tree-static grpo trl; ratios compare sections of one call)",
     )
     parser.add_argument("--workers", type=int, default=None, help="xdist workers (14; smoke: 2)")
     parser.add_argument("--tests", nargs="*", default=None, help="test paths (default: the fast suite)")
@@ -603,18 +636,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parts = [(name, runners[name]) for name in PARTS if name in cli.parts]
     for name in PARTS:  # a part not reached (the check stopped from outside) reads as such
         report["parts"][name] = {"status": NOT_REACHED if name in cli.parts else NOT_ASKED}
+    # a stop from outside still runs the finally below (the handler is this call's only: main() may be a library call)
+    previous_handler = signal.signal(signal.SIGTERM, stop_on_sigterm)
     try:
         for name, part in parts:
+            report["parts"][name] = {"status": RUNNING}
+            write_report(report, work, cli.report_dir)
             print(f"[device_check] {name}: starting at {seconds_since_start():.0f} s", flush=True)
-            report["parts"][name] = part(cli, work)
+            try:
+                report["parts"][name] = part(cli, work)
+            except Exception as error:  # recorded; the next parts still run
+                traceback.print_exc()
+                report["parts"][name] = {"status": f"failed: {type(error).__name__}: {error}"}
             shown = {k: v for k, v in report["parts"][name].items() if k not in ("report", "failed")}
             print(f"[device_check] {name}: {json.dumps(shown)}", flush=True)
-            if name != parts[-1][0]:  # the last one is written below
-                write_report(report, work, cli.report_dir)
     finally:  # whatever happened, what finished reaches --report_dir
+        signal.signal(signal.SIGTERM, previous_handler)
         text = write_report(report, work, cli.report_dir)
     print("\n" + text, flush=True)
     return report
+
+
+def stop_on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM as ``SystemExit``, so that the report of what finished is still written and copied."""
+    raise SystemExit(128 + signum)
 
 
 def write_report(report: dict[str, Any], work: Path, report_dir: str | None) -> str:

@@ -348,7 +348,7 @@ def run_in_child(spec: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         done = subprocess.run(command, timeout=timeout_s, capture_output=True, text=True)
     except subprocess.TimeoutExpired as cut:
         show_child_output(spec_file.stem, cut.stdout, cut.stderr)
-        return {"status": f"skipped: time budget (stopped at the deadline, after {timeout_s:.0f} s)"}
+        return {"status": f"skipped: time budget (stopped after {timeout_s:.0f} s, at the end of the budget)"}
     if done.returncode != 0 or not result_file.is_file():
         show_child_output(spec_file.stem, done.stdout, done.stderr)
         tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
@@ -379,7 +379,7 @@ def budget_skip(
         return f"skipped: time budget (no section starts after {time_budget_s:.0f} s)"
     need = max(min_section_s, 1.25 * longest_s)
     if left_s is not None and left_s < need:
-        return f"skipped: time budget ({left_s:.0f} s to the deadline, a section needs about {need:.0f} s)"
+        return f"skipped: time budget ({left_s:.0f} s left, a section needs about {need:.0f} s)"
     return None
 
 
@@ -401,17 +401,17 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(partial, path)
 
 
-def import_failure(package: str) -> str | None:
+def import_failure(package: str, timeout_s: float = 300.0) -> str | None:
     """Why ``import package`` fails in a fresh Python (its last error line), or ``None`` when it imports.
 
     A fresh process, so that a backend's import-time patches never reach the sections run here.
     """
     try:
         done = subprocess.run(
-            [sys.executable, "-c", f"import {package}"], capture_output=True, text=True, timeout=300
+            [sys.executable, "-c", f"import {package}"], capture_output=True, text=True, timeout=timeout_s
         )
     except subprocess.TimeoutExpired:
-        return f"import {package} took over 300 s"
+        return f"import {package} took over {timeout_s:.0f} s"
     if done.returncode == 0:
         return None
     lines = done.stderr.strip().splitlines()
@@ -635,20 +635,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report["wall_s"] = time.perf_counter() - began
         report["summary"] = summary(report["sections"])
         write_atomically(output_dir / "gpu_check.json", json.dumps(report, indent=2) + "\n")
-        write_atomically(output_dir / "gpu_check.md", markdown(report))
+        try:
+            write_atomically(output_dir / "gpu_check.md", markdown(report))
+        except Exception:  # the JSON above holds every figure; a table that fails must not stop the sections
+            traceback.print_exc(file=sys.stdout)
         print(f"[gpu_check] {name}: {result['status']}", flush=True)
 
-    def not_now() -> str | None:
-        """:func:`budget_skip` at this moment."""
-        left = None if cli.deadline is None else cli.deadline - time.time()
-        walls = [r["section_wall_s"] for r in report["sections"].values() if "section_wall_s" in r]
+    def seconds_left() -> float | None:
+        """To ``--deadline``; ``None`` without one."""
+        return None if cli.deadline is None else cli.deadline - time.time()
+
+    def not_now(left: float | None) -> str | None:
+        """:func:`budget_skip` at this moment, ``left`` seconds before the end."""
+        walls = [r["section_total_s"] for r in report["sections"].values() if "section_total_s" in r]
         elapsed = time.perf_counter() - began
         return budget_skip(elapsed, cli.time_budget_s, left, max(walls, default=0.0), cli.min_section_s)
 
     common = {"steps": cli.steps, "smoke": cli.smoke, "train_flags": shlex.split(cli.train_flags)}
     broken = None  # a CUDA error that outlived its section: every later in-process section would fail with it
     for name in [] if cli.optional_only else (cli.sections or cli.methods):
-        skip = not_now() or (broken and f"skipped: an earlier section left CUDA unusable ({broken})")
+        skip = not_now(seconds_left()) or (
+            broken and f"skipped: an earlier section left CUDA unusable ({broken})"
+        )
         if skip:
             record(name, {"status": skip})
             continue
@@ -660,16 +668,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             traceback.print_exc(file=sys.stdout)
             result = {"status": f"failed: {type(error).__name__}: {error}"}
             broken = cuda_error()
-        record(name, {**result, "section_wall_s": time.perf_counter() - start})
+        record(name, {**result, "section_total_s": time.perf_counter() - start})  # setup and teardown too
 
     # ---- optional backends (vLLM colocate, Liger): only where their packages import -----------------
+    def child_left() -> float:
+        """Seconds a child section may run: to ``--deadline``, else to the end of ``--time_budget_s``."""
+        left = seconds_left()
+        return left if left is not None else cli.time_budget_s - (time.perf_counter() - began)
+
     for backend in cli.optional:
         package, flags = OPTIONAL[backend]
-        skip = None if cli.smoke else not_now()  # no time: not even the import check's fresh Python
-        failure = None if skip else import_failure(package)
+        skip = (
+            None if cli.smoke else not_now(child_left())
+        )  # no time: not even the import check's fresh Python
+        failure = None if skip else import_failure(package, timeout_s=max(min(300.0, child_left()), 1.0))
         for method in cli.optional_methods:
             name = f"{backend}-{method}"
-            skip = None if cli.smoke else not_now()
+            skip = None if cli.smoke else not_now(child_left())
             if failure is not None:
                 record(name, {"status": f"skipped: {package} does not import ({failure})"})
             elif cli.smoke:
@@ -679,11 +694,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             else:
                 cache = "static" if cli.optional_compiled and backend != "vllm" else "dynamic"
                 section = {**spec(name, method, flags, cache), **common}
-                until = cli.deadline - time.time() if cli.deadline is not None else None
-                timeout = until if until is not None else cli.time_budget_s - (time.perf_counter() - began)
                 start = time.perf_counter()
-                result = run_in_child(section, timeout_s=max(timeout, 1.0))
-                record(name, {**result, "section_wall_s": time.perf_counter() - start})
+                result = run_in_child(section, timeout_s=max(child_left() - 5.0, 1.0))  # 5 s to write
+                record(name, {**result, "section_total_s": time.perf_counter() - start})
     report["wall_s"] = time.perf_counter() - began
     report["summary"] = summary(report["sections"])
     write_atomically(output_dir / "gpu_check.json", json.dumps(report, indent=2) + "\n")

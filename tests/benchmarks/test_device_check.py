@@ -295,7 +295,7 @@ def test_the_verdict_separates_failed_parts_from_skipped_ones(device_check, tmp_
         "tests: 2 failed, 0 errors: ['a::x', 'a::y']",
         "tests: timed out",
         "gpu_check vps-static: failed (exit 1): boom",
-        "generation: no report (exit status 1)",
+        "generation: exit status 1 (finished: none)",
     ]
     assert notes == ["requirement not met: fsspec<=2026.9.0 (needed by datasets): 2026.10.0 installed"]
     skipped_generation = _report(generation={"status": "skipped: time budget (40 s left)"})
@@ -429,36 +429,94 @@ def test_a_part_that_ignores_sigint_is_killed_after_the_grace(device_check, tmp_
 def test_each_finished_part_reaches_the_report_dir_before_the_next_starts(
     device_check, tmp_path, monkeypatch, capsys
 ):
-    """A check stopped from outside (or crashing) during gpu_check keeps the tests' figures in $OUT, and its
-    report says which parts were never reached; a part left out with --parts is a note."""
+    """The tests' figures are in $OUT before gpu_check starts; a part that raises is recorded as failed and the
+    next part still runs; a check stopped from outside names the part it stopped in and those never reached;
+    a part left out with --parts is a note."""
+    out = tmp_path / "out"
     tests = {"tests": 3, "failures": 0, "errors": 0, "skipped": 0, "passed": 3, "timed_out": False}
     tests |= {"exit_status": 0, "failed": [], "command": "pytest", "wall_s": 1.0}
     monkeypatch.setattr(device_check, "run_tests", lambda cli, work: dict(tests))
+    seen = {}
 
     def crash(cli, work):
+        seen["before gpu_check"] = json.loads((out / "device_check.json").read_text())
         raise RuntimeError("the machine went away")
 
     monkeypatch.setattr(device_check, "run_gpu_check", crash)
-    out = tmp_path / "out"
+    monkeypatch.setattr(
+        device_check, "run_generation", lambda cli, work: {"status": "skipped: time budget (9 s left)"}
+    )
     argv = ["--cpu-smoke", "--output_dir", str(tmp_path / "work"), "--report_dir", str(out)]
-    with pytest.raises(RuntimeError, match="went away"):
+    report = device_check.main(argv)
+    assert seen["before gpu_check"]["parts"]["tests"]["passed"] == 3
+    assert seen["before gpu_check"]["parts"]["gpu_check"] == {"status": "started, did not finish"}
+    assert json.loads((out / "device_check.json").read_text()) == report
+    assert "Traceback" in capsys.readouterr().err
+    assert device_check.verdict(report) == (
+        ["gpu_check: failed: RuntimeError: the machine went away"],
+        ["generation: skipped: time budget (9 s left)"],
+    )
+    assert "**Tests** (" in (out / "device_check.md").read_text()
+
+    def stopped(cli, work):
+        raise KeyboardInterrupt  # what SIGINT or the SIGTERM handler's SystemExit do in the middle of a part
+
+    monkeypatch.setattr(device_check, "run_gpu_check", stopped)
+    with pytest.raises(KeyboardInterrupt):
         device_check.main(argv)
     report = json.loads((out / "device_check.json").read_text())
-    assert report["parts"]["tests"]["passed"] == 3
     assert device_check.verdict(report) == (
         [
-            "gpu_check: not reached (the check was stopped before it)",
+            "gpu_check: started, did not finish",
             "generation: not reached (the check was stopped before it)",
         ],
         [],
     )
-    assert "**Tests** (" in (out / "device_check.md").read_text()
     report = device_check.main([*argv, "--parts", "tests"])
     assert device_check.verdict(report) == (
         [],
         ["gpu_check: skipped: not asked (--parts)", "generation: skipped: not asked (--parts)"],
     )
     assert "skipped: not asked (--parts)" in (out / "device_check.md").read_text()
+
+
+def test_a_generation_benchmark_that_crashes_after_one_cache_is_a_problem(device_check):
+    crashed = _report(
+        generation={"exit_status": 1, "timed_out": False, "report": {"caches": {"dynamic": {}}}}
+    )
+    assert device_check.verdict(crashed)[0] == ["generation: exit status 1 (finished: dynamic)"]
+
+
+def test_gpu_check_with_no_time_left_is_not_started_and_is_a_problem(device_check, tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setattr(device_check, "run_logged", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(device_check, "seconds_since_start", lambda: 400.0)
+    cli = device_check.parse_args(["--budget_s", "480"])
+    part = device_check.run_gpu_check(cli, tmp_path)
+    assert started == [] and part == {"status": "skipped: time budget (-30 s to gpu_check's deadline)"}
+    assert device_check.verdict(_report(gpu_check=part))[0] == [
+        "gpu_check: skipped: time budget (-30 s to gpu_check's deadline)"
+    ]
+    everything_skipped = _report(
+        gpu_check={"exit_status": 0, "report": {"sections": {"grpo": {"status": "skipped: time budget"}}}}
+    )
+    assert (
+        "gpu_check: every section was skipped, so nothing was measured"
+        in device_check.verdict(everything_skipped)[0]
+    )
+
+
+def test_an_earlier_calls_results_are_not_read_as_this_ones(device_check, tmp_path, monkeypatch):
+    (tmp_path / "gpu_check").mkdir()
+    (tmp_path / "gpu_check" / "gpu_check.json").write_text('{"sections": {"grpo": {"status": "ok"}}}')
+    (tmp_path / "tests.xml").write_text(JUNIT)
+    monkeypatch.setattr(
+        device_check, "run_logged", lambda *a, **k: {"exit_status": 1, "wall_s": 1.0, "timed_out": False}
+    )
+    monkeypatch.setattr(device_check, "seconds_since_start", lambda: 0.0)
+    cli = device_check.parse_args([])
+    assert "report" not in device_check.run_gpu_check(cli, tmp_path)
+    assert "tests" not in device_check.run_tests(cli, tmp_path)
 
 
 def test_gpu_check_gets_a_deadline_that_leaves_the_generation_part_its_minimum(
@@ -476,6 +534,35 @@ def test_gpu_check_gets_a_deadline_that_leaves_the_generation_part_its_minimum(
     device_check.run_gpu_check(cli, tmp_path)
     command = seen["command"]
     deadline = float(command[command.index("--deadline") + 1])
-    assert deadline - device_check.time.time() == pytest.approx(290, abs=5)  # 480 − 100 − 90
+    until = (
+        480 - 100 - 90 - device_check.STOP_GRACE_S
+    )  # a gentle stop at the deadline still leaves generation 90 s
+    assert deadline - device_check.time.time() == pytest.approx(until, abs=5)
     assert command[command.index("--min_section_s") + 1] == "75"
-    assert seen["timeout_s"] == pytest.approx(290 + device_check.STOP_GRACE_S)
+    assert seen["timeout_s"] == pytest.approx(until + device_check.STOP_GRACE_S)
+    device_check.run_gpu_check(device_check.parse_args(["--parts", "gpu_check"]), tmp_path)
+    command = seen["command"]  # no generation part after it: nothing held back
+    assert float(command[command.index("--deadline") + 1]) - device_check.time.time() == pytest.approx(
+        380, abs=5
+    )
+
+
+def test_a_check_stopped_with_sigterm_still_writes_what_it_has(tmp_path):
+    """The device tool stops a command at its limit; the report must still say where the check was."""
+    out = tmp_path / "out"
+    script = (
+        "import sys, time\n"
+        f"sys.path.insert(0, {str(REPO / 'benchmarks')!r})\n"
+        "import device_check\n"
+        "def slow(cli, work):\n    print('tests started', flush=True)\n    time.sleep(60)\n"
+        "device_check.run_tests = slow\n"
+        f"device_check.main(['--cpu-smoke', '--output_dir', {str(tmp_path / 'work')!r}, '--report_dir', {str(out)!r}])\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline().startswith("[device_check] tests: starting")
+    assert process.stdout.readline() == "tests started\n"
+    process.terminate()
+    assert process.wait(timeout=30) == 128 + 15
+    report = json.loads((out / "device_check.json").read_text())
+    assert report["parts"]["tests"] == {"status": "started, did not finish"}
+    assert report["parts"]["gpu_check"] == {"status": "not reached"}

@@ -280,14 +280,9 @@ def test_a_section_starts_only_when_it_can_end_by_the_deadline(gpu_check):
     assert skip(10, 540, None, 0, 60) is None  # no deadline: only --time_budget_s
     assert skip(541, 540, None, 0, 60) == "skipped: time budget (no section starts after 540 s)"
     assert skip(10, 540, 70, 0, 60) is None  # the first section: --min_section_s
-    assert (
-        skip(10, 540, 50, 0, 60) == "skipped: time budget (50 s to the deadline, a section needs about 60 s)"
-    )
+    assert skip(10, 540, 50, 0, 60) == "skipped: time budget (50 s left, a section needs about 60 s)"
     # then 1.25 × the longest section so far (80 s → 100 s)
-    assert (
-        skip(10, 540, 99, 80, 60)
-        == "skipped: time budget (99 s to the deadline, a section needs about 100 s)"
-    )
+    assert skip(10, 540, 99, 80, 60) == "skipped: time budget (99 s left, a section needs about 100 s)"
     assert skip(10, 540, 101, 80, 60) is None
 
 
@@ -300,18 +295,24 @@ def fake_sections(gpu_check, tmp_path, monkeypatch):
         gpu_check, "build_model_dir", lambda out, smoke: (tmp_path / "model", {**shapes, "parameters": 1e6})
     )
     ran: list[str] = []
+    seen: dict[str, tuple[dict, str]] = {}  # section → (gpu_check.json, gpu_check.md) as it found them
 
     def run_section(spec):
         name = Path(spec["run_dir"]).name
         ran.append(name)
+        if ran[1:]:
+            out = Path(spec["run_dir"]).parents[1]
+            seen[name] = (
+                json.loads((out / "gpu_check.json").read_text()),
+                (out / "gpu_check.md").read_text(),
+            )
         if name.startswith("vps"):
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
-        written = json.loads((tmp_path / "out" / "gpu_check.json").read_text()) if ran[1:] else None
         return {**_section([30.0, 4.0]), "step_time_s": [30.0, 4.0], "train_s_per_step": 17.0,
-                "peak_rss_mib": 1.0, "completion_tokens_mean": [8, 8], "loss": [0.1, 0.2], "seen": written}  # fmt: skip
+                "peak_rss_mib": 1.0, "completion_tokens_mean": [8, 8], "loss": [0.1, 0.2]}  # fmt: skip
 
     monkeypatch.setattr(gpu_check, "run_section", run_section)
-    return ran
+    return ran, seen
 
 
 def test_every_section_rewrites_the_summary_and_a_failure_leaves_its_traceback(
@@ -320,9 +321,11 @@ def test_every_section_rewrites_the_summary_and_a_failure_leaves_its_traceback(
     out = tmp_path / "out"
     argv = ["--cpu-smoke", "--sections", "grpo-static", "trl-static", "vps-static", "ps-static", "--optional"]
     report = gpu_check.main([*argv, "--output_dir", str(out)])
-    assert fake_sections == ["grpo-static", "trl-static", "vps-static", "ps-static"]
-    # the second section saw the first one's summary and table already written: a stop keeps them
-    assert report["sections"]["trl-static"]["seen"]["summary"] == {"grpo-static": {"step_s": 4.0}}
+    ran, seen = fake_sections
+    assert ran == ["grpo-static", "trl-static", "vps-static", "ps-static"]
+    # the second section found the first one's summary and table already written: a stop keeps them
+    written, table = seen["trl-static"]
+    assert written["summary"] == {"grpo-static": {"step_s": 4.0}} and "| grpo-static | ok |" in table
     assert report["sections"]["vps-static"]["status"] == (
         "failed: RuntimeError: CUDA error: an illegal memory access was encountered"
     )
@@ -348,7 +351,7 @@ def test_after_a_cuda_error_the_later_sections_are_skipped_with_it(
         str(tmp_path / "out"),
     ]
     report = gpu_check.main(argv)
-    assert fake_sections == ["vps-static"]
+    assert fake_sections[0] == ["vps-static"]
     assert report["sections"]["grpo-static"]["status"] == (
         "skipped: an earlier section left CUDA unusable (AcceleratorError: CUDA error: an illegal memory access)"
     )
@@ -358,5 +361,43 @@ def test_with_a_deadline_no_section_starts_that_could_not_end_by_it(gpu_check, t
     deadline = gpu_check.time.time() + 30
     argv = ["--cpu-smoke", "--sections", "grpo-static", "--optional", "--output_dir", str(tmp_path / "out")]
     report = gpu_check.main([*argv, "--deadline", str(deadline), "--min_section_s", "60"])
-    assert fake_sections == []
+    assert fake_sections[0] == []
     assert report["sections"]["grpo-static"]["status"].startswith("skipped: time budget (")
+
+
+def test_once_a_section_took_long_the_next_needs_1_25_times_as_long_left(
+    gpu_check, tmp_path, fake_sections, monkeypatch
+):
+    """Every fake section takes 80 s of a fake clock: with 190 s to the deadline the first (needs 60) and the
+    second (needs 100, 110 left) run, the third (30 left) does not."""
+    clock = {"now": 1_000.0}
+    fake_time = type("FakeTime", (), {"time": staticmethod(lambda: clock["now"]),
+                                      "perf_counter": staticmethod(lambda: clock["now"])})  # fmt: skip
+    monkeypatch.setattr(gpu_check, "time", fake_time)
+    run = gpu_check.run_section
+
+    def slow(spec):
+        clock["now"] += 80.0
+        return run(spec)
+
+    monkeypatch.setattr(gpu_check, "run_section", slow)
+    argv = ["--cpu-smoke", "--sections", "grpo-static", "trl-static", "ps-static", "--optional"]
+    report = gpu_check.main(
+        [*argv, "--output_dir", str(tmp_path / "out"), "--deadline", "1190", "--min_section_s", "60"]
+    )
+    assert fake_sections[0] == ["grpo-static", "trl-static"]
+    assert report["sections"]["trl-static"]["section_total_s"] == 80.0
+    assert (
+        report["sections"]["ps-static"]["status"]
+        == "skipped: time budget (30 s left, a section needs about 100 s)"
+    )
+
+
+def test_a_child_section_stopped_at_the_deadline_is_a_budget_skip_with_its_output_in_the_log(
+    gpu_check, tmp_path, capsys
+):
+    spec = {"run_dir": str(tmp_path / "runs" / "liger-grpo")}
+    result = gpu_check.run_in_child(spec, timeout_s=0.5)  # the child is still importing torch
+    assert result == {"status": "skipped: time budget (stopped after 0 s, at the end of the budget)"}
+    gpu_check.show_child_output("liger-grpo", b"line one\nline two\n", None)
+    assert "[gpu_check] liger-grpo stdout (last 2 lines):\nline one\nline two" in capsys.readouterr().out
