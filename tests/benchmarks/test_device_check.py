@@ -490,12 +490,12 @@ def test_a_generation_benchmark_that_crashes_after_one_cache_is_a_problem(device
 def test_gpu_check_with_no_time_left_is_not_started_and_is_a_problem(device_check, tmp_path, monkeypatch):
     started = []
     monkeypatch.setattr(device_check, "run_logged", lambda *a, **k: started.append(a))
-    monkeypatch.setattr(device_check, "seconds_since_start", lambda: 400.0)
+    monkeypatch.setattr(device_check, "seconds_since_start", lambda: 420.0)
     cli = device_check.parse_args(["--budget_s", "480"])
-    part = device_check.run_gpu_check(cli, tmp_path)
-    assert started == [] and part == {"status": "skipped: time budget (-30 s to gpu_check's deadline)"}
+    part = device_check.run_gpu_check(cli, tmp_path)  # 40 s to the deadline, a section needs 60
+    assert started == [] and part == {"status": "skipped: time budget (40 s to gpu_check's deadline)"}
     assert device_check.verdict(_report(gpu_check=part))[0] == [
-        "gpu_check: skipped: time budget (-30 s to gpu_check's deadline)"
+        "gpu_check: skipped: time budget (40 s to gpu_check's deadline)"
     ]
     everything_skipped = _report(
         gpu_check={"exit_status": 0, "report": {"sections": {"grpo": {"status": "skipped: time budget"}}}}
@@ -519,32 +519,34 @@ def test_an_earlier_calls_results_are_not_read_as_this_ones(device_check, tmp_pa
     assert "tests" not in device_check.run_tests(cli, tmp_path)
 
 
-def test_gpu_check_gets_a_deadline_that_leaves_the_generation_part_its_minimum(
-    device_check, tmp_path, monkeypatch
-):
+def test_gpu_check_gets_the_budget_and_generation_only_what_it_reserves(device_check, tmp_path, monkeypatch):
+    """Issue 35's targets need gpu_check's sections: its deadline is the budget's end less a gentle stop's
+    grace, and less --generation_reserve_s only when asked for and the generation part runs."""
     seen = {}
 
     def fake_run(command, log, timeout_s):
         seen["command"], seen["timeout_s"] = command, timeout_s
         return {"exit_status": 0, "wall_s": 1.0, "timed_out": False}
 
+    def deadline_in() -> float:
+        command = seen["command"]
+        return float(command[command.index("--deadline") + 1]) - device_check.time.time()
+
     monkeypatch.setattr(device_check, "run_logged", fake_run)
     monkeypatch.setattr(device_check, "seconds_since_start", lambda: 100.0)
-    cli = device_check.parse_args(["--budget_s", "480", "--generation_min_s", "90", "--min_section_s", "75"])
-    device_check.run_gpu_check(cli, tmp_path)
-    command = seen["command"]
-    deadline = float(command[command.index("--deadline") + 1])
-    until = (
-        480 - 100 - 90 - device_check.STOP_GRACE_S
-    )  # a gentle stop at the deadline still leaves generation 90 s
-    assert deadline - device_check.time.time() == pytest.approx(until, abs=5)
-    assert command[command.index("--min_section_s") + 1] == "75"
-    assert seen["timeout_s"] == pytest.approx(until + device_check.STOP_GRACE_S)
-    device_check.run_gpu_check(device_check.parse_args(["--parts", "gpu_check"]), tmp_path)
-    command = seen["command"]  # no generation part after it: nothing held back
-    assert float(command[command.index("--deadline") + 1]) - device_check.time.time() == pytest.approx(
-        380, abs=5
+    grace = device_check.STOP_GRACE_S
+    device_check.run_gpu_check(
+        device_check.parse_args(["--budget_s", "480", "--min_section_s", "75"]), tmp_path
     )
+    assert deadline_in() == pytest.approx(480 - 100 - grace, abs=5)
+    assert seen["command"][seen["command"].index("--min_section_s") + 1] == "75"
+    assert seen["timeout_s"] == pytest.approx(480 - 100)  # SIGINT at the budget's end, if it overran
+    device_check.run_gpu_check(device_check.parse_args(["--generation_reserve_s", "110"]), tmp_path)
+    assert deadline_in() == pytest.approx(480 - 100 - grace - 110, abs=5)
+    device_check.run_gpu_check(
+        device_check.parse_args(["--generation_reserve_s", "110", "--parts", "gpu_check"]), tmp_path
+    )
+    assert deadline_in() == pytest.approx(480 - 100 - grace, abs=5)  # no generation part: nothing held back
 
 
 def test_a_check_stopped_with_sigterm_still_writes_what_it_has(tmp_path):
