@@ -280,7 +280,8 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
     run_flags = strip_compare_flags(flags)
 
     arms = dict(compare_arms(cfg))  # label → its train flags (`--method M` for a plain method)
-    runs = {(label, seed): root / "runs" / f"{label}-seed{seed}" for label in arms for seed in cfg.seeds}
+    # seed by seed, every arm of a seed before the next seed: a comparison stopped part-way leaves whole pairs
+    runs = {(label, seed): root / "runs" / f"{label}-seed{seed}" for seed in cfg.seeds for label in arms}
     plan = []  # every finished run is checked before any trains: a settings mismatch fails at once
     for (label, seed), run_dir in runs.items():
         overrides = [*arms[label], "--seed", str(seed), "--output_dir", str(run_dir),
@@ -350,6 +351,8 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
             f"no finished run to report in {root / 'runs'}: other processes were training every run; run "
             "compare with --report_only true once they have finished"
         )
+    arm_order = list(arms)
+    done.sort(key=lambda run: (arm_order.index(run[0]), cfg.seeds.index(run[1])))  # curves.csv: arm by arm
     rows = [row for label, seed, run_dir in done for row in _run_rows(label, seed, run_dir)]
     write_curves_csv(rows, root / "curves.csv")
     command = shlex.join(["psgrpo", "compare", *argv])

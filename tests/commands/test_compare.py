@@ -392,3 +392,31 @@ def test_a_recipe_that_spells_out_a_default_matches_a_finished_run_that_left_it_
     other = {"recipe": {**old["recipe"], "step_scorer": "reference"}, "flags": old["flags"]}
     with pytest.raises(ValueError, match="recipe.step_scorer: arithmetic → reference"):
         finished_run(run, other)
+
+
+def test_runs_go_seed_by_seed_so_a_stopped_comparison_leaves_whole_pairs(tmp_path, monkeypatch):
+    import psgrpo.commands.train as train_module
+
+    trained = []
+
+    def stop_at_the_third(argv):
+        run_dir = argv[
+            len(argv) - argv[::-1].index("--output_dir")
+        ]  # the last one: compare's per-run override
+        trained.append(run_dir.rsplit("/", 1)[-1])
+        if len(trained) == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+    monkeypatch.setattr(train_module, "train", stop_at_the_third)
+    assert TINY[:3] == ["--methods", "grpo", "vps"] and TINY[3:6] == ["--seeds", "0", "1"]
+    flags = [
+        *TINY[3:],
+        "--output_dir",
+        str(tmp_path / "cmp"),
+        "--arms",
+        "grpo=--method grpo",
+        "ps=--method ps",
+    ]
+    assert main(["compare", *flags]) == 130
+    assert trained == ["grpo-seed0", "ps-seed0", "grpo-seed1"]
