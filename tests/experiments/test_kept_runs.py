@@ -167,6 +167,8 @@ PAIRED_TESTS = [  # (kept folder, recipe flags, steps, eval_every, seeds, extra 
     ("demo-early-confirm", [], 25, 25, range(10, 20), [], "| final | 25 | 25 | 10 | +0.027 [+0.018, +0.036] |", "| **yes** |"),
     ("demo-final-confirm", [], 200, 50, range(20, 30), ["--equivalence_margin", "0.02"],
      "| final | 200 | 200 | 10 | +0.027 [+0.015, +0.038] |", "| **yes** | no |"),
+    ("hard-long-confirm", ["--config", "configs/arith_hard.yaml", "--bf16", "true"], 120, 60, range(30, 38),
+     ["--equivalence_margin", "0.02"], "| final | 120 | 120 | 8 | +0.014 [+0.003, +0.025] |", "| **yes** | no |"),
 ]  # fmt: skip
 
 
@@ -176,7 +178,7 @@ def test_the_fresh_arm_tests_redraw_and_their_preregistered_results_hold(
 ):
     """ps-ref-bin against grpo with both arms trained fresh: on the embedded default the lead after 25 steps
     (seeds 10-19, confirmed) and at the demo's 200 steps (seeds 20-29: ends above, confirmed; not level within
-    ±2 points)."""
+    ±2 points); on arith-hard in bf16 at 120 steps (seeds 30-37: lasts, confirmed; not level)."""
     seed_args = [str(seed) for seed in seeds]
     out = redraw(
         name,
