@@ -117,9 +117,16 @@ def run_logged(command: list[str], log: Path, timeout_s: float) -> dict[str, Any
     start = time.perf_counter()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # a part killed mid-way keeps its last lines in the log
     with log.open("w") as out:
-        # its own process group, so that what it started (xdist workers, a Liger child) goes with it
+        # its own process group, so that what it started (xdist workers, a Liger child) goes with it; SIGINT
+        # deliverable there whatever this process had (a shell's background job, a pytest run: ignored or
+        # blocked, which Python keeps, and the part could then only be killed, its report lost)
         process = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=deliverable_sigint,
         )
         status: int | None = None
         try:
@@ -133,6 +140,12 @@ def run_logged(command: list[str], log: Path, timeout_s: float) -> dict[str, Any
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
     return {"exit_status": status, "wall_s": time.perf_counter() - start, "timed_out": status is None}
+
+
+def deliverable_sigint() -> None:
+    """In a part's process before it runs: SIGINT neither ignored nor blocked, so Python raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def read_json(path: Path, result: dict[str, Any]) -> None:
