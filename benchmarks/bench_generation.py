@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from _args import POSITIVE_INT
 from gpu_check import QWEN2_5_0_5B_SHAPES, SMOKE_SHAPES, write_atomically
 from transformers import GenerationConfig
 
@@ -86,10 +87,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--cpu-smoke", dest="smoke", action="store_true", help="tiny shapes on CPU")
-    parser.add_argument("--batch", type=int, default=32, help="sequences per call (8 prompts × 4)")
-    parser.add_argument("--prompt_tokens", type=int, default=150)
-    parser.add_argument("--new_tokens", type=int, default=256)
-    parser.add_argument("--repeats", type=int, default=2, help="timed calls after the first")
+    parser.add_argument("--batch", type=POSITIVE_INT, default=32, help="sequences per call (8 prompts × 4)")
+    parser.add_argument("--prompt_tokens", type=POSITIVE_INT, default=150)
+    parser.add_argument("--new_tokens", type=POSITIVE_INT, default=256)
+    parser.add_argument("--repeats", type=POSITIVE_INT, default=2, help="timed calls after the first")
     parser.add_argument(
         "--caches", nargs="+", default=["dynamic", STATIC_CACHE], choices=["dynamic", STATIC_CACHE]
     )

@@ -55,6 +55,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
 
+from _args import POSITIVE_INT, POSITIVE_SECONDS, SECONDS
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
@@ -536,7 +537,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--output_dir", default=str(REPO / "outputs" / "device_check"), help="work and results"
     )
     parser.add_argument("--report_dir", default=None, help="also copy the result files here (e.g. $OUT)")
-    parser.add_argument("--budget_s", type=float, default=480.0, help="the whole check's time budget (480)")
+    parser.add_argument(
+        "--budget_s", type=POSITIVE_SECONDS, default=480.0, help="the whole check's time budget (480)"
+    )
     parser.add_argument(
         "--parts",
         nargs="+",
@@ -545,33 +548,39 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="the parts to run (all three; e.g. a second call for the gpu_check sections a budget cut: "
         "--parts gpu_check --sections grpo-static trl-static tree-static grpo trl; ratios compare sections of one call)",
     )
-    parser.add_argument("--workers", type=int, default=None, help="xdist workers (14; smoke: 2)")
+    parser.add_argument("--workers", type=POSITIVE_INT, default=None, help="xdist workers (14; smoke: 2)")
     parser.add_argument("--tests", nargs="*", default=None, help="test paths (default: the fast suite)")
-    parser.add_argument("--tests_timeout_s", type=float, default=170.0, help="cap on the test part (170)")
+    parser.add_argument(
+        "--tests_timeout_s", type=POSITIVE_SECONDS, default=170.0, help="cap on the test part (170)"
+    )
     parser.add_argument("--sections", nargs="+", default=None, help="gpu_check's sections (see module doc)")
     parser.add_argument("--optional", nargs="*", default=["liger"], help="gpu_check's optional backends")
     parser.add_argument("--optional_methods", nargs="+", default=["grpo", "vps", "ps"])
-    parser.add_argument("--steps", type=int, default=None, help="steps per gpu_check section (2; smoke: 1)")
+    parser.add_argument(
+        "--steps", type=POSITIVE_INT, default=None, help="steps per gpu_check section (2; smoke: 1)"
+    )
     parser.add_argument(
         "--min_section_s",
-        type=float,
+        type=SECONDS,
         default=60.0,
         help="gpu_check starts a section only with this long, or 1.25 × its longest so far, to its deadline (60)",
     )
     parser.add_argument(
         "--generation_min_s",
-        type=float,
+        type=SECONDS,
         default=90.0,
         help="bench_generation runs only with this much of the budget left after gpu_check (90)",
     )
     parser.add_argument(
         "--generation_reserve_s",
-        type=float,
+        type=SECONDS,
         default=0.0,
         help="seconds of the budget gpu_check's deadline leaves for bench_generation (0: gpu_check's sections, "
         "which issue 35's targets need, come first; bench_generation runs with what they leave)",
     )
-    parser.add_argument("--new_tokens", type=int, default=128, help="bench_generation's new tokens (128)")
+    parser.add_argument(
+        "--new_tokens", type=POSITIVE_INT, default=128, help="bench_generation's new tokens (128)"
+    )
     parser.add_argument(
         "--check_wheels",
         metavar="DIR",

@@ -69,6 +69,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from _args import POSITIVE_INT, POSITIVE_SECONDS, SECONDS
 from _common import current_rss_mib, markdown_table, peak_rss_mib, reset_peak_rss
 from trl import GRPOConfig, GRPOTrainer
 
@@ -564,14 +565,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--optional_only", action="store_true", help="only the optional backends' sections")
     parser.add_argument("--dataset", default=None, help="GSM8K JSONL directory (default: see module doc)")
-    parser.add_argument("--steps", type=int, default=2, help="optimizer steps per section (default 2)")
+    parser.add_argument(
+        "--steps", type=POSITIVE_INT, default=2, help="optimizer steps per section (default 2)"
+    )
     parser.add_argument(
         "--train_flags",
         default="",
         help="more psgrpo train flags for every section, one string (e.g. '--per_device_train_batch_size 128')",
     )
     parser.add_argument(
-        "--time_budget_s", type=float, default=540.0, help="start no section after this many seconds (540)"
+        "--time_budget_s",
+        type=POSITIVE_SECONDS,
+        default=540.0,
+        help="start no section after this many seconds (540)",
     )
     parser.add_argument(
         "--deadline",
@@ -582,7 +588,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--min_section_s",
-        type=float,
+        type=SECONDS,
         default=60.0,
         help="with --deadline, the least time a section is started with (60)",
     )
