@@ -115,8 +115,47 @@ def load_tokenizer(model_name_or_path: str | None):
     return tokenizer
 
 
-def load_model_and_tokenizer(model_name_or_path: str | None, dtype: str | None = None, **kwargs: Any):
+DEVICE_HELP = (
+    "Where the model runs: 'auto' (default: the first GPU if torch sees one, else the CPU), 'cpu', 'cuda', "
+    "'cuda:1' …"
+)
+
+
+def resolve_device(device: str, option: str = "--device") -> str:
+    """The torch device string ``device`` names, ``'auto'`` meaning ``cuda`` when available else ``cpu``.
+
+    Called before anything loads, so a device this machine lacks is one line.
+
+    Raises:
+        ValueError naming ``option`` for a string torch does not parse, or a GPU this machine lacks.
+    """
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(
+            f"{option} {device!r}: not a device; use 'auto', 'cpu', 'cuda' or 'cuda:N'"
+        ) from None
+    if parsed.type == "cuda":
+        found = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if found == 0 or (parsed.index or 0) >= found:
+            raise ValueError(
+                f"{option} {device}: this machine has {found} CUDA device(s) visible to torch; "
+                "use 'auto' or 'cpu'"
+            )
+    return device
+
+
+def load_model_and_tokenizer(
+    model_name_or_path: str | None, dtype: str | None = None, device: str | None = None, **kwargs: Any
+):
     """Load a causal LM and its tokenizer; ``None`` means the embedded checkpoint.
+
+    ``device`` (a :func:`resolve_device` result) is where the model is moved after loading; ``None``
+    leaves it where transformers put it (the CPU): ``train`` moves it itself.
 
     Raises:
         FileNotFoundError for a local path that does not exist; ValueError with the path when the
@@ -129,6 +168,8 @@ def load_model_and_tokenizer(model_name_or_path: str | None, dtype: str | None =
     path = checkpoint_path(model_name_or_path)
     torch_dtype = getattr(torch, dtype) if dtype not in (None, "auto") else dtype
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, **kwargs)
+    if device is not None:
+        model.to(device)
     return model, tokenizer
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from psgrpo.config.options import ArithVariant, ProbeBoundaries, allowed, check_choice, check_number
+from psgrpo.loading import DEVICE_HELP
 
 logger = logging.getLogger("psgrpo")
 
@@ -54,6 +55,7 @@ class DiagnoseConfig:
         metadata={"help": f"Boundary kinds to probe (default all): {', '.join(allowed(ProbeBoundaries))}."},
     )
     chunk_size: int = field(default=32, metadata={"help": "Completions per probe forward (default 32)."})
+    device: str = field(default="auto", metadata={"help": DEVICE_HELP})
     output: str | None = field(default=None, metadata={"help": "Also write the report as JSON here."})
 
     def __post_init__(self) -> None:
@@ -74,10 +76,13 @@ def run_diagnose(cfg: DiagnoseConfig) -> dict[str, Any]:
 
     from psgrpo.data.arith import split_problems
     from psgrpo.diagnostics.probe_quality import build_cases, measure
-    from psgrpo.loading import load_model_and_tokenizer
+    from psgrpo.loading import load_model_and_tokenizer, resolve_device
 
     torch.manual_seed(cfg.seed)
-    model, tokenizer = load_model_and_tokenizer(cfg.model_name_or_path, attn_implementation="sdpa")
+    model, tokenizer = load_model_and_tokenizer(
+        cfg.model_name_or_path, attn_implementation="sdpa", device=resolve_device(cfg.device)
+    )  # resolve again: run_diagnose is also called from Python with 'auto'
+
     model.eval()
     problems = split_problems("test", n=cfg.problems, variant=cfg.dataset)
     cases = build_cases(problems, cfg.corruptions, random.Random(cfg.seed))
@@ -128,10 +133,12 @@ def diagnose(argv: Sequence[str]) -> dict[str, Any]:
     """Parse :class:`DiagnoseConfig`, measure, print the markdown table and return the report."""
     from psgrpo.config.parsing import ConfigParser
     from psgrpo.diagnostics.probe_quality import markdown
+    from psgrpo.loading import resolve_device
     from psgrpo.preflight import check_output_file
 
     parser = ConfigParser((DiagnoseConfig,), prog="psgrpo diagnose")
     (cfg,) = parser.parse_args_and_config(list(argv))
+    cfg.device = resolve_device(cfg.device)  # a GPU this machine lacks: one line, before anything loads
     check_output_file(cfg.output, option="--output")
     follow_task_record(cfg, given=set(parser.command_line) | set(parser.config_sources))
     report = run_diagnose(cfg)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from psgrpo.eval.generation import BACKENDS
 from psgrpo.eval.metrics import ERROR_TYPES, check_pass_k, error_type_key
+from psgrpo.loading import DEVICE_HELP
 from psgrpo.ps.segmentation import SEGMENTERS
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ class EvalConfig:
             "default). Use bfloat16 for real models on a GPU."
         },
     )
+    device: str = field(default="auto", metadata={"help": f"{DEVICE_HELP} (backend hf; vLLM places itself)."})
     num_samples: int = field(
         default=1,
         metadata={
@@ -246,13 +248,15 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
     from psgrpo.data.tasks import TaskConfig, load_task_split
     from psgrpo.eval.generation import evaluate_samples
     from psgrpo.eval.trained_on import apply_task_record, resolve_eval_checkpoint
-    from psgrpo.loading import checkpoint_path, load_model_and_tokenizer, load_tokenizer
+    from psgrpo.loading import checkpoint_path, load_model_and_tokenizer, load_tokenizer, resolve_device
     from psgrpo.preflight import check_output_dir, prepare_dataset_source
 
     parser = ConfigParser(
         (eval_task_config(), EvalConfig), prog="psgrpo eval", foreign_config_keys=training_options()
     )
     eval_task, cfg = parser.parse_args_and_config(list(argv))
+    if cfg.backend == "hf":
+        cfg.device = resolve_device(cfg.device)  # a GPU this machine lacks: one line, before anything loads
     check_output_dir(cfg.output_dir)
     if cfg.output_file:
         check_output_dir(Path(cfg.output_file).parent, option="--output_file's folder")
@@ -276,7 +280,9 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
         model: Any = checkpoint_path(cfg.model_name_or_path)
         tokenizer = load_tokenizer(cfg.model_name_or_path)
     else:
-        model, tokenizer = load_model_and_tokenizer(cfg.model_name_or_path, dtype=cfg.dtype)
+        model, tokenizer = load_model_and_tokenizer(
+            cfg.model_name_or_path, dtype=cfg.dtype, device=cfg.device
+        )
     max_new_tokens = task.eval_max_new_tokens or DEFAULT_EVAL_MAX_NEW_TOKENS
     result = evaluate_samples(
         model,
@@ -299,7 +305,8 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
     model_name = cfg.model_name_or_path or "embedded checkpoint"
     setup = (
         f"{int(result.summary['n'])} prompts × {cfg.num_samples} sample(s), {_decoding(cfg)}, "
-        f"at most {max_new_tokens} new tokens, backend {cfg.backend}, steps by segmenter '{cfg.segmenter}'"
+        f"at most {max_new_tokens} new tokens, backend {cfg.backend}"
+        f"{f' on {cfg.device}' if cfg.backend == 'hf' else ''}, steps by segmenter '{cfg.segmenter}'"
     )
     markdown = summary_markdown(result.summary, f"{model_name} on {task.dataset}/{task.eval_split}", setup)
     print(markdown)

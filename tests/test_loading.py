@@ -1,0 +1,88 @@
+"""psgrpo/loading.py: where ``psgrpo eval`` and ``psgrpo diagnose`` put the model (a GPU when there is one)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+import psgrpo.loading
+from psgrpo.commands.diagnose import diagnose
+from psgrpo.commands.evaluate import run_eval
+from psgrpo.loading import load_model_and_tokenizer, resolve_device
+
+
+class Loaded(Exception):
+    """Raised by the spy loader: the test stops where the model would load."""
+
+
+@pytest.fixture()
+def one_gpu(cuda_present, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+
+
+@pytest.fixture()
+def loader_spy(monkeypatch):
+    """Replace the loader: record the keyword arguments, then stop."""
+    seen: dict = {}
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        raise Loaded
+
+    monkeypatch.setattr(psgrpo.loading, "load_model_and_tokenizer", spy)
+    return seen
+
+
+def test_auto_is_the_gpu_when_torch_sees_one(one_gpu):
+    assert resolve_device("auto") == "cuda"
+    assert resolve_device("cuda:0") == "cuda:0" and resolve_device("cpu") == "cpu"
+
+
+def test_auto_is_the_cpu_without_a_gpu(no_accelerator):
+    assert resolve_device("auto") == "cpu"
+
+
+@pytest.mark.parametrize(
+    "device, message",
+    [
+        ("cuda", "--device cuda: this machine has 0 CUDA device(s) visible to torch; use 'auto' or 'cpu'"),
+        ("gpu", "--device 'gpu': not a device; use 'auto', 'cpu', 'cuda' or 'cuda:N'"),
+    ],
+)
+def test_a_device_this_machine_lacks_is_one_line(no_accelerator, device, message):
+    with pytest.raises(ValueError) as err:
+        resolve_device(device)
+    assert str(err.value) == message
+
+
+def test_a_second_gpu_on_a_one_gpu_machine_is_refused(one_gpu):
+    with pytest.raises(ValueError, match=r"--device cuda:1: this machine has 1 CUDA device\(s\)"):
+        resolve_device("cuda:1")
+
+
+def test_eval_and_diagnose_load_onto_the_gpu_on_a_gpu_machine(one_gpu, loader_spy, tmp_path):
+    """The bug a GPU user would hit: eval decoded on the CPU because nothing moved the model."""
+    with pytest.raises(Loaded):
+        run_eval(["--max_eval_examples", "2"])
+    assert loader_spy["device"] == "cuda"
+    loader_spy.clear()
+    with pytest.raises(Loaded):
+        diagnose(["--problems", "2"])
+    assert loader_spy["device"] == "cuda"
+
+
+def test_eval_with_vllm_leaves_placement_to_vllm(one_gpu, tmp_path):
+    """--backend vllm does not read --device: no check, so a --device typo does not block it."""
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed: this checks the line a machine without it prints")
+    with pytest.raises(Exception, match="needs the vllm package"):  # its own line, not a --device error
+        run_eval(["--backend", "vllm", "--device", "cuda:7", "--max_eval_examples", "2"])
+
+
+def test_the_loader_moves_the_model_to_the_device_it_is_given():
+    model, _ = load_model_and_tokenizer(None, device="meta")
+    assert next(model.parameters()).device.type == "meta"
+    model, _ = load_model_and_tokenizer(None)
+    assert next(model.parameters()).device.type == "cpu"  # None: where transformers put it (train moves it)
