@@ -27,6 +27,7 @@ from psgrpo.vps.probes import (
     ProbeBatch,
     ProbeResult,
     ProbeRow,
+    attention_mask_for,
     cache_keyword,
     check_attention,
     check_temperature,
@@ -110,13 +111,14 @@ class _ScoredToken:
 
 
 def _probe_queries(
-    rows: Sequence[ProbeRow], trajectory: Trajectory, device: torch.device, dtype: torch.dtype
+    rows: Sequence[ProbeRow], trajectory: Trajectory, device: torch.device
 ) -> tuple[Tensor, Tensor, Tensor, list[_ScoredToken]]:
     """Probe tokens to run over the cache, with their position ids, their 4-D mask and what is scored.
 
     Probe copy ``k`` of row ``i`` may see cache entries ``[P - len(prompt_i), P + b_k]``
     (``P - 1`` for C_0) and, causally, its own tokens. Returns ``input_ids`` (b, Q),
-    ``position_ids`` (b, Q), the additive mask (b, 1, Q, cache_length + Q) and the scored tokens.
+    ``position_ids`` (b, Q), which cache entries and queries each query may see (b, Q, cache_length + Q;
+    :func:`~psgrpo.vps.probes.attention_mask_for` makes the 4-D mask of it) and the scored tokens.
     """
     prompt_width, cache_length = trajectory.prompt_width, trajectory.cache_length
     queries = [[tok for _ in r.prefix_lengths() for tok in r.probe] for r in rows]
@@ -141,8 +143,7 @@ def _probe_queries(
                     scored.append(_ScoredToken(i, False, start + j - 1, row.probe[j], k))
         padding = torch.arange(len(queries[i]), width)  # padding queries attend to themselves only
         keep[i, padding, cache_length + padding] = True
-    mask = torch.zeros(keep.shape, dtype=dtype).masked_fill_(~keep, torch.finfo(dtype).min)[:, None]
-    return input_ids.to(device), position_ids.to(device), mask.to(device), scored
+    return input_ids.to(device), position_ids.to(device), keep.to(device), scored
 
 
 @torch.no_grad()
@@ -152,11 +153,11 @@ def probes_over_cache(
     """C_0..C_K of every row, the probe copies run over ``trajectory``'s KV cache (one forward)."""
     rows = rows_from_batch(batch, boundaries, model_max_positions(model))
     device = batch.prompt_ids.device
-    probe_input, probe_positions, probe_mask, scored = _probe_queries(rows, trajectory, device, model.dtype)
+    probe_input, probe_positions, keep, scored = _probe_queries(rows, trajectory, device)
     cache_length = trajectory.cache_length
     probe_logits = model(
         input_ids=probe_input,
-        attention_mask=probe_mask,
+        attention_mask=attention_mask_for(model, keep),
         position_ids=probe_positions,
         use_cache=True,
         **{cache_keyword(model): trajectory.cache},

@@ -115,14 +115,19 @@ def suffix_confidence(
             attention_mask=mask.to(device),
             position_ids=position_ids.to(device),
             logits_to_keep=keep,
+            use_cache=False,  # one forward per probe: a KV cache would only cost memory
         ).logits
         targets = ids[:, length - keep + 1 :].to(device)  # logits at position t predict token t + 1
-        for r, (index, _, s) in enumerate(rows):
-            if index < 0:
-                continue
-            row = logits[r, -len(s) - 1 : -1].float() / temperature
-            token_logps = row.gather(1, targets[r, -len(s) :, None]).squeeze(1) - row.logsumexp(-1)
-            value = token_logps.mean().cpu()
-            for i, k in askers[index]:
+        scored = [(r, index, len(s)) for r, (index, _, s) in enumerate(rows) if index >= 0]
+        means = []
+        for r, _, n in scored:
+            row = logits[r, -n - 1 : -1].float() / temperature
+            token_logps = row.gather(1, targets[r, -n:, None]).squeeze(1) - row.logsumexp(-1)
+            means.append(token_logps.mean())
+        for (_, index, _), value in zip(scored, torch.stack(means).tolist() if means else [], strict=True):
+            for i, k in askers[index]:  # one copy to the host per chunk, not one per probe
                 log_confidence[i, k] = value
+    log_confidence = log_confidence.to(
+        device
+    )  # beside the rollout's tensors (the GPU), as every probe path returns
     return ProbeResult(log_confidence.exp(), log_confidence)

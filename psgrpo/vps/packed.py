@@ -23,6 +23,7 @@ from psgrpo.vps.probes import (
     ProbeBatch,
     ProbeResult,
     ProbeRow,
+    attention_mask_for,
     check_attention,
     check_temperature,
     idle_forwards,
@@ -91,26 +92,20 @@ def pack_row(row: ProbeRow) -> PackedRow:
     return packed
 
 
-def packed_attention_mask(segment: Tensor, visible: Tensor, dtype: torch.dtype) -> Tensor:
-    """The (B, 1, L, L) additive float mask of packed rows: 0 where a query may attend, dtype-min elsewhere.
+def packed_keep(segment: Tensor, visible: Tensor) -> Tensor:
+    """Which key each query of packed rows may attend to: (B, L, L) bool, True where it may.
 
     A query attends to a key at or before it (causal) that is either in the same segment
     (trajectory among itself, a probe copy among itself, padding among itself) or a trajectory
     token inside the query's visible prefix. Every query row keeps at least itself, so no softmax
-    row is fully masked.
-
-    Why additive float and not bool: Qwen2's eager attention adds the mask to the scores
-    (``attn_weights + attention_mask``), where a bool mask would silently add 0/1; SDPA accepts
-    both. ``transformers`` returns any 4-D mask as-is instead of building a causal one.
+    row is fully masked. :func:`~psgrpo.vps.probes.attention_mask_for` makes the model's 4-D mask of it.
     """
     length = segment.shape[1]
     index = torch.arange(length, device=segment.device)
     causal = index[None, :] <= index[:, None]
     same_segment = segment[:, :, None] == segment[:, None, :]
     in_prefix = (segment[:, None, :] == TRAJECTORY) & (index[None, None, :] < visible[:, :, None])
-    keep = causal[None] & (same_segment | in_prefix)
-    mask = torch.zeros(keep.shape, dtype=dtype, device=segment.device)
-    return mask.masked_fill_(~keep, torch.finfo(dtype).min)[:, None]
+    return causal[None] & (same_segment | in_prefix)
 
 
 def _packed_chunk(model, rows: Sequence[ProbeRow], temperature: float, width: int) -> Tensor:
@@ -125,7 +120,7 @@ def _packed_chunk(model, rows: Sequence[ProbeRow], temperature: float, width: in
     score_target = pad_ids([p.score_target for p in packed], 0, device)
     score_copy = pad_ids([p.score_copy for p in packed], width, device)  # padding lands in a spare column
 
-    mask = packed_attention_mask(segment, visible, model.dtype)
+    mask = attention_mask_for(model, packed_keep(segment, visible))  # (B, 1, L, L)
     with logits_only_at(
         model, score_index
     ):  # (B, N) positions: the lm_head runs only where probes are scored
@@ -153,7 +148,7 @@ def packed_confidence(
     """Confidences from one packed forward per chunk of rows (same result as :func:`naive_confidence`).
 
     Each row becomes ``[prompt, completion[: b_K + 1], probe copy for C_0, copies for b_1 … b_K]``;
-    rows are right-padded to a common length; a 4-D mask (:func:`packed_attention_mask`) and
+    rows are right-padded to a common length; a 4-D mask (:func:`packed_keep`) and
     continued position ids make each probe copy see exactly what it would see appended to its
     prefix. Cost per row: ``len(prompt) + b_K + 1 + (K + 1) · len(probe)`` tokens, once.
 

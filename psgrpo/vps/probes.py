@@ -23,8 +23,8 @@ tested equal to it:
 Inputs follow TRL: prompts left-padded with ``prompt_mask``, completions right-padded with
 ``completion_mask`` (the real tokens of a completion are a prefix of its row).
 
-Supported attention implementations: ``eager`` and ``sdpa``. Both take the 4-D mask as an
-additive float tensor; ``transformers`` passes any 4-D mask through unchanged
+Supported attention implementations: ``eager`` (the 4-D mask as an additive float tensor) and
+``sdpa`` (as a bool tensor, :func:`attention_mask_for`); ``transformers`` passes any 4-D mask through unchanged
 (``masking_utils._preprocess_mask_arguments``), so it is never replaced by a causal one.
 Flash-attention kernels cannot take a dense mask and are refused with a clear error.
 """
@@ -44,7 +44,7 @@ from packaging import version
 from torch import Tensor
 
 SUPPORTED_ATTENTION = ("eager", "sdpa")
-"""Attention implementations that honour a dense 4-D additive mask."""
+"""Attention implementations that honour a dense 4-D mask (:func:`attention_mask_for`)."""
 
 TRAJECTORY, PADDING = -1, -2
 """Segment ids of packed tokens that are not probe copies (probe copy ``k`` has segment id ``k``)."""
@@ -291,6 +291,25 @@ def rows_from_batch(
 def model_max_positions(model) -> int | None:
     """The model's context length (``max_position_embeddings``), ``None`` when it has none."""
     return getattr(model.config, "max_position_embeddings", None)
+
+
+def attention_mask_for(model, keep: Tensor) -> Tensor:
+    """The (B, 1, Q, K) 4-D mask ``model``'s attention reads, from ``keep`` (B, Q, K), True where a query
+    may attend to a key. ``transformers`` passes any 4-D mask to the attention as it is.
+
+    SDPA gets ``keep`` itself, a bool mask, the form transformers' own SDPA masks take: SDPA applies it
+    in whatever dtype the queries have. An additive float mask would have to match the queries' dtype,
+    which is autocast's (bf16), not the weights' (fp32 weights under ``--bf16``): SDPA's CUDA kernels
+    expect the mask in the queries' dtype, where the CPU kernel accepts either. Eager attention adds the
+    mask to the scores (``attn_weights + attention_mask``), where a bool would add 0 or 1: it gets the
+    additive float mask, 0 where kept and the dtype's minimum elsewhere (the addition promotes, so the
+    weights' dtype is harmless there).
+    """
+    if getattr(model.config, "_attn_implementation", None) == "sdpa":
+        return keep[:, None]
+    dtype = model.dtype
+    additive = torch.zeros(keep.shape, dtype=dtype, device=keep.device)
+    return additive.masked_fill_(~keep, torch.finfo(dtype).min)[:, None]
 
 
 def check_attention(model) -> None:

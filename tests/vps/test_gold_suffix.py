@@ -92,3 +92,18 @@ def test_a_probe_asked_by_several_rows_is_scored_once(model, char_tokenizer):
     for i, alone in enumerate(one_by_one):
         torch.testing.assert_close(shared.log_confidence[i], alone.log_confidence[0], atol=1e-5, rtol=0)
     assert shared.log_confidence[2, 1] != shared.log_confidence[0, 1]  # the wrong step is its own probe
+
+
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA GPU (runs in benchmarks/device_check.sh)"
+)
+def test_on_a_gpu_the_confidences_stay_beside_the_rollout(model, char_tokenizer):
+    """VpsSignal combines them with the rollout's CUDA tensors: a CPU result crashed the first step there."""
+    contexts = [[_ids(char_tokenizer, "Q: 2 + 3?\n"), _ids(char_tokenizer, "Q: 2 + 3?\nStep 1: ")]]
+    suffixes = [[_ids(char_tokenizer, "2 + 3 = 5"), _ids(char_tokenizer, "2 + 3 = 5")]]
+    on_cpu = suffix_confidence(model, contexts, suffixes, char_tokenizer.pad_token_id)
+    on_gpu = suffix_confidence(model.to("cuda"), contexts, suffixes, char_tokenizer.pad_token_id)
+    model.cpu()
+    assert on_gpu.log_confidence.device.type == on_gpu.confidence.device.type == "cuda"
+    torch.testing.assert_close(on_gpu.log_confidence.cpu(), on_cpu.log_confidence, atol=1e-4, rtol=0)
+

@@ -18,6 +18,7 @@ from psgrpo.vps.packed import packed_confidence
 from psgrpo.vps.probes import (
     ProbeBatch,
     ProbeResult,
+    attention_mask_for,
     build_probe_ids,
     check_probe_fits,
     naive_confidence,
@@ -233,6 +234,50 @@ def test_cached_equals_naive_and_returns_entropies(model, batch, boundaries, sco
     assert seen[0][0].shape == (len(completion),)  # the row's real tokens only
     torch.testing.assert_close(seen[0][0], token_entropies(logits, TEMPERATURE)[0], atol=ATOL, rtol=ATOL)
     torch.testing.assert_close(got.entropies[0, : len(completion)], seen[0][0])
+
+
+def test_the_mask_is_bool_for_sdpa_and_additive_for_eager(model):
+    """SDPA applies a bool mask in the queries' dtype (autocast's bf16 over fp32 weights included); an
+    additive mask in the weights' dtype beside bf16 queries is what SDPA's CUDA kernels do not take."""
+    keep = torch.tensor([[[True, False, False], [True, True, False], [False, True, True]]])
+    mask = attention_mask_for(model, keep)
+    assert mask.shape == (1, 1, 3, 3)
+    if model.config._attn_implementation == "sdpa":
+        assert mask.dtype == torch.bool and torch.equal(mask[:, 0], keep)
+    else:  # eager adds the mask to the scores: 0 where kept, the dtype's minimum elsewhere
+        assert mask.dtype == model.dtype
+        assert (
+            torch.equal(mask[:, 0] == 0, keep) and (mask[:, 0][~keep] == torch.finfo(model.dtype).min).all()
+        )
+
+
+def on_device(batch: ProbeBatch, device: str) -> ProbeBatch:
+    tensors = ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask")
+    return replace(batch, **{name: getattr(batch, name).to(device) for name in tensors})
+
+
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA GPU (runs in benchmarks/device_check.sh)"
+)
+@pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
+def test_on_a_gpu_under_bf16_autocast_over_fp32_weights_the_fast_probes_equal_naive(
+    char_tokenizer, batch, boundaries, attn_implementation
+):
+    """What ``--bf16 true`` over fp32 weights gives on a GPU: SDPA's CUDA kernels with bf16 queries and the
+    4-D probe mask. A misread mask moves the confidences far more than bf16's rounding does."""
+    model = tiny_qwen2(len(char_tokenizer), attn_implementation).to("cuda")
+    batch = on_device(batch, "cuda")
+    for autocast in (False, True):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            naive = naive_confidence(model, batch, boundaries, temperature=TEMPERATURE)
+            packed = packed_confidence(model, batch, boundaries, temperature=TEMPERATURE)
+            cached = cached_confidence(
+                model, batch, lambda _entropies, row: boundaries[row], temperature=TEMPERATURE, chunk_size=3
+            )
+        atol = 0.05 if autocast else 1e-4  # bf16 rounds each of ~10 scored log-probs to ~1e-2
+        assert packed.log_confidence.device.type == cached.probes.log_confidence.device.type == "cuda"
+        assert_same(packed, naive, atol=atol)
+        assert_same(cached.probes, naive, atol=atol)
 
 
 @pytest.mark.parametrize(
