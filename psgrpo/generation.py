@@ -96,25 +96,34 @@ another dtype: before it (5.6, 5.17 and 5.21 tested), the cache is allocated in 
 then receives autocast's bf16 keys (``index_copy_(): ... Float and BFloat16``)."""
 
 
-def check_cache_dtype(trainer: Any) -> None:
-    """Refuse, before any rollout, a static cache that this transformers would allocate in the wrong dtype."""
+def cache_dtype_error(bf16: bool, fp16: bool, weights: Any) -> str | None:
+    """Why this transformers cannot decode with a static cache under ``bf16``/``fp16`` autocast over
+    ``weights`` (a ``torch.dtype``, or ``None`` when unknown); ``None`` when it can."""
     import torch
     import transformers
     from packaging.version import Version
 
-    args = trainer.args
-    autocast = torch.bfloat16 if args.bf16 else torch.float16 if args.fp16 else None
-    weights = getattr(trainer.model, "dtype", None)
+    autocast = torch.bfloat16 if bf16 else torch.float16 if fp16 else None
     if autocast is None or weights in (None, autocast):
-        return
-    if Version(transformers.__version__) < Version(STATIC_CACHE_AUTOCAST_MIN):
-        raise ValueError(
-            f"compiled_generation=True with {str(autocast).removeprefix('torch.')} autocast over "
-            f"{str(weights).removeprefix('torch.')} weights needs transformers >= {STATIC_CACHE_AUTOCAST_MIN} "
-            f"(found {transformers.__version__}: its static cache takes the weights' dtype, then receives "
-            "autocast's keys); load the model in that dtype (--dtype bfloat16), set --bf16 false, or upgrade "
-            "transformers"
-        )
+        return None
+    if Version(transformers.__version__) >= Version(STATIC_CACHE_AUTOCAST_MIN):
+        return None
+    return (
+        f"compiled_generation=True with {str(autocast).removeprefix('torch.')} autocast over "
+        f"{str(weights).removeprefix('torch.')} weights needs transformers >= {STATIC_CACHE_AUTOCAST_MIN} "
+        f"(found {transformers.__version__}: its static cache takes the weights' dtype, then receives "
+        "autocast's keys); load the model in that dtype (--dtype bfloat16), set --bf16 false, or upgrade "
+        "transformers"
+    )
+
+
+def check_cache_dtype(trainer: Any) -> None:
+    """Refuse, before any rollout, a static cache that this transformers would allocate in the wrong dtype
+    (``psgrpo train`` refuses it earlier, before the model loads: :func:`psgrpo.preflight.check_run_options`)."""
+    args = trainer.args
+    error = cache_dtype_error(args.bf16, args.fp16, getattr(trainer.model, "dtype", None))
+    if error is not None:
+        raise ValueError(error)
 
 
 def _enable_input_require_grads_once(self: Any) -> None:

@@ -149,6 +149,36 @@ def resolve_device(device: str, option: str = "--device") -> str:
     return device
 
 
+def weights_dtype(model_name_or_path: str | None, dtype: str | None) -> Any:
+    """The ``torch.dtype`` the weights will load in, found without loading them; ``None`` if unknown.
+
+    ``dtype`` itself when it names one; for ``None`` or ``'auto'`` (transformers then takes the
+    checkpoint's own) the ``dtype`` / ``torch_dtype`` of its ``config.json`` when that file is on disk:
+    a local or embedded checkpoint, or a Hub one already in the cache (nothing is downloaded).
+    """
+    import json
+
+    import torch
+
+    if dtype not in (None, "auto"):
+        return getattr(torch, dtype, None)
+    path = checkpoint_path(model_name_or_path)
+    config = Path(path) / "config.json"
+    if not config.is_file():
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(path, "config.json")
+        if not isinstance(cached, str):
+            return None
+        config = Path(cached)
+    try:
+        values = json.loads(config.read_text())
+    except (OSError, ValueError):
+        return None
+    name = values.get("dtype") or values.get("torch_dtype")
+    return getattr(torch, name, None) if isinstance(name, str) else None
+
+
 def load_model_and_tokenizer(
     model_name_or_path: str | None, dtype: str | None = None, device: str | None = None, **kwargs: Any
 ):

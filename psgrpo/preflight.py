@@ -372,6 +372,21 @@ def other_methods_options(method: str, given: Collection[str]) -> dict[str, str]
     return unused
 
 
+def check_compiled_generation_dtype(args: Any, model_args: Any) -> None:
+    """``--compiled_generation true`` with autocast over weights of another dtype, on a transformers that
+    cannot decode that with a static cache: refused before the model loads and the first evaluation runs
+    (the trainer refuses it too, for Python users: :func:`psgrpo.generation.check_cache_dtype`)."""
+    from psgrpo.generation import cache_dtype_error
+    from psgrpo.loading import weights_dtype
+
+    if not getattr(args, "compiled_generation", False) or args.use_vllm:
+        return
+    weights = weights_dtype(model_args.model_name_or_path, model_args.dtype)
+    error = cache_dtype_error(args.bf16, args.fp16, weights)
+    if error is not None:
+        raise ValueError(f"--compiled_generation true: {error}")
+
+
 def check_run_options(
     task: Any, args: Any, model_args: Any, sources: Mapping[str, str] | None = None
 ) -> None:
@@ -386,6 +401,7 @@ def check_run_options(
         check_report_to(args.report_to)
         check_vllm(args.use_vllm)
         check_chat_template(task.chat, model_args.model_name_or_path)
+        check_compiled_generation_dtype(args, model_args)
     except (ValueError, ImportError) as err:
         flag = re.match(r"--(\w+) ", str(err))
         source = (sources or {}).get(flag.group(1)) if flag else None

@@ -102,3 +102,53 @@ def test_interrupted_message(tmp_path):
         f"interrupted; the newest complete checkpoint is {newest}; resume with: psgrpo train --method grpo "
         f"--output_dir {run} --resume_from_checkpoint true"
     )
+
+
+@pytest.mark.parametrize(
+    ("model", "dtype", "expected"),
+    [
+        (None, None, "float32"),  # the embedded checkpoint's config.json says float32
+        (None, "auto", "float32"),
+        (None, "bfloat16", "bfloat16"),  # --dtype wins, nothing is read
+        ("local", None, "bfloat16"),  # a local checkpoint's torch_dtype (the older key)
+        ("Qwen/Not-In-The-Cache", None, None),  # a Hub id not cached: unknown, nothing downloaded
+    ],
+)
+def test_the_weights_dtype_is_read_without_loading_them(tmp_path, monkeypatch, model, dtype, expected):
+    import torch
+
+    from psgrpo.loading import weights_dtype
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    if model == "local":
+        (tmp_path / "config.json").write_text(json.dumps({"torch_dtype": "bfloat16"}))
+        model = str(tmp_path)
+    elif model is not None:  # a Hub id: checkpoint_path's own offline check is tested elsewhere
+        monkeypatch.setattr("psgrpo.loading.checkpoint_path", lambda name: name)
+    assert weights_dtype(model, dtype) == (getattr(torch, expected) if expected else None)
+
+
+def test_compiled_generation_over_other_weights_is_refused_before_the_model_loads(tmp_path, monkeypatch):
+    """transformers < 5.25 cannot decode bf16 autocast over fp32 weights with a static cache: the refusal
+    used to come after the model loaded and the whole before-training evaluation ran."""
+    import transformers
+
+    import psgrpo.loading
+    from psgrpo.commands.train import train
+
+    monkeypatch.setattr(transformers, "__version__", "5.17.0")
+    monkeypatch.setattr(psgrpo.loading, "load_policy", lambda *a, **k: pytest.fail("the model loaded first"))
+    out = tmp_path / "run"
+    argv = ["--output_dir", str(out), "--bf16", "true", "--use_cpu", "true", "--compiled_generation", "true"]
+    with pytest.raises(ValueError) as err:
+        train([*argv, "--dtype", "float32"])
+    assert str(err.value).startswith(
+        "--compiled_generation true: compiled_generation=True with bfloat16 autocast over float32 weights "
+        "needs transformers >= 5.25 (found 5.17.0"
+    )
+    assert not out.exists()
+    with pytest.raises(ValueError, match="over float32 weights"):  # the embedded checkpoint is float32
+        train(argv)
+    monkeypatch.setattr(transformers, "__version__", "5.25.0")
+    with pytest.raises(pytest.fail.Exception, match="the model loaded first"):  # accepted: on to loading
+        train([*argv, "--dtype", "float32"])

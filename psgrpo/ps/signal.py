@@ -21,6 +21,7 @@ function of its inputs.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -36,6 +37,8 @@ from psgrpo.credit import SignalOutput
 from psgrpo.distributed import local_rows
 from psgrpo.ps.scorers.base import StepScoreError, validate_step_scores
 from psgrpo.ps.segmentation import Span, segment_completions, spans_to_segment_index
+
+logger = logging.getLogger("psgrpo")
 
 StepScorer = Callable[..., list[list[float]]]
 
@@ -243,6 +246,13 @@ def step_metrics(
     return metrics
 
 
+ONE_STEP_WARNING = (
+    "method ps: every completion of step %d is one step with segmenter '%s', so the process term only "
+    "repeats the outcome reward (ps trains as grpo); choose a --segmenter that matches how the completions "
+    "are written (e.g. 'newline'), or a prompt that asks for 'Step N:' lines"
+)
+
+
 class PsSignal:
     """PS-GRPO's signal stage (see the module docstring); one instance per trainer.
 
@@ -260,6 +270,7 @@ class PsSignal:
         self.config, self.tokenizer, self.accelerator = config, tokenizer, accelerator
         self.segmenter, self.step_scorer = segmenter, step_scorer
         self.advantage_mode = resolve_process_mode(config.ps_advantage_mode, step_scorer)
+        self.warned_one_step = False
 
     def __call__(
         self,
@@ -271,7 +282,8 @@ class PsSignal:
     ) -> SignalOutput:
         config = self.config
         mask = output["completion_mask"].bool()
-        ids = [row[keep].tolist() for row, keep in zip(output["completion_ids"], mask, strict=True)]
+        on_host = zip(output["completion_ids"].cpu(), mask.cpu(), strict=True)  # one copy, not two per row
+        ids = [row[keep].tolist() for row, keep in on_host]
         segmentation = segment_completions(self.tokenizer, ids, self.segmenter)
         columns = {key: [x[key] for x in inputs] for key in inputs[0] if key != "prompt"}
         start = time.perf_counter()
@@ -292,6 +304,7 @@ class PsSignal:
         own = getattr(self.step_scorer, "count_metrics", None)  # the scorer's counters, its own metrics
         metrics = step_metrics(all_raw, config.ps_wrong_step_threshold, step_tokens, counts, own)
         metrics["ps/scorer_seconds"] = scorer_seconds
+        self.warn_if_one_step(step_tokens, step)
         return SignalOutput(
             estimator_kwargs={
                 "step_advantages": tensors.step_advantages,
@@ -302,3 +315,12 @@ class PsSignal:
             metrics=metrics,
             credit=PsCredit(segmentation.steps, segmentation.token_spans, raw, normalized),
         )
+
+    def warn_if_one_step(self, step_tokens: list[list[int]], step: int) -> None:
+        """Warn once per run when no completion of the batch splits into more than one step (and the
+        segmenter is not ``single``, which asks for exactly that)."""
+        segmenter = getattr(self.config, "segmenter", None)
+        if self.warned_one_step or segmenter == "single" or any(len(row) > 1 for row in step_tokens):
+            return
+        self.warned_one_step = True
+        logger.warning(ONE_STEP_WARNING, step, segmenter)

@@ -140,3 +140,36 @@ def test_one_group_batch_equals_group():
 def test_unknown_scale_is_refused():
     with pytest.raises(ValueError, match="scale='token' is not allowed; choose one of 'group', 'batch'"):
         normalize_step_scores([[1.0], [0.0]], 2, scale="token")
+
+
+QWEN_STYLE = (
+    "<reasoning>\nShe uses 3 + 4 = 7 eggs.\nShe sells 16 - 7 = 9 eggs.\n</reasoning>\n<answer>9</answer>"
+)
+"""How Qwen2.5-Instruct answers GSM8K's tags prompt: no 'Step N:' markers."""
+
+
+@pytest.mark.parametrize(("segmenter", "warns"), [("markers", True), ("newline", False), ("single", False)])
+def test_ps_warns_once_when_no_completion_splits_into_steps(caplog, segmenter, warns):
+    """The GSM8K recipe's prompt asks for no step markers: with the default segmenter every completion is
+    one step and ps silently trains as grpo, unless the user is told."""
+    from types import SimpleNamespace
+
+    from psgrpo.ps.segmentation import SEGMENTERS
+    from psgrpo.ps.signal import PsSignal
+
+    config = SimpleNamespace(ps_advantage_mode="auto", segmenter=segmenter)
+    signal = PsSignal(
+        config, tokenizer=None, accelerator=None, segmenter=None, step_scorer=ArithmeticVerifier()
+    )
+    steps = [len(SEGMENTERS.get(segmenter)()(QWEN_STYLE))] * 4  # the batch's completions, as step counts
+    step_tokens = [[10] * n for n in steps]
+    with caplog.at_level("WARNING", logger="psgrpo"):
+        signal.warn_if_one_step(step_tokens, step=0)
+        signal.warn_if_one_step(step_tokens, step=1)
+    warnings = [r.getMessage() for r in caplog.records if "is one step with segmenter" in r.getMessage()]
+    assert warnings == (
+        [f"method ps: every completion of step 0 is one step with segmenter '{segmenter}', so the process term "
+         "only repeats the outcome reward (ps trains as grpo); choose a --segmenter that matches how the "
+         "completions are written (e.g. 'newline'), or a prompt that asks for 'Step N:' lines"]
+        if warns else []
+    )  # fmt: skip
