@@ -104,8 +104,10 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
     if warning and (task.eval_before_after or task.heldout_eval_steps):
         logger.warning(warning)
     model, tokenizer = load_policy(model_args, trust_remote_code=args.trust_remote_code)
+    # resolved here so the task record carries it: psgrpo eval on a checkpoint then decodes as this table did
+    task.eval_max_new_tokens = task.eval_max_new_tokens or args.max_completion_length
     eval_kwargs = {
-        "max_new_tokens": task.eval_max_new_tokens or args.max_completion_length,
+        "max_new_tokens": task.eval_max_new_tokens,
         "batch_size": task.eval_batch_size,
     }
     report: dict[str, Any] = {

@@ -24,16 +24,27 @@ logger = logging.getLogger("psgrpo")
 TASK_RECORD = "psgrpo_task.json"
 """The file, in a run directory and each of its checkpoints, naming the task the model was trained on."""
 
-RECORDED_FIELDS = ("dataset", "eval_split", "prompt_template", "chat", "system_prompt")
-"""The ``TaskConfig`` fields recorded, and applied by ``psgrpo eval`` unless given."""
+RECORDED_FIELDS = (
+    "dataset",
+    "eval_split",
+    "prompt_template",
+    "chat",
+    "system_prompt",
+    "max_eval_examples",
+    "eval_max_new_tokens",
+)
+"""The ``TaskConfig`` fields recorded, and applied by ``psgrpo eval`` unless given: the task, and the held-out
+evaluation ``psgrpo train`` ran before and after (its rows, and its token limit, which defaults to the run's
+``max_completion_length``), so ``psgrpo eval`` on the checkpoint measures what train's table measured.
+Records written before the last two were added lack them, and eval keeps its own defaults there."""
 
 MODEL_FILES = ("config.json",)
 """A directory holding these is a model checkpoint (weights beside them)."""
 
 
 def task_record(task: Any) -> dict[str, Any]:
-    """The :data:`RECORDED_FIELDS` of a ``TaskConfig`` (or any object with them) as a JSON-ready dict."""
-    return {name: getattr(task, name) for name in RECORDED_FIELDS}
+    """The :data:`RECORDED_FIELDS` a ``TaskConfig`` (or any object) has, as a JSON-ready dict."""
+    return {name: getattr(task, name) for name in RECORDED_FIELDS if hasattr(task, name)}
 
 
 def write_task_record(directory: str | Path, task: Any, method: str | None = None) -> Path:
@@ -89,9 +100,19 @@ def apply_task_record(
     for name, value in record.items():
         if name not in given:
             setattr(task, name, value)
+    limits = [
+        f"{'all' if task.max_eval_examples is None else task.max_eval_examples} problems"
+        if "max_eval_examples" in record and "max_eval_examples" not in given
+        else None,
+        f"at most {task.eval_max_new_tokens} new tokens"
+        if record.get("eval_max_new_tokens") and "eval_max_new_tokens" not in given
+        else None,
+    ]
+    as_trained = ", ".join(limit for limit in limits if limit)
     return (
         f"psgrpo eval: {model_label} was trained on {record['dataset']} ({path}), so it is evaluated on "
-        f"{task.dataset}/{task.eval_split}; --dataset evaluates it on another task"
+        f"{task.dataset}/{task.eval_split}{f' ({as_trained}, as its training run did)' if as_trained else ''}; "
+        "--dataset evaluates it on another task"
     )
 
 

@@ -109,3 +109,36 @@ def test_eval_of_a_run_directory_uses_its_newest_checkpoint_and_its_task(
     config = json.loads((tmp_path / "eval" / "summary.json").read_text())["config"]
     assert config["dataset"] == "arith-hard" and config["model"] == str(run / "checkpoint-2")
     assert "on arith-hard/test" in capsys.readouterr().out
+
+
+def test_eval_decodes_a_checkpoint_as_its_training_run_evaluated_it(tmp_path):
+    """A GSM8K run evaluates all 1,319 test rows at 512 new tokens; eval's own defaults (200 rows, 256
+    tokens) would score the same checkpoint lower, on other rows, where a completion runs past 256."""
+    trained = SimpleNamespace(**vars(HARD), max_eval_examples=None, eval_max_new_tokens=512)
+    write_task_record(tmp_path, trained)
+    task = SimpleNamespace(**vars(HARD), max_eval_examples=200, eval_max_new_tokens=None)
+    task.dataset = "arith"
+    line = apply_task_record(task, str(tmp_path), set(), "run")
+    assert (task.max_eval_examples, task.eval_max_new_tokens) == (None, 512)
+    assert (
+        "evaluated on arith-hard/test (all problems, at most 512 new tokens, as its training run did)" in line
+    )
+    task = SimpleNamespace(**vars(HARD), max_eval_examples=50, eval_max_new_tokens=None)
+    line = apply_task_record(task, str(tmp_path), {"max_eval_examples"}, "run")  # what the user typed stays
+    assert (task.max_eval_examples, task.eval_max_new_tokens) == (50, 512)
+    assert "(at most 512 new tokens, as its training run did)" in line
+    write_task_record(tmp_path, HARD)  # a record from before these fields: eval keeps its defaults
+    task = SimpleNamespace(**vars(HARD), max_eval_examples=200, eval_max_new_tokens=None)
+    line = apply_task_record(task, str(tmp_path), set(), "run")
+    assert (task.max_eval_examples, task.eval_max_new_tokens) == (200, None) and "as its training" not in line
+
+
+def test_train_records_the_evaluation_it_ran(tmp_path):
+    from psgrpo.commands.train import train
+
+    out = tmp_path / "run"
+    train(["--output_dir", str(out), "--max_steps", "1", "--max_eval_examples", "4", "--eval_before_after",
+           "false", "--max_completion_length", "24", "--per_device_train_batch_size", "4",
+           "--num_generations", "2", "--report_to", "none", "--save_strategy", "no"])  # fmt: skip
+    record = json.loads((out / TASK_RECORD).read_text())
+    assert (record["max_eval_examples"], record["eval_max_new_tokens"]) == (4, 24)
