@@ -171,9 +171,8 @@ def select_boundaries(
 
     threshold = torch.nanquantile(values, quantile)
     is_candidate = finite & (values >= threshold)
-    candidates = sorted(
-        (pos for pos in range(n) if bool(is_candidate[pos])), key=lambda pos: (-float(values[pos]), pos)
-    )
+    level = values.tolist()  # one conversion, not two tensor reads per position (512 per row a step)
+    candidates = sorted(torch.nonzero(is_candidate).flatten().tolist(), key=lambda pos: (-level[pos], pos))
     snap_sorted = sorted(set(int(s) for s in snap_positions)) if snap_positions is not None else None
 
     chosen: list[int] = []
