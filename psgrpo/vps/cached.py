@@ -94,7 +94,7 @@ def trajectory_forward(model, batch: ProbeBatch, temperature: float) -> Trajecto
         use_cache=True,
         logits_to_keep=width + 1,
     )
-    entropies = token_entropies(out.logits[:, :width], temperature, chunk_size=4096) * batch.completion_mask
+    entropies = token_entropies(out.logits[:, :width], temperature, chunk_size=1024) * batch.completion_mask
     cache = out.cache if hasattr(out, "cache") else out.past_key_values
     return Trajectory(entropies, out.logits, cache, batch.prompt_ids.shape[1])
 
