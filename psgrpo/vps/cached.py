@@ -214,7 +214,8 @@ def cached_confidence(
         rows = batch[start : start + step]
         trajectory = trajectory_forward(model, rows, temperature)
         lengths = rows.completion_mask.sum(1).tolist()
-        cuts = [list(choose(trajectory.entropies[i, :n], start + i)) for i, n in enumerate(lengths)]
+        on_host = trajectory.entropies.cpu()  # the chooser reads them on the CPU: one copy, not one per row
+        cuts = [list(choose(on_host[i, :n], start + i)) for i, n in enumerate(lengths)]
         parts.append(
             TrajectoryProbes(
                 trajectory.entropies, cuts, probes_over_cache(model, rows, trajectory, cuts, temperature)

@@ -256,9 +256,13 @@ def rows_from_batch(
         if len(value) != size:
             raise ValueError(f"{name} has {len(value)} rows, the batch has {size}")
     rows = []
+    # one copy to the host each (the rows' checks below read them element by element: on a GPU that was
+    # ~8 synchronisations per row)
+    prompt_ids, prompt_mask = batch.prompt_ids.cpu(), batch.prompt_mask.cpu()
+    completion_ids, completion_mask = batch.completion_ids.cpu(), batch.completion_mask.cpu()
     for i in range(size):
-        prompt = _real_tokens(batch.prompt_ids[i], batch.prompt_mask[i], i, "left")
-        completion = _real_tokens(batch.completion_ids[i], batch.completion_mask[i], i, "right")
+        prompt = _real_tokens(prompt_ids[i], prompt_mask[i], i, "left")
+        completion = _real_tokens(completion_ids[i], completion_mask[i], i, "right")
         cuts = [int(b) for b in boundaries[i]]
         probe = [int(t) for t in batch.probe_ids[i]]
         start = int(batch.score_from[i])

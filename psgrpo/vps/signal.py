@@ -148,7 +148,7 @@ class VpsSignal:
         config = self.config
         completion_ids, completion_mask = output["completion_ids"], output["completion_mask"]
         lengths = completion_mask.sum(1).tolist()
-        ids = [row[:n].tolist() for row, n in zip(completion_ids, lengths, strict=True)]
+        ids = [row[:n] for row, n in zip(completion_ids.tolist(), lengths, strict=True)]  # one host copy
         start = device_seconds(completion_ids.device)
         with torch.no_grad(), disable_gradient_checkpointing(model, config.gradient_checkpointing_kwargs):
             probed = self.probe(model, output, inputs, ids, step)
