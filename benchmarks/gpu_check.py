@@ -56,6 +56,7 @@ import contextlib
 import dataclasses
 import gc
 import json
+import logging
 import os
 import platform
 import shlex
@@ -244,6 +245,56 @@ def trainer_class(trainer: str) -> Iterator[None]:
         psgrpo.trainer.ProcessGRPOTrainer = original
 
 
+CUDAGRAPH_LOGGER = "torch._inductor.cudagraph_trees.__cudagraphs"
+"""Inductor's ``cudagraphs`` log artifact (torch 2.11 to 2.15): one DEBUG record per CUDA-graph recording."""
+
+
+class GraphRecordings(logging.Handler):
+    """Counts the CUDA graphs inductor records, and those it records again.
+
+    A ``-static`` section records its decoding graphs in its first rollout. A re-recording in a later
+    one means a static input moved: transformers builds a new ``StaticCache`` for every ``generate``
+    call, and CUDA graphs are bound to the cache's addresses. :class:`~psgrpo.generation.CompileWatch`
+    counts dynamo's graphs and cannot see that; a re-recording every rollout would cost a capture per step.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.recorded = self.rerecorded = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = str(
+            record.msg
+        )  # the format string: the arguments (every input's description) stay unformatted
+        if "Re-recording function=" in text:
+            self.rerecorded += 1
+        elif "Recording function=" in text:
+            self.recorded += 1
+
+
+@contextlib.contextmanager
+def graph_recordings(enabled: bool) -> Iterator[GraphRecordings | None]:
+    """Within the block, count inductor's CUDA-graph recordings (``None`` when not ``enabled``: on a CPU
+    there are none). The records are counted, not printed (each lists every input of the graph)."""
+    if not enabled:
+        yield None
+        return
+    import torch._inductor.cudagraph_trees  # noqa: F401  its artifact logger exists before set_logs configures it
+
+    counter = GraphRecordings()
+    logger = logging.getLogger(CUDAGRAPH_LOGGER)
+    propagate = logger.propagate
+    torch._logging.set_logs(cudagraphs=True)
+    logger.addHandler(counter)
+    logger.propagate = False
+    try:
+        yield counter
+    finally:
+        logger.removeHandler(counter)
+        logger.propagate = propagate
+        torch._logging.set_logs()  # back to the defaults (TORCH_LOGS is read again)
+
+
 @contextlib.contextmanager
 def compiling_on_cpu(smoke: bool) -> Iterator[None]:
     """On ``--cpu-smoke``, make ``-static`` sections compile decoding as on a GPU (transformers compiles on
@@ -303,7 +354,11 @@ def run_section(spec: dict[str, Any]) -> dict[str, Any]:
         start_rss = current_rss_mib()
     graphs = CompileWatch.graphs()
     start = time.perf_counter()
-    with trainer_class(spec.get("trainer", spec["method"])), compiling_on_cpu(spec["smoke"]):
+    with (
+        trainer_class(spec.get("trainer", spec["method"])),
+        compiling_on_cpu(spec["smoke"]),
+        graph_recordings(cuda and spec.get("cache") == "static") as recordings,
+    ):
         psgrpo_train(section_argv(spec))  # not the CLI's main: an error must raise, not become exit status 2
     wall = time.perf_counter() - start
     run_dir = Path(spec["run_dir"])
@@ -321,6 +376,9 @@ def run_section(spec: dict[str, Any]) -> dict[str, Any]:
         # graphs dynamo made in this section: a -static section's decoding step, once (tree: once per level batch
         # size); more, growing with the steps, mean it compiles again every step; 0 means it did not compile
         "compiled_graphs": CompileWatch.graphs() - graphs,
+        # CUDA graphs inductor recorded, and recorded again (GraphRecordings); None off CUDA or without -static
+        "cuda_graphs_recorded": None if recordings is None else recordings.recorded,
+        "cuda_graphs_rerecorded": None if recordings is None else recordings.rerecorded,
         "trainer": spec.get("trainer", spec["method"]),
         "generation_cache": spec.get("cache", "dynamic"),
         # per step: seconds per phase (psgrpo/timing.py), and the whole optimizer step
@@ -519,6 +577,12 @@ def markdown(report: dict[str, Any]) -> str:
         tokens = ", ".join(f"{t:.0f}" for t in r["completion_tokens_mean"] if t is not None)
         loss = ", ".join(f"{v:.4g}" for v in r["loss"])
         graphs = str(r.get("compiled_graphs", ""))
+        if (
+            r.get("cuda_graphs_recorded") is not None
+        ):  # a re-recording in a later rollout: a capture every step
+            graphs += (
+                f" (CUDA graphs: {r['cuda_graphs_recorded']} recorded, {r['cuda_graphs_rerecorded']} again)"
+            )
         rows.append([name, "ok", times, f"{r['train_s_per_step']:.2f}", *mem, tokens, loss, graphs])
     m = report["model"]
     lead = (

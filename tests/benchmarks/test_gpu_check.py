@@ -401,3 +401,28 @@ def test_a_child_section_stopped_at_the_deadline_is_a_budget_skip_with_its_outpu
     assert result == {"status": "skipped: time budget (stopped after 0 s, at the end of the budget)"}
     gpu_check.show_child_output("liger-grpo", b"line one\nline two\n", None)
     assert "[gpu_check] liger-grpo stdout (last 2 lines):\nline one\nline two" in capsys.readouterr().out
+
+
+def test_cuda_graph_recordings_are_counted_from_inductors_log_and_not_printed(gpu_check, capsys):
+    """Where CUDA graphs exist (the device check), a re-recording per rollout would be invisible to
+    CompileWatch: inductor's own records are counted, with the messages torch 2.11-2.15 write."""
+    import logging
+
+    import torch
+
+    logger = logging.getLogger(gpu_check.CUDAGRAPH_LOGGER)
+    with gpu_check.graph_recordings(False) as none:
+        assert none is None
+    with gpu_check.graph_recordings(True) as counter:
+        assert logger.isEnabledFor(logging.DEBUG)  # the artifact is on inside the block
+        for message in ("[%s] Recording function=%s, cuda_graph_id=%d, inputs: %s",) * 2 + (
+            "[%s] Re-recording function=%s, reason=%s",
+            "[%s] Running warmup function=%s, mode=%s",
+        ):
+            logger.debug(message, "0/0", "f", 1, "x" * 10_000)
+    assert (counter.recorded, counter.rerecorded) == (2, 1)
+    assert "Recording function" not in capsys.readouterr().err  # counted, not printed
+    assert not logger.isEnabledFor(logging.DEBUG) or "cudagraphs" in os.environ.get("TORCH_LOGS", "")
+    assert (
+        torch._inductor.cudagraph_trees.log.name == gpu_check.CUDAGRAPH_LOGGER
+    )  # the logger torch writes to
