@@ -221,6 +221,7 @@ def cached_confidence(
                 trajectory.entropies, cuts, probes_over_cache(model, rows, trajectory, cuts, temperature)
             )
         )
+        del trajectory  # its logits and cache (GBs at a large vocabulary) go before the next chunk's forward
     return _concat(parts)
 
 
