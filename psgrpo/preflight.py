@@ -259,6 +259,15 @@ REPORT_TO_PACKAGES = {
 """``--report_to`` name → (transformers' availability check in ``transformers.integrations``, the pip package)."""
 
 
+def split_report_to(report_to: Sequence[str] | str | None) -> Sequence[str] | str | None:
+    """``--report_to tensorboard,wandb`` as the list ``['tensorboard', 'wandb']`` (the command line takes one
+    value; a YAML list works as it is); anything without a comma is returned unchanged."""
+    entries = [report_to] if isinstance(report_to, str) else list(report_to or [])
+    if not any("," in entry for entry in entries):
+        return report_to
+    return [name.strip() for entry in entries for name in entry.split(",") if name.strip()]
+
+
 def check_report_to(report_to: Sequence[str] | str | None) -> None:
     """Every ``--report_to`` integration is known and importable (transformers would fail after the model
     loaded and the held-out evaluation ran, with a 34-line traceback).
@@ -398,6 +407,7 @@ def check_run_options(
     """
     try:
         check_generation_options(args.temperature, args.max_completion_length)
+        args.report_to = split_report_to(args.report_to)
         check_report_to(args.report_to)
         check_vllm(args.use_vllm)
         check_chat_template(task.chat, model_args.model_name_or_path)

@@ -152,3 +152,21 @@ def test_compiled_generation_over_other_weights_is_refused_before_the_model_load
     monkeypatch.setattr(transformers, "__version__", "5.25.0")
     with pytest.raises(pytest.fail.Exception, match="the model loaded first"):  # accepted: on to loading
         train([*argv, "--dtype", "float32"])
+
+
+def test_several_trackers_on_the_command_line_are_one_comma_separated_value():
+    """The command line takes one --report_to value (a YAML list works as it is): 'tensorboard,wandb'."""
+    from psgrpo.preflight import split_report_to
+
+    assert split_report_to(["tensorboard,wandb"]) == ["tensorboard", "wandb"]
+    assert split_report_to("tensorboard, trackio") == ["tensorboard", "trackio"]
+    assert split_report_to(["tensorboard", "wandb"]) == ["tensorboard", "wandb"]  # a YAML list: unchanged
+    assert split_report_to("none") == "none" and split_report_to(None) is None
+
+
+def test_each_comma_separated_tracker_is_checked_before_the_model_loads(tmp_path):
+    from psgrpo.commands.train import train
+
+    with pytest.raises(ValueError, match=r"^--report_to nonsense: not an integration transformers knows"):
+        train(["--output_dir", str(tmp_path / "o"), "--report_to", "tensorboard,nonsense"])
+    assert not (tmp_path / "o").exists()
