@@ -24,7 +24,9 @@ $(STAMP): pyproject.toml
 	$(CHECK_PYTHON) --venv $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
-	# torch first, pinned to the CPU build: a bare `torch` requirement would pull a multi-GB CUDA build.
+	# torch first, pinned: a bare `torch` requirement would pull the newest, a multi-GB CUDA build. The pin
+	# chooses the version, not the build: where pip's configuration offers a CPU wheel (this project's
+	# machines: a local find-links), that one; from PyPI alone, Linux gets the CUDA build of 2.13.0.
 	$(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -e ".[dev,plot]"
 	# Qwen2.5's vocabulary (Qwen's BPE ranks, read out of the qwen-agent wheel, never installed) for the
