@@ -149,6 +149,44 @@ def resolve_device(device: str, option: str = "--device") -> str:
     return device
 
 
+def load_recipe(name: str = "demo", **overrides: Any) -> tuple[Any, Any, Any]:
+    """A recipe as ``(task, config, model_config)``: what ``psgrpo train --config NAME`` builds, for Python.
+
+    Args:
+        name: a packaged recipe's short name (``demo``, ``arith-hard``, ``gsm8k-qwen2.5-0.5b``) or a
+            YAML file's path.
+        overrides: fields of any of the three configs, e.g. ``method="ps", output_dir="outputs/x"``.
+
+    Returns:
+        :class:`~psgrpo.data.tasks.TaskConfig`, :class:`~psgrpo.config.process_grpo_config.ProcessGRPOConfig`
+        and TRL's ``ModelConfig`` (``model_name_or_path``, ``dtype`` …), e.g. for
+        ``load_task(task.dataset, split=task.train_split, chat=task.chat)`` and
+        ``ProcessGRPOTrainer(model=model_config.model_name_or_path, args=config, ...)``.
+
+    Raises:
+        ValueError: an unknown recipe, or a key no config has (naming them).
+    """
+    import yaml
+    from trl import ModelConfig, TrlParser
+
+    from psgrpo.config.parsing import recipe_names
+    from psgrpo.config.process_grpo_config import ProcessGRPOConfig
+    from psgrpo.data.tasks import TaskConfig
+
+    names = recipe_names()
+    path = names.get(name) or Path(name).expanduser()
+    if not path.is_file():
+        raise ValueError(f"recipe {name!r}: neither a packaged recipe ({', '.join(names)}) nor a YAML file")
+    parser = TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig))
+    unknown = parser.set_defaults_with_config(**{**(yaml.safe_load(path.read_text()) or {}), **overrides})
+    if unknown:
+        raise ValueError(
+            f"recipe {name!r}: {', '.join(unknown[::2]).replace('--', '')}: no config has such a field"
+        )
+    task, config, model_config = parser.parse_args_into_dataclasses(args=[])
+    return task, config, model_config
+
+
 def weights_dtype(model_name_or_path: str | None, dtype: str | None) -> Any:
     """The ``torch.dtype`` the weights will load in, found without loading them; ``None`` if unknown.
 

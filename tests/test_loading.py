@@ -86,3 +86,34 @@ def test_the_loader_moves_the_model_to_the_device_it_is_given():
     assert next(model.parameters()).device.type == "meta"
     model, _ = load_model_and_tokenizer(None)
     assert next(model.parameters()).device.type == "cpu"  # None: where transformers put it (train moves it)
+
+
+@pytest.mark.parametrize("name", ["demo", "arith-hard", "gsm8k-qwen2.5-0.5b"])
+def test_a_recipe_from_python_equals_what_train_builds_from_it(name):
+    from dataclasses import fields
+
+    from trl import ModelConfig
+
+    from psgrpo import load_recipe
+    from psgrpo.config.parsing import ConfigParser
+    from psgrpo.config.process_grpo_config import ProcessGRPOConfig
+    from psgrpo.data.tasks import TaskConfig
+
+    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig), prog="psgrpo train")
+    by_train = parser.parse_args_and_config(["--config", name, "--use_cpu", "true", "--method", "ps"])
+    by_python = load_recipe(name, use_cpu=True, method="ps")
+    for cli, python in zip(by_train, by_python, strict=True):
+        assert {f.name: getattr(cli, f.name) for f in fields(cli)} == {
+            f.name: getattr(python, f.name) for f in fields(python)
+        }
+
+
+def test_a_recipe_key_no_config_has_or_an_unknown_recipe_is_one_line():
+    from psgrpo import load_recipe
+
+    with pytest.raises(ValueError, match=r"^recipe 'demo': lr: no config has such a field$"):
+        load_recipe("demo", lr=1e-5)
+    with pytest.raises(
+        ValueError, match=r"^recipe 'gsm8k': neither a packaged recipe \(arith-hard, demo, gsm8k"
+    ):
+        load_recipe("gsm8k")
