@@ -50,13 +50,15 @@ class Trajectory:
     Attributes:
         entropies: (b, T) entropies in nats at the temperature, 0 on padding.
         logits: (b, T + 1, V) the logits from the last prompt token on: ``logits[:, t]`` predicts
-            completion token ``t`` (and ``logits[:, T]`` the token after the completion).
+            completion token ``t`` (and ``logits[:, T]`` the token after the completion); ``None`` when
+            no row scores its probe from the probe's first token (``score_from == 0``), the only use of
+            them after the entropies (the default probe, opened by ``<answer>``, never does).
         cache: the KV cache of ``[left-padded prompt (P), right-padded completion (T)]``.
         prompt_width: P.
     """
 
     entropies: Tensor
-    logits: Tensor
+    logits: Tensor | None
     cache: Any
     prompt_width: int
 
@@ -96,7 +98,11 @@ def trajectory_forward(model, batch: ProbeBatch, temperature: float) -> Trajecto
     )
     entropies = token_entropies(out.logits[:, :width], temperature, chunk_size=1024) * batch.completion_mask
     cache = out.cache if hasattr(out, "cache") else out.past_key_values
-    return Trajectory(entropies, out.logits, cache, batch.prompt_ids.shape[1])
+    scored_from_trajectory = any(start == 0 for start in batch.score_from)
+    logits = (
+        out.logits if scored_from_trajectory else None
+    )  # else (b, T + 1, V) freed now, not after the probes
+    return Trajectory(entropies, logits, cache, batch.prompt_ids.shape[1])
 
 
 @dataclass
@@ -166,11 +172,13 @@ def probes_over_cache(
     row_index = torch.tensor([s.row for s in scored], device=device)
     position = torch.tensor([s.position for s in scored], device=device)
     from_trajectory = torch.tensor([s.from_trajectory for s in scored], device=device)
-    logits = torch.where(
-        from_trajectory.unsqueeze(1),
-        trajectory.logits[row_index, position.clamp(max=trajectory.logits.shape[1] - 1)],
-        probe_logits[row_index, position.clamp(max=probe_logits.shape[1] - 1)],
-    )
+    logits = probe_logits[row_index, position.clamp(max=probe_logits.shape[1] - 1)]
+    if trajectory.logits is not None:  # some probe tokens are predicted by the trajectory's last prefix token
+        logits = torch.where(
+            from_trajectory.unsqueeze(1),
+            trajectory.logits[row_index, position.clamp(max=trajectory.logits.shape[1] - 1)],
+            logits,
+        )
     scores = token_log_probs(logits, torch.tensor([s.target for s in scored], device=device), temperature)
     width = max(len(r.boundaries) + 1 for r in rows)
     slot = row_index * width + torch.tensor([s.copy for s in scored], device=device)
