@@ -24,7 +24,7 @@ def at_least(
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
         too_small = value <= minimum if strict else value < minimum
-        if too_small or value != value:  # NaN compares false with everything: refuse it too
+        if too_small or value != value or value == float("inf"):  # NaN compares false: refuse it, and inf
             raise argparse.ArgumentTypeError(
                 f"expected {noun} {'>' if strict else '>='} {minimum:g}, got {text}"
             )

@@ -275,8 +275,9 @@ class GraphRecordings(logging.Handler):
 @contextlib.contextmanager
 def graph_recordings(enabled: bool) -> Iterator[GraphRecordings | None]:
     """Within the block, count inductor's CUDA-graph recordings (``None`` when not ``enabled``: on a CPU
-    there are none). The records are counted, not printed (each lists every input of the graph)."""
-    if not enabled:
+    there are none; also ``None`` under ``TORCH_LOGS``, which overrides what ``set_logs`` asks). The records are
+    counted, not printed (each lists every input of the graph)."""
+    if not enabled or os.environ.get("TORCH_LOGS"):
         yield None
         return
     import torch._inductor.cudagraph_trees  # noqa: F401  its artifact logger exists before set_logs configures it

@@ -146,11 +146,22 @@ def resolve_device(device: str, option: str = "--device") -> str:
                 f"{option} {device}: this machine has {found} CUDA device(s) visible to torch; "
                 "use 'auto' or 'cpu'"
             )
+    elif parsed.type in ("mps", "xpu"):  # torch.backends.mps / torch.xpu say whether this machine has one
+        backend = torch.backends.mps if parsed.type == "mps" else getattr(torch, "xpu", None)
+        if backend is None or not backend.is_available():
+            raise ValueError(
+                f"{option} {device}: torch sees no {parsed.type} device here; use 'auto' or 'cpu'"
+            )
     return device
 
 
 def load_recipe(name: str = "demo", **overrides: Any) -> tuple[Any, Any, Any]:
     """A recipe as ``(task, config, model_config)``: what ``psgrpo train --config NAME`` builds, for Python.
+
+    The same parse as the command line's: the demo recipe underneath, ``name`` over it, then ``overrides``
+    as one more layer (so ``step_scorer="arithmetic"`` drops the recipe's reference-scorer keyword
+    arguments, as ``--step_scorer arithmetic`` does), with the checks of that parse (names, types,
+    choices, ranges; not ``psgrpo train``'s checks of the output folder, the model or the data).
 
     Args:
         name: a packaged recipe's short name (``demo``, ``arith-hard``, ``gsm8k-qwen2.5-0.5b``) or a
@@ -159,31 +170,37 @@ def load_recipe(name: str = "demo", **overrides: Any) -> tuple[Any, Any, Any]:
 
     Returns:
         :class:`~psgrpo.data.tasks.TaskConfig`, :class:`~psgrpo.config.process_grpo_config.ProcessGRPOConfig`
-        and TRL's ``ModelConfig`` (``model_name_or_path``, ``dtype`` …), e.g. for
-        ``load_task(task.dataset, split=task.train_split, chat=task.chat)`` and
-        ``ProcessGRPOTrainer(model=model_config.model_name_or_path, args=config, ...)``.
+        and TRL's ``ModelConfig`` (``model_name_or_path``, ``dtype``, ``attn_implementation`` …; load the
+        model with them, e.g. :func:`load_policy`).
 
     Raises:
-        ValueError: an unknown recipe, or a key no config has (naming them).
+        ValueError: an unknown recipe, a key no config has, or a bad value (the message names it).
     """
+    import tempfile
+
     import yaml
-    from trl import ModelConfig, TrlParser
+    from trl import ModelConfig
 
-    from psgrpo.config.parsing import recipe_names
-    from psgrpo.config.process_grpo_config import ProcessGRPOConfig
+    from psgrpo.config.parsing import ConfigParser, resolve_config
     from psgrpo.data.tasks import TaskConfig
+    from psgrpo.methods import config_class
 
-    names = recipe_names()
-    path = names.get(name) or Path(name).expanduser()
-    if not path.is_file():
-        raise ValueError(f"recipe {name!r}: neither a packaged recipe ({', '.join(names)}) nor a YAML file")
-    parser = TrlParser((TaskConfig, ProcessGRPOConfig, ModelConfig))
-    unknown = parser.set_defaults_with_config(**{**(yaml.safe_load(path.read_text()) or {}), **overrides})
-    if unknown:
-        raise ValueError(
-            f"recipe {name!r}: {', '.join(unknown[::2]).replace('--', '')}: no config has such a field"
-        )
-    task, config, model_config = parser.parse_args_into_dataclasses(args=[])
+    parser = ConfigParser((TaskConfig, config_class(), ModelConfig), prog="psgrpo.load_recipe")
+    with tempfile.TemporaryDirectory() as folder:
+        layers = ["--config", str(resolve_config(name))]
+        if overrides:
+            extra = Path(folder) / "overrides.yaml"
+            extra.write_text(yaml.safe_dump(overrides))
+            layers += ["--config", str(extra)]
+        try:
+            task, config, model_config = parser.parse_args_and_config(with_default_recipe(layers))
+        except ValueError as err:  # name the keyword arguments, not the temporary file that carried them
+            raise ValueError(
+                str(err).replace(str(Path(folder) / "overrides.yaml"), "load_recipe's keywords")
+            ) from None
+        except SystemExit as stop:  # argparse's own refusal (printed above): a ValueError for Python callers
+            raise ValueError(f"recipe {name!r} with {overrides}: refused (see the message above)") from stop
+    parser.log_pending_notes()
     return task, config, model_config
 
 

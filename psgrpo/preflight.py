@@ -265,7 +265,7 @@ def split_report_to(report_to: Sequence[str] | str | None) -> Sequence[str] | st
     entries = [report_to] if isinstance(report_to, str) else list(report_to or [])
     if not any("," in entry for entry in entries):
         return report_to
-    return [name.strip() for entry in entries for name in entry.split(",") if name.strip()]
+    return [name.strip() for entry in entries for name in entry.split(",")]  # '' stays, to be refused
 
 
 def check_report_to(report_to: Sequence[str] | str | None) -> None:
@@ -279,6 +279,12 @@ def check_report_to(report_to: Sequence[str] | str | None) -> None:
     from transformers.integrations import integration_utils
 
     names = [report_to] if isinstance(report_to, str) else list(report_to or [])
+    alone = [name for name in names if name in ("none", "all", "")]
+    if alone and len(names) > 1:  # transformers refuses the mix in Trainer.__init__, after the model loaded
+        raise ValueError(
+            f"--report_to {','.join(names)}: {alone[0] or 'an empty name'!r} stands alone; name the trackers "
+            "(e.g. --report_to tensorboard,wandb), or give 'none' or 'all' by itself"
+        )
     installed = [
         name for name, (check, _) in REPORT_TO_PACKAGES.items() if getattr(integration_utils, check)()
     ]

@@ -49,6 +49,7 @@ def test_auto_is_the_cpu_without_a_gpu(no_accelerator):
     [
         ("cuda", "--device cuda: this machine has 0 CUDA device(s) visible to torch; use 'auto' or 'cpu'"),
         ("gpu", "--device 'gpu': not a device; use 'auto', 'cpu', 'cuda' or 'cuda:N'"),
+        ("mps", "--device mps: torch sees no mps device here; use 'auto' or 'cpu'"),
     ],
 )
 def test_a_device_this_machine_lacks_is_one_line(no_accelerator, device, message):
@@ -88,32 +89,44 @@ def test_the_loader_moves_the_model_to_the_device_it_is_given():
     assert next(model.parameters()).device.type == "cpu"  # None: where transformers put it (train moves it)
 
 
-@pytest.mark.parametrize("name", ["demo", "arith-hard", "gsm8k-qwen2.5-0.5b"])
-def test_a_recipe_from_python_equals_what_train_builds_from_it(name):
+@pytest.mark.parametrize("name", ["demo", "arith-hard", "gsm8k-qwen2.5-0.5b", "two-line yaml"])
+def test_a_recipe_from_python_equals_what_train_builds_from_it(name, tmp_path):
+    """The parse of ``psgrpo train --config NAME --step_scorer arithmetic --use_cpu true`` itself: the demo
+    underneath (a two-line YAML keeps the demo's other values), overrides as the last layer."""
     from dataclasses import fields
 
     from trl import ModelConfig
 
     from psgrpo import load_recipe
     from psgrpo.config.parsing import ConfigParser
-    from psgrpo.config.process_grpo_config import ProcessGRPOConfig
     from psgrpo.data.tasks import TaskConfig
+    from psgrpo.loading import with_default_recipe
+    from psgrpo.methods import config_class
 
-    parser = ConfigParser((TaskConfig, ProcessGRPOConfig, ModelConfig), prog="psgrpo train")
-    by_train = parser.parse_args_and_config(["--config", name, "--use_cpu", "true", "--method", "ps"])
-    by_python = load_recipe(name, use_cpu=True, method="ps")
+    if name == "two-line yaml":
+        name = str(tmp_path / "mine.yaml")
+        (tmp_path / "mine.yaml").write_text("method: vps\nvps_alpha: 0.8\n")
+    parser = ConfigParser((TaskConfig, config_class(), ModelConfig), prog="psgrpo train")  # train's parser
+    flags = ["--config", name, "--use_cpu", "true", "--step_scorer", "arithmetic"]
+    by_train = parser.parse_args_and_config(with_default_recipe(flags))
+    by_python = load_recipe(name, use_cpu=True, step_scorer="arithmetic")
     for cli, python in zip(by_train, by_python, strict=True):
         assert {f.name: getattr(cli, f.name) for f in fields(cli)} == {
             f.name: getattr(python, f.name) for f in fields(python)
         }
+    assert by_python[1].step_scorer_kwargs == {}  # the recipe's reference weights went with its scorer
 
 
-def test_a_recipe_key_no_config_has_or_an_unknown_recipe_is_one_line():
+def test_a_bad_key_value_or_recipe_is_one_valueerror_naming_it():
     from psgrpo import load_recipe
 
-    with pytest.raises(ValueError, match=r"^recipe 'demo': lr: no config has such a field$"):
-        load_recipe("demo", lr=1e-5)
     with pytest.raises(
-        ValueError, match=r"^recipe 'gsm8k': neither a packaged recipe \(arith-hard, demo, gsm8k"
+        ValueError, match=r"unknown option\(s\) \['--lr', '1e-05'\] in load_recipe's keywords"
+    ):
+        load_recipe("demo", lr=1e-5)
+    with pytest.raises(ValueError, match=r"^load_recipe's keywords: method: 'foo' is not allowed"):
+        load_recipe("demo", method="foo")
+    with pytest.raises(
+        ValueError, match=r"^config file gsm8k does not exist; give a YAML file or a packaged"
     ):
         load_recipe("gsm8k")

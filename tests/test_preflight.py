@@ -164,6 +164,18 @@ def test_several_trackers_on_the_command_line_are_one_comma_separated_value():
     assert split_report_to("none") == "none" and split_report_to(None) is None
 
 
+@pytest.mark.parametrize("value", ["tensorboard,none", "all,tensorboard", "tensorboard,"])
+def test_none_or_all_beside_a_tracker_is_refused_before_the_model_loads(tmp_path, value):
+    """transformers refuses the mix in Trainer.__init__, after the model loaded and the first evaluation ran."""
+    from psgrpo.commands.train import train
+
+    with pytest.raises(
+        ValueError, match=rf"^--report_to {value}: '[a-z]*'|^--report_to {value}: 'an empty name'"
+    ):
+        train(["--output_dir", str(tmp_path / "o"), "--report_to", value])
+    assert not (tmp_path / "o").exists()
+
+
 def test_each_comma_separated_tracker_is_checked_before_the_model_loads(tmp_path):
     from psgrpo.commands.train import train
 

@@ -111,7 +111,7 @@ def apply_task_record(
     as_trained = ", ".join(limit for limit in limits if limit)
     return (
         f"psgrpo eval: {model_label} was trained on {record['dataset']} ({path}), so it is evaluated on "
-        f"{task.dataset}/{task.eval_split}{f' ({as_trained}, as its training run did)' if as_trained else ''}; "
+        f"{task.dataset}/{task.eval_split}{f' ({as_trained}, as its training run set)' if as_trained else ''}; "
         "--dataset evaluates it on another task"
     )
 

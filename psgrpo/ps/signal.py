@@ -247,9 +247,9 @@ def step_metrics(
 
 
 ONE_STEP_WARNING = (
-    "method ps: every completion of step %d is one step with segmenter '%s', so the process term only "
-    "repeats the outcome reward (ps trains as grpo); choose a --segmenter that matches how the completions "
-    "are written (e.g. 'newline'), or a prompt that asks for 'Step N:' lines"
+    "method ps: every completion of step %d is one step with segmenter '%s', so all tokens of a completion "
+    "get the same credit, as in grpo (its one step's score beside the outcome); choose a --segmenter that "
+    "matches how the completions are written (e.g. 'newline'), or a prompt that asks for 'Step N:' lines"
 )
 
 
@@ -323,4 +323,7 @@ class PsSignal:
         if self.warned_one_step or segmenter == "single" or any(len(row) > 1 for row in step_tokens):
             return
         self.warned_one_step = True
-        logger.warning(ONE_STEP_WARNING, step, segmenter)
+        if (
+            self.accelerator is None or self.accelerator.is_main_process
+        ):  # the batch is gathered: once, not per process
+            logger.warning(ONE_STEP_WARNING, step, segmenter)

@@ -40,7 +40,7 @@ from psgrpo.vps.probes import (
 )
 
 BoundaryChooser = Callable[[Tensor, int], Sequence[int]]
-"""``(entropies (n,) of one row's real tokens, row index in the batch) -> boundaries``."""
+"""``(entropies (n,) of one row's real tokens, on the CPU, row index in the batch) -> boundaries``."""
 
 
 @dataclass

@@ -14,12 +14,12 @@ def args(import_benchmark):
     return import_benchmark("_args")
 
 
-@given(value=st.floats(allow_nan=True, allow_infinity=False))
+@given(value=st.floats(allow_nan=True, allow_infinity=True))
 def test_a_number_passes_exactly_when_it_is_at_least_the_minimum(args, value):
     parse = args.at_least(0.5)
-    if value >= 0.5:
+    if 0.5 <= value < float("inf"):
         assert parse(repr(value)) == value
-    else:  # below the minimum, or NaN
+    else:  # below the minimum, NaN or infinite
         with pytest.raises(argparse.ArgumentTypeError, match=r"expected a number >= 0\.5"):
             parse(repr(value))
 
@@ -38,6 +38,7 @@ def test_strict_refuses_the_minimum_and_int_refuses_a_fraction(args):
     "script, argv, line",
     [
         ("device_check", ["--budget_s", "0"], "argument --budget_s: expected a number > 0, got 0"),
+        ("device_check", ["--budget_s", "inf"], "argument --budget_s: expected a number > 0, got inf"),
         ("device_check", ["--workers", "0"], "argument --workers: expected an integer >= 1, got 0"),
         (
             "device_check",

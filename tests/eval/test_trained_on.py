@@ -121,16 +121,19 @@ def test_eval_decodes_a_checkpoint_as_its_training_run_evaluated_it(tmp_path):
     line = apply_task_record(task, str(tmp_path), set(), "run")
     assert (task.max_eval_examples, task.eval_max_new_tokens) == (None, 512)
     assert (
-        "evaluated on arith-hard/test (all problems, at most 512 new tokens, as its training run did)" in line
+        "evaluated on arith-hard/test (all problems, at most 512 new tokens, as its training run set)" in line
     )
     task = SimpleNamespace(**vars(HARD), max_eval_examples=50, eval_max_new_tokens=None)
     line = apply_task_record(task, str(tmp_path), {"max_eval_examples"}, "run")  # what the user typed stays
     assert (task.max_eval_examples, task.eval_max_new_tokens) == (50, 512)
-    assert "(at most 512 new tokens, as its training run did)" in line
+    assert "(at most 512 new tokens, as its training run set)" in line
     write_task_record(tmp_path, HARD)  # a record from before these fields: eval keeps its defaults
     task = SimpleNamespace(**vars(HARD), max_eval_examples=200, eval_max_new_tokens=None)
     line = apply_task_record(task, str(tmp_path), set(), "run")
-    assert (task.max_eval_examples, task.eval_max_new_tokens) == (200, None) and "as its training" not in line
+    assert (task.max_eval_examples, task.eval_max_new_tokens) == (
+        200,
+        None,
+    ) and "as its training run set" not in line
 
 
 def test_train_records_the_evaluation_it_ran(tmp_path):

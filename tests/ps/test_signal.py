@@ -168,8 +168,9 @@ def test_ps_warns_once_when_no_completion_splits_into_steps(caplog, segmenter, w
         signal.warn_if_one_step(step_tokens, step=1)
     warnings = [r.getMessage() for r in caplog.records if "is one step with segmenter" in r.getMessage()]
     assert warnings == (
-        [f"method ps: every completion of step 0 is one step with segmenter '{segmenter}', so the process term "
-         "only repeats the outcome reward (ps trains as grpo); choose a --segmenter that matches how the "
-         "completions are written (e.g. 'newline'), or a prompt that asks for 'Step N:' lines"]
+        [f"method ps: every completion of step 0 is one step with segmenter '{segmenter}', so all tokens of a "
+         "completion get the same credit, as in grpo (its one step's score beside the outcome); choose a "
+         "--segmenter that matches how the completions are written (e.g. 'newline'), or a prompt that asks "
+         "for 'Step N:' lines"]
         if warns else []
     )  # fmt: skip

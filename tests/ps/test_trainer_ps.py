@@ -163,3 +163,17 @@ def test_reference_scorer_trains_and_a_dataset_without_solutions_fails_before_tr
         ProcessGRPOTrainer(
             model=model, args=args, train_dataset=no_solutions, processing_class=char_tokenizer
         )
+
+
+def test_a_segmenter_that_never_splits_is_reported_once(tmp_path, char_tokenizer, caplog):
+    """The GSM8K recipe's prompt asks for no step markers: the trainer says so instead of training as grpo."""
+    trainer, _ = _trainer(
+        tmp_path, char_tokenizer, segmenter="markers", segmenter_kwargs={"pattern": "NEVER-IN-A-COMPLETION"},
+        max_steps=2,
+    )  # fmt: skip
+    with caplog.at_level("WARNING", logger="psgrpo"):
+        trainer.train()
+    warned = [
+        r.getMessage() for r in caplog.records if "is one step with segmenter 'markers'" in r.getMessage()
+    ]
+    assert len(warned) == 1 and warned[0].startswith("method ps: every completion of step 0 is one step")

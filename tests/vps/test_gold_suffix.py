@@ -102,8 +102,9 @@ def test_on_a_gpu_the_confidences_stay_beside_the_rollout(model, char_tokenizer)
     contexts = [[_ids(char_tokenizer, "Q: 2 + 3?\n"), _ids(char_tokenizer, "Q: 2 + 3?\nStep 1: ")]]
     suffixes = [[_ids(char_tokenizer, "2 + 3 = 5"), _ids(char_tokenizer, "2 + 3 = 5")]]
     on_cpu = suffix_confidence(model, contexts, suffixes, char_tokenizer.pad_token_id)
-    on_gpu = suffix_confidence(model.to("cuda"), contexts, suffixes, char_tokenizer.pad_token_id)
-    model.cpu()
+    try:
+        on_gpu = suffix_confidence(model.to("cuda"), contexts, suffixes, char_tokenizer.pad_token_id)
+    finally:
+        model.cpu()  # the module's other tests share this model
     assert on_gpu.log_confidence.device.type == on_gpu.confidence.device.type == "cuda"
     torch.testing.assert_close(on_gpu.log_confidence.cpu(), on_cpu.log_confidence, atol=1e-4, rtol=0)
-
