@@ -152,6 +152,10 @@ def resolve_device(device: str, option: str = "--device") -> str:
             raise ValueError(
                 f"{option} {device}: torch sees no {parsed.type} device here; use 'auto' or 'cpu'"
             )
+    elif parsed.type != "cpu":  # 'meta' would run on weights that hold no values
+        raise ValueError(
+            f"{option} {device}: psgrpo runs on 'cpu', 'cuda', 'mps' or 'xpu'; use 'auto' or 'cpu'"
+        )
     return device
 
 

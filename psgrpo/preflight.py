@@ -328,7 +328,7 @@ def check_vllm(use_vllm: bool) -> None:
 
     if use_vllm and importlib.util.find_spec("vllm") is None:
         raise ImportError(
-            "--use_vllm true: vLLM is not installed; `pip install 'psgrpo[vllm]'` (Linux with a CUDA GPU), or "
+            "--use_vllm true: vLLM is not installed; `pip install -e '.[vllm]'` in psgrpo's folder (Linux with a CUDA GPU), or "
             "leave --use_vllm false to generate with transformers"
         )
 

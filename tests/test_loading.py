@@ -50,6 +50,7 @@ def test_auto_is_the_cpu_without_a_gpu(no_accelerator):
         ("cuda", "--device cuda: this machine has 0 CUDA device(s) visible to torch; use 'auto' or 'cpu'"),
         ("gpu", "--device 'gpu': not a device; use 'auto', 'cpu', 'cuda' or 'cuda:N'"),
         ("mps", "--device mps: torch sees no mps device here; use 'auto' or 'cpu'"),
+        ("meta", "--device meta: psgrpo runs on 'cpu', 'cuda', 'mps' or 'xpu'; use 'auto' or 'cpu'"),
     ],
 )
 def test_a_device_this_machine_lacks_is_one_line(no_accelerator, device, message):

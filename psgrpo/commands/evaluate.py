@@ -115,7 +115,7 @@ class EvalConfig:
         default="hf",
         metadata={
             "help": "'hf' (transformers generate, default) or 'vllm' (much faster on a GPU; needs "
-            "pip install 'psgrpo[vllm]').",
+            "pip install -e '.[vllm]').",
             "choices": list(BACKENDS),
         },
     )

@@ -400,7 +400,7 @@ PRE_LOAD_ROWS = [
     (["--temperature", "0"], "--temperature 0: GRPO learns from the differences between a group's sampled"),
     (["--max_completion_length", "0"], "--max_completion_length 0: a completion needs at least 1 token"),
     (["--chat", "true"], "--chat true: the tokenizer of the embedded checkpoint has no chat template"),
-    (["--use_vllm", "true"], "--use_vllm true: vLLM is not installed; `pip install 'psgrpo[vllm]'`"),
+    (["--use_vllm", "true"], "--use_vllm true: vLLM is not installed; `pip install -e '.[vllm]'` in psgrpo's folder"),
     (["--method", "foo"], "--method: 'foo' is not allowed; choose one of grpo, ps, vps, tree"),
     (["--method", "pss"], "did you mean ps?"),
     (["--step_scorer", "nonsense"], "--step_scorer: 'nonsense' is not allowed; choose one of"),

@@ -276,7 +276,7 @@ def test_eval_flags_outside_their_choices_are_one_line(flags, capsys, monkeypatc
 
 def test_eval_vllm_backend_without_vllm(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)
-    with pytest.raises(ImportError, match=re.escape("pip install 'psgrpo[vllm]'")):
+    with pytest.raises(ImportError, match=re.escape("pip install -e '.[vllm]'")):
         main(["eval", "--backend", "vllm", "--max_eval_examples", "2"])
 
 

@@ -193,7 +193,7 @@ def test_evaluate_rejects_bad_options_before_generating(tiny_model, char_tokeniz
 def test_vllm_backend_without_vllm_says_how_to_install(monkeypatch, char_tokenizer):
     monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm → ImportError
     data = Dataset.from_dict({"prompt": ["x"], "answer": ["1"]})
-    with pytest.raises(ImportError, match=re.escape("pip install 'psgrpo[vllm]'")):
+    with pytest.raises(ImportError, match=re.escape("pip install -e '.[vllm]'")):
         evaluate_samples("some/model", char_tokenizer, data, backend="vllm", show_progress=False)
 
 
