@@ -210,7 +210,7 @@ def cached_confidence(
     """
     check_temperature(temperature)
     check_attention(model)
-    idle_forwards(model, 2 * (min_chunks - num_chunks(len(batch), chunk_size)))
+    idle_forwards(model, 2 * (min_chunks - num_chunks(len(batch), chunk_size)), batch.prompt_ids.device)
     if not len(batch):
         empty = torch.zeros(0, batch.completion_ids.shape[1], device=batch.completion_ids.device)
         return TrajectoryProbes(

@@ -69,6 +69,7 @@ def suffix_confidence(
     chunk_size: int | None = 16,
     min_chunks: int = 0,
     owners: dict[ProbeKey, list[tuple[int, int]]] | None = None,
+    device: torch.device | str | None = None,
 ) -> ProbeResult:
     """C = exp(mean log p(suffix | context)) for every row i and probe k.
 
@@ -84,6 +85,8 @@ def suffix_confidence(
             of a ZeRO-3 / FSDP job makes the same number of collective calls.
         owners: ``distinct_probes(contexts, suffixes)`` when the caller has it already (it
             counts the forwards first); computed here otherwise.
+        device: where the forwards run and the result lands: the rollout's device (default: the
+            parameters', which with CPU-offloaded parameters is the CPU while the forward runs on the GPU).
 
     Returns:
         :class:`~psgrpo.vps.probes.ProbeResult` of shape (B, K_max + 1), NaN beyond each row's K_i;
@@ -99,7 +102,7 @@ def suffix_confidence(
     size = max(chunk_size or len(flat), 1)
     chunks = [flat[start : start + size] for start in range(0, len(flat), size)]
     chunks += [[]] * max(0, min_chunks - len(chunks))
-    device = next(model.parameters()).device
+    device = next(model.parameters()).device if device is None else torch.device(device)
     for chunk in chunks:
         rows = chunk or [(-1, [pad_token_id], [pad_token_id])]  # a dummy forward keeps processes in step
         length = max(len(c) + len(s) for _, c, s in rows)

@@ -108,9 +108,10 @@ def packed_keep(segment: Tensor, visible: Tensor) -> Tensor:
     return causal[None] & (same_segment | in_prefix)
 
 
-def _packed_chunk(model, rows: Sequence[ProbeRow], temperature: float, width: int) -> Tensor:
-    """Sum of scored log-probs (len(rows), width) for one chunk of rows, from one forward."""
-    device = model.device
+def _packed_chunk(
+    model, rows: Sequence[ProbeRow], temperature: float, width: int, device: torch.device
+) -> Tensor:
+    """Sum of scored log-probs (len(rows), width) for one chunk of rows, from one forward on ``device``."""
     packed = [pack_row(r) for r in rows]
     input_ids = pad_ids([p.input_ids for p in packed], 0, device)
     position_ids = pad_ids([p.position_ids for p in packed], 0, device)
@@ -174,15 +175,17 @@ def packed_confidence(
     rows = rows_from_batch(batch, boundaries, model_max_positions(model))
     if chunk_size is not None and chunk_size <= 0:
         raise ValueError(f"chunk_size must be positive, got {chunk_size}")
-    idle_forwards(model, min_chunks - num_chunks(len(rows), chunk_size))
+    # the rollout's device, not the parameters': with CPU-offloaded parameters those are on the CPU
+    device = batch.prompt_ids.device
+    idle_forwards(model, min_chunks - num_chunks(len(rows), chunk_size), device)
     if not rows:
-        return result_from_log_confidence(torch.zeros(0, 1, device=model.device), [])
+        return result_from_log_confidence(torch.zeros(0, 1, device=device), [])
     chunk_size = chunk_size or len(rows)
     num_probes = [len(r.boundaries) + 1 for r in rows]
     width = max(num_probes)
     order = sorted(range(len(rows)), key=lambda i: rows[i].packed_length())  # chunks of similar lengths
-    log_confidence = torch.empty(len(rows), width, device=model.device)
+    log_confidence = torch.empty(len(rows), width, device=device)
     for start in range(0, len(rows), chunk_size):
         chunk = order[start : start + chunk_size]
-        log_confidence[chunk] = _packed_chunk(model, [rows[i] for i in chunk], temperature, width)
+        log_confidence[chunk] = _packed_chunk(model, [rows[i] for i in chunk], temperature, width, device)
     return result_from_log_confidence(log_confidence, num_probes)

@@ -430,15 +430,15 @@ def num_chunks(num_rows: int, chunk_size: int | None) -> int:
 
 
 @torch.no_grad()
-def idle_forwards(model, count: int) -> None:
-    """Run ``count`` one-token forwards of ``model`` and discard them.
+def idle_forwards(model, count: int, device: torch.device | str) -> None:
+    """Run ``count`` one-token forwards of ``model`` on ``device`` (the rollout's) and discard them.
 
     With sharded parameters (DeepSpeed ZeRO-3, FSDP) each forward all-gathers the weights, a
     collective every process must join. A process with fewer probe chunks than the others
     (``min_chunks`` of :func:`packed_confidence` / :func:`cached_confidence`) runs these so
     that all processes run the same number of forwards; otherwise the others would hang.
     """
-    token = torch.zeros(1, 1, dtype=torch.long, device=model.device)
+    token = torch.zeros(1, 1, dtype=torch.long, device=device)
     for _ in range(count):
         model(input_ids=token, use_cache=False, logits_to_keep=1)
 

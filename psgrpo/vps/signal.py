@@ -266,7 +266,15 @@ class VpsSignal:
         owners = distinct_probes(contexts, suffixes)  # counted once, here and for the forwards
         chunks = max_over_processes(num_chunks(len(owners), chunk_size), self.accelerator)
         probes = suffix_confidence(
-            model, contexts, suffixes, pad, self.temperature, chunk_size, min_chunks=chunks, owners=owners
+            model,
+            contexts,
+            suffixes,
+            pad,
+            self.temperature,
+            chunk_size,
+            min_chunks=chunks,
+            owners=owners,
+            device=output["prompt_ids"].device,
         )
         return Probed(boundaries, probes, len(owners) / max(sum(map(len, contexts)), 1))
 

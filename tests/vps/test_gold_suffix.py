@@ -94,6 +94,23 @@ def test_a_probe_asked_by_several_rows_is_scored_once(model, char_tokenizer):
     assert shared.log_confidence[2, 1] != shared.log_confidence[0, 1]  # the wrong step is its own probe
 
 
+def test_the_forwards_run_on_the_rollouts_device_when_given(char_tokenizer):
+    """With CPU-offloaded parameters the parameters' device is not where the forward runs: VpsSignal
+    passes the rollout's device. Here the first parameter says ``meta`` and the rollout is on the CPU."""
+    contexts = [[_ids(char_tokenizer, "Q: 2 + 3?\n"), _ids(char_tokenizer, "Q: 2 + 3?\nStep 1: ")]]
+    suffixes = [[_ids(char_tokenizer, "2 + 3 = 5"), _ids(char_tokenizer, "= 5")]]
+    pad = char_tokenizer.pad_token_id
+    model = build_tiny_model(
+        char_tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64
+    ).eval()
+    reference = suffix_confidence(model, contexts, suffixes, pad)
+    model.register_parameter("offloaded", torch.nn.Parameter(torch.empty(1, device="meta")))
+    assert next(model.parameters()).device.type == "meta"
+    got = suffix_confidence(model, contexts, suffixes, pad, chunk_size=1, min_chunks=3, device="cpu")
+    assert got.log_confidence.device.type == "cpu"
+    torch.testing.assert_close(got.log_confidence, reference.log_confidence, atol=1e-5, rtol=0)
+
+
 @pytest.mark.skipif(
     not torch.cuda.is_available(), reason="needs a CUDA GPU (runs in benchmarks/device_check.sh)"
 )

@@ -280,6 +280,24 @@ def test_on_a_gpu_under_bf16_autocast_over_fp32_weights_the_fast_probes_equal_na
         assert_same(cached.probes, naive, atol=atol)
 
 
+@pytest.mark.parametrize("mode", ["packed", "cached"])
+def test_the_probes_run_on_the_rollouts_device_not_the_parameters(char_tokenizer, batch, boundaries, mode):
+    """With CPU-offloaded parameters (FSDP / ZeRO offload) ``model.device`` says CPU while the rollout and
+    the forwards are on the GPU. Here the first parameter says ``meta`` and the rollout is on the CPU: the
+    probes (idle forwards included) must follow the rollout."""
+    model = tiny_qwen2(len(char_tokenizer), "sdpa")
+    reference = naive_confidence(model, batch, boundaries, temperature=TEMPERATURE)
+    model.register_parameter("offloaded", torch.nn.Parameter(torch.empty(1, device="meta")))
+    assert model.device.type == "meta"  # the root's own parameter comes first
+    kwargs = {"temperature": TEMPERATURE, "chunk_size": 3, "min_chunks": 3}  # 2 chunks + idle forwards
+    if mode == "packed":
+        got = packed_confidence(model, batch, boundaries, **kwargs)
+    else:
+        got = cached_confidence(model, batch, lambda _entropies, row: boundaries[row], **kwargs).probes
+    assert got.log_confidence.device == batch.prompt_ids.device
+    assert_same(got, reference)
+
+
 @pytest.mark.parametrize(
     ("rows", "chunk_size", "expected"),
     [(0, 2, 0), (0, None, 0), (1, 2, 1), (4, 2, 2), (5, 2, 3), (5, None, 1)],
