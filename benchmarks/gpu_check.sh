@@ -7,7 +7,7 @@
 #
 #   bash benchmarks/gpu_check.sh                 # on a CUDA machine, ~5 min (it stops starting sections at 9 min)
 #   bash benchmarks/gpu_check.sh --cpu-smoke     # tiny shapes on CPU: checks this script (~2.5 min, shared 2 cores)
-#   bash benchmarks/gpu_check.sh --optional_only # only the vLLM / Liger sections (pip install vllm liger-kernel)
+#   bash benchmarks/gpu_check.sh --optional_only # only the vLLM / Liger sections (pip install -e '.[vllm]' liger-kernel)
 #   bash benchmarks/gpu_check.sh --help          # every option (benchmarks/gpu_check.py)
 #
 # Needs, on the GPU machine: Python with torch (CUDA) and psgrpo's dependencies (trl 1.16, transformers,

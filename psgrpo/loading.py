@@ -127,7 +127,8 @@ def resolve_device(device: str, option: str = "--device") -> str:
     Called before anything loads, so a device this machine lacks is one line.
 
     Raises:
-        ValueError naming ``option`` for a string torch does not parse, or a GPU this machine lacks.
+        ValueError naming ``option`` for a string torch does not parse, a GPU this machine lacks, ``meta``
+        (weights that hold no values), or a device type this torch build cannot place a tensor on.
     """
     import torch
 
@@ -152,10 +153,20 @@ def resolve_device(device: str, option: str = "--device") -> str:
             raise ValueError(
                 f"{option} {device}: torch sees no {parsed.type} device here; use 'auto' or 'cpu'"
             )
-    elif parsed.type != "cpu":  # 'meta' would run on weights that hold no values
+    elif parsed.type == "meta":
         raise ValueError(
-            f"{option} {device}: psgrpo runs on 'cpu', 'cuda', 'mps' or 'xpu'; use 'auto' or 'cpu'"
+            f"{option} {device}: meta tensors hold no values, nothing runs there; use 'auto' or 'cpu'"
         )
+    elif parsed.type != "cpu":  # hpu, xla …: usable where their torch extension is installed and sees one
+        try:
+            torch.empty(0, device=parsed)
+        except (
+            Exception
+        ) as err:  # RuntimeError, ImportError (torch.hpu …), AssertionError: each torch says it its way
+            reason = (str(err).strip() or type(err).__name__).splitlines()[0].split(". ")[0][:120]
+            raise ValueError(
+                f"{option} {device}: torch sees no {parsed.type} device here ({reason}); use 'auto' or 'cpu'"
+            ) from None
     return device
 
 

@@ -326,10 +326,12 @@ def check_vllm(use_vllm: bool) -> None:
     """With ``--use_vllm true``, vLLM must be importable (found without importing it: that takes seconds)."""
     import importlib.util
 
+    from psgrpo.eval.vllm_backend import VLLM_INSTALL
+
     if use_vllm and importlib.util.find_spec("vllm") is None:
         raise ImportError(
-            "--use_vllm true: vLLM is not installed; `pip install -e '.[vllm]'` in psgrpo's folder (Linux with a CUDA GPU), or "
-            "leave --use_vllm false to generate with transformers"
+            f"--use_vllm true: vLLM is not installed; `{VLLM_INSTALL}` in psgrpo's folder (Linux with a CUDA "
+            "GPU), or leave --use_vllm false to generate with transformers"
         )
 
 

@@ -50,13 +50,24 @@ def test_auto_is_the_cpu_without_a_gpu(no_accelerator):
         ("cuda", "--device cuda: this machine has 0 CUDA device(s) visible to torch; use 'auto' or 'cpu'"),
         ("gpu", "--device 'gpu': not a device; use 'auto', 'cpu', 'cuda' or 'cuda:N'"),
         ("mps", "--device mps: torch sees no mps device here; use 'auto' or 'cpu'"),
-        ("meta", "--device meta: psgrpo runs on 'cpu', 'cuda', 'mps' or 'xpu'; use 'auto' or 'cpu'"),
+        ("meta", "--device meta: meta tensors hold no values, nothing runs there; use 'auto' or 'cpu'"),
     ],
 )
 def test_a_device_this_machine_lacks_is_one_line(no_accelerator, device, message):
     with pytest.raises(ValueError) as err:
         resolve_device(device)
     assert str(err.value) == message
+
+
+@pytest.mark.parametrize("device", ["hpu", "lazy", "xla:1"])
+def test_a_device_type_this_torch_cannot_place_tensors_on_is_one_short_line(device):
+    """Gaudi (hpu), XLA …: accepted where their torch extension sees one; here none does."""
+    kind = device.split(":")[0]
+    with pytest.raises(ValueError) as err:
+        resolve_device(device)
+    message = str(err.value)
+    assert message.startswith(f"--device {device}: torch sees no {kind} device here (")
+    assert message.endswith("); use 'auto' or 'cpu'") and "\n" not in message and len(message) < 220
 
 
 def test_a_second_gpu_on_a_one_gpu_machine_is_refused(one_gpu):

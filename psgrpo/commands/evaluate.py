@@ -115,7 +115,7 @@ class EvalConfig:
         default="hf",
         metadata={
             "help": "'hf' (transformers generate, default) or 'vllm' (much faster on a GPU; needs "
-            "pip install -e '.[vllm]').",
+            "pip install -e '.[vllm]' in psgrpo's folder).",
             "choices": list(BACKENDS),
         },
     )

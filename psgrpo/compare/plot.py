@@ -59,7 +59,7 @@ def load_pyplot():
     except ImportError as err:
         raise ImportError(
             "psgrpo compare draws compare.png with matplotlib, which is not installed: "
-            "pip install 'psgrpo[plot]' (or pip install matplotlib)"
+            "pip install matplotlib (or pip install -e '.[plot]' in psgrpo's folder)"
         ) from err
     return plt
 

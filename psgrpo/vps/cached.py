@@ -199,6 +199,9 @@ def cached_confidence(
 ) -> TrajectoryProbes:
     """Entropies, boundaries and confidences of every row, ``chunk_size`` rows per pair of forwards.
 
+    Every forward (idle ones included) runs on the batch's device, as do the results: the rollout's
+    device, not ``model.device`` (the CPU when parameters are offloaded there).
+
     Args:
         model: a causal LM with ``eager`` or ``sdpa`` attention.
         batch: prompts (B, P) left-padded, completions (B, T) right-padded, probes.

@@ -148,6 +148,9 @@ def packed_confidence(
 ) -> ProbeResult:
     """Confidences from one packed forward per chunk of rows (same result as :func:`naive_confidence`).
 
+    The forwards and the result are on the batch's device (the rollout's), not ``model.device``, which
+    is the CPU when parameters are offloaded there.
+
     Each row becomes ``[prompt, completion[: b_K + 1], probe copy for C_0, copies for b_1 … b_K]``;
     rows are right-padded to a common length; a 4-D mask (:func:`packed_keep`) and
     continued position ids make each probe copy see exactly what it would see appended to its

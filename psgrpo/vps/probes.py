@@ -460,7 +460,7 @@ def naive_confidence(
     """
     check_temperature(temperature)
     rows = rows_from_batch(batch, boundaries, model_max_positions(model))
-    device = model.device
+    device = batch.prompt_ids.device  # the rollout's, as the fast paths use
     num_probes = [len(r.boundaries) + 1 for r in rows]
     log_confidence = torch.zeros(len(rows), max(num_probes, default=1), device=device)
     for i, row in enumerate(rows):

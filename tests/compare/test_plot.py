@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -32,7 +33,7 @@ def test_plot_writes_a_png_with_four_panels(tmp_path):
 
 def test_missing_matplotlib_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` raise ImportError
-    with pytest.raises(ImportError, match=r"pip install 'psgrpo\[plot\]'"):
+    with pytest.raises(ImportError, match=re.escape("pip install matplotlib (or pip install -e '.[plot]'")):
         load_pyplot()
 
 

@@ -290,11 +290,14 @@ def test_the_probes_run_on_the_rollouts_device_not_the_parameters(char_tokenizer
     model.register_parameter("offloaded", torch.nn.Parameter(torch.empty(1, device="meta")))
     assert model.device.type == "meta"  # the root's own parameter comes first
     kwargs = {"temperature": TEMPERATURE, "chunk_size": 3, "min_chunks": 3}  # 2 chunks + idle forwards
+    seen: list[torch.device] = []  # every forward's input device (an idle forward's output is discarded)
+    model.register_forward_pre_hook(lambda _m, _a, kw: seen.append(kw["input_ids"].device), with_kwargs=True)
     if mode == "packed":
         got = packed_confidence(model, batch, boundaries, **kwargs)
     else:
         got = cached_confidence(model, batch, lambda _entropies, row: boundaries[row], **kwargs).probes
-    assert got.log_confidence.device == batch.prompt_ids.device
+    assert len(seen) == {"packed": 3, "cached": 6}[mode]  # cached: trajectory + probes, per chunk
+    assert set(seen) == {batch.prompt_ids.device} and got.log_confidence.device == batch.prompt_ids.device
     assert_same(got, reference)
 
 
