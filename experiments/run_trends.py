@@ -1,0 +1,152 @@
+"""Exploratory trends of a kept paired comparison: how the lead moves between two evaluation steps, and one
+training metric per run over windows of steps.
+
+A pre-registered test (``experiments/preregistered.py``) reads one step. What happened between steps is
+exploratory and reported as such; this prints it from the kept folder itself, so the figures in a run's
+README come from a command and not from a notebook:
+
+* paired by seed, with a 95 % t interval: each arm's gain from ``--from_step`` to ``--to_step``, and the
+  change of the treatment's lead (``(T − C)@to − (T − C)@from``), in points of accuracy;
+* per run, the mean of a ``metrics.jsonl`` metric over each window of steps (``--windows 105-200 205-240``,
+  inclusive), and its last logged value: where a run drifts (e.g. ``diag/unnecessary_step_frac``, logged
+  with ``--diagnostics true``).
+
+Usage::
+
+    python experiments/run_trends.py experiments/runs/hard-240-confirm --treatment ps-ref-bin \\
+        --from_step 120 --to_step 240 --metric diag/unnecessary_step_frac --windows 105-200 205-240
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from psgrpo.compare.intervals import Interval, mean_interval
+from psgrpo.compare.report import read_curves_csv
+
+
+def accuracy_by_seed(rows: Sequence[dict], method: str, step: int) -> dict[int, float]:
+    """``seed → accuracy`` of ``method`` at evaluation ``step``."""
+    return {r["seed"]: r["accuracy"] for r in rows if r["method"] == method and r["step"] == step}
+
+
+def lead_trends(
+    rows: Sequence[dict], treatment: str, control: str, from_step: int, to_step: int
+) -> dict[str, tuple[Interval, list[float]]]:
+    """Each arm's gain and the lead's change from ``from_step`` to ``to_step``: name → (interval, per seed),
+    in accuracy points, over the seeds both arms have at both steps (sorted)."""
+    points = {
+        (arm, step): accuracy_by_seed(rows, arm, step)
+        for arm in (treatment, control)
+        for step in (from_step, to_step)
+    }
+    seeds = sorted(set.intersection(*(set(p) for p in points.values())))
+    if len(seeds) < 2:
+        raise ValueError(
+            f"fewer than 2 seeds have both {treatment!r} and {control!r} at steps {from_step} and {to_step}"
+        )
+
+    def gain(arm: str, seed: int) -> float:
+        return 100 * (points[arm, to_step][seed] - points[arm, from_step][seed])
+
+    series = {
+        f"{control} gain": [gain(control, s) for s in seeds],
+        f"{treatment} gain": [gain(treatment, s) for s in seeds],
+        "lead change": [gain(treatment, s) - gain(control, s) for s in seeds],
+    }
+    return {name: (mean_interval(values), values) for name, values in series.items()}
+
+
+def parse_window(text: str) -> tuple[int, int]:
+    """``'105-200'`` → (105, 200), inclusive; argparse's type for ``--windows``."""
+    try:
+        first, last = (int(part) for part in text.split("-"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected FIRST-LAST steps, e.g. 105-200") from None
+    if not 0 <= first <= last:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected 0 <= FIRST <= LAST")
+    return first, last
+
+
+def metric_windows(
+    metrics: Path, metric: str, windows: Sequence[tuple[int, int]]
+) -> tuple[list[float | None], float | None]:
+    """Mean of ``metric`` over each window's logged steps (None where none), and its last logged value."""
+    logged = []
+    for line in metrics.read_text().splitlines():
+        record = json.loads(line)
+        if metric in record and "step" in record:
+            logged.append((int(record["step"]), float(record[metric])))
+    means = []
+    for first, last in windows:
+        values = [v for step, v in logged if first <= step <= last]
+        means.append(sum(values) / len(values) if values else None)
+    return means, (logged[-1][1] if logged else None)
+
+
+def report(
+    folder: Path,
+    treatment: str,
+    control: str,
+    from_step: int,
+    to_step: int,
+    metric: str | None,
+    windows: Sequence[tuple[int, int]],
+) -> str:
+    """The markdown this script prints (see the module docstring)."""
+    trends = lead_trends(read_curves_csv(folder / "curves.csv"), treatment, control, from_step, to_step)
+    lines = [
+        f"| from step {from_step} to {to_step} (points) | mean [95 % t] | per seed |",
+        "|---|---|---|",
+    ]
+    for name, (interval, values) in trends.items():
+        lines.append(
+            f"| {name} | {interval.mean:+.1f} [{interval.low:+.1f}, {interval.high:+.1f}] | "
+            f"{', '.join(f'{v:+.1f}' for v in values)} |"
+        )
+    if metric:
+        span = " | ".join(f"steps {a}-{b}" for a, b in windows)
+        lines += ["", f"| run | `{metric}`: {span} | last |", "|---|" + "---|" * (len(windows) + 1)]
+        for run in sorted((folder / "runs").glob("*/metrics.jsonl")):
+            means, last = metric_windows(run, metric, windows)
+            cells = " | ".join("—" if m is None else f"{m:.3f}" for m in means)
+            lines.append(f"| {run.parent.name} | {cells} | {'—' if last is None else f'{last:.3f}'} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("folder", type=Path, help="a kept comparison: curves.csv and runs/*/metrics.jsonl")
+    parser.add_argument("--treatment", required=True, help="the arm whose lead is followed")
+    parser.add_argument("--control", default="grpo", help="the arm it is paired against (default grpo)")
+    parser.add_argument("--from_step", type=int, required=True, help="the earlier evaluation step")
+    parser.add_argument("--to_step", type=int, required=True, help="the later evaluation step")
+    parser.add_argument("--metric", default=None, help="a metrics.jsonl key to show per run (default none)")
+    parser.add_argument(
+        "--windows", type=parse_window, nargs="+", default=[], help="inclusive step windows, e.g. 105-200"
+    )
+    args = parser.parse_args(argv)
+    if not (args.folder / "curves.csv").is_file():
+        parser.error(f"{args.folder}: no curves.csv (run psgrpo compare ... --report_only true first)")
+    if args.from_step >= args.to_step:
+        parser.error(f"--from_step {args.from_step} must come before --to_step {args.to_step}")
+    if args.metric and not args.windows:
+        parser.error("--metric needs --windows, e.g. --windows 105-200 205-240")
+    try:
+        text = report(
+            args.folder, args.treatment, args.control, args.from_step, args.to_step, args.metric, args.windows
+        )
+    except ValueError as err:
+        parser.error(str(err))
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

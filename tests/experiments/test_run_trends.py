@@ -1,0 +1,85 @@
+"""experiments/run_trends.py: the exploratory figures of a kept comparison between two evaluation steps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from psgrpo.compare.intervals import mean_interval
+from psgrpo.compare.report import write_curves_csv
+
+KEPT = Path(__file__).resolve().parents[2] / "experiments" / "runs" / "hard-240-confirm"
+
+
+@pytest.fixture(scope="module")
+def trends(import_experiment):
+    return import_experiment("run_trends")
+
+
+def _folder(tmp_path: Path) -> Path:
+    """Two arms, three seeds, accuracy at steps 0/10/20; one run's metrics.jsonl."""
+    accuracy = {  # (arm, seed) → accuracy at steps 10 and 20
+        ("grpo", 1): (0.30, 0.35), ("grpo", 2): (0.28, 0.30), ("grpo", 3): (0.31, 0.36),
+        ("ps", 1): (0.34, 0.36), ("ps", 2): (0.33, 0.30), ("ps", 3): (0.32, 0.40),
+    }  # fmt: skip
+    rows = [
+        {"method": arm, "seed": seed, "step": step, "accuracy": value}
+        for (arm, seed), (at10, at20) in accuracy.items()
+        for step, value in ((0, 0.2), (10, at10), (20, at20))
+    ]
+    write_curves_csv(rows, tmp_path / "curves.csv")
+    run = tmp_path / "runs" / "ps-seed1"
+    run.mkdir(parents=True)
+    records = [{"step": 0, "heldout/accuracy": 0.2}] + [{"step": s, "m": s / 100} for s in (5, 10, 15, 20)]
+    (run / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    return tmp_path
+
+
+def test_gains_and_the_lead_change_by_hand(trends, tmp_path, capsys):
+    folder = _folder(tmp_path)
+    argv = [str(folder), "--treatment", "ps", "--from_step", "10", "--to_step", "20",
+            "--metric", "m", "--windows", "5-10", "15-20", "30-40"]  # fmt: skip
+    assert trends.main(argv) == 0
+    out = capsys.readouterr().out
+    control = [5.0, 2.0, 5.0]  # points, seeds 1-3
+    treatment = [2.0, -3.0, 8.0]
+    for name, values in (
+        ("grpo gain", control),
+        ("ps gain", treatment),
+        ("lead change", [t - c for t, c in zip(treatment, control, strict=True)]),
+    ):
+        interval = mean_interval(values)
+        line = next(row for row in out.splitlines() if row.startswith(f"| {name} |"))
+        assert f"{interval.mean:+.1f} [{interval.low:+.1f}, {interval.high:+.1f}]" in line
+        assert line.endswith(", ".join(f"{v:+.1f}" for v in values) + " |")
+    # the metric's mean over each window's logged steps (none in 30-40), and its last value
+    assert "| ps-seed1 | 0.075 | 0.175 | — | 0.200 |" in out
+
+
+def test_the_kept_240_step_comparison_gives_its_readmes_figures(trends, capsys):
+    argv = [str(KEPT), "--treatment", "ps-ref-bin", "--from_step", "120", "--to_step", "240",
+            "--metric", "diag/unnecessary_step_frac", "--windows", "105-200", "205-240"]  # fmt: skip
+    assert trends.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "| grpo gain | +2.8 [+2.0, +3.6] |" in out and "| ps-ref-bin gain | +1.7 [-1.9, +5.3] |" in out
+    assert "| lead change | -1.1 [-5.1, +2.9] |" in out
+    assert "| ps-ref-bin-seed39 | 0.107 | 0.384 | 0.634 |" in out
+    assert "| ps-ref-bin-seed42 | 0.097 | 0.161 | 0.236 |" in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--from_step", "20", "--to_step", "10"], "--from_step 20 must come before --to_step 10"),
+        (["--from_step", "10", "--to_step", "20", "--windows", "9-3"], "'9-3': expected 0 <= FIRST <= LAST"),
+        (["--from_step", "10", "--to_step", "20", "--metric", "m"], "--metric needs --windows"),
+        (["--from_step", "10", "--to_step", "30"], "fewer than 2 seeds have both 'ps' and 'grpo'"),
+    ],
+)
+def test_bad_input_is_one_line(trends, tmp_path, capsys, extra, message):
+    with pytest.raises(SystemExit) as exit_info:
+        trends.main([str(_folder(tmp_path)), "--treatment", "ps", *extra])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
