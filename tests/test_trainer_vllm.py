@@ -4,6 +4,8 @@ and a missing vLLM is a clear error before anything is loaded. vLLM itself is no
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from trl import ModelConfig, TrlParser
 from trl.import_utils import is_vllm_available
@@ -49,5 +51,5 @@ def test_colocate_mode_from_flags(tmp_path):
 def test_missing_vllm_is_a_clear_error_before_loading(tmp_path):
     args = ProcessGRPOConfig(output_dir=str(tmp_path), use_cpu=True, use_vllm=True, vllm_mode="colocate")
     # The model path does not exist: the error must come before any attempt to load it.
-    with pytest.raises(ImportError, match=r"pip install 'psgrpo\[vllm\]'"):
+    with pytest.raises(ImportError, match=re.escape("pip install -e '.[vllm]' in psgrpo's folder")):
         ProcessGRPOTrainer(model=str(tmp_path / "no-such-model"), args=args)
