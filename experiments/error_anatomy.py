@@ -53,19 +53,22 @@ def anatomy(completion: str, solution: str, answer: str, error_type: str) -> Ana
     """Compare one graded completion (``error_type`` from ``psgrpo eval``) with its gold solution."""
     segmenter = get_segmenter("markers")
     steps = [completion[start:end] for start, end in segmenter(completion)]
-    verdicts = [v for v in score_steps(steps, extract_answer(completion)) if v.correct is not None]
+    # every step, as the verifier sees them: a verdict's depends_on indexes this list, so steps without
+    # equations are left out only after the path is traced (dropping them first misplaces the links)
+    verdicts = score_steps(steps, extract_answer(completion))
     reference = reference_values(solution, answer)
     final = answer_value(answer)
     flags = on_reference(verdicts, reference)
+    with_equations = [j for j, v in enumerate(verdicts) if v.correct is not None]
     prefix = (  # every step right and on the gold path, until the final-answer rule clears the last
         error_type != "correct"
         and bool(reference)
         and final is not None
-        and all(v.correct == 1.0 for v in verdicts)
-        and all(flags)
+        and all(verdicts[j].correct == 1.0 for j in with_equations)
+        and all(flags[j] for j in with_equations)
         and stops_short(verdicts, flags, final)
     )
-    return Anatomy(error_type, len(verdicts), sum(reference.values()), prefix)
+    return Anatomy(error_type, len(with_equations), sum(reference.values()), prefix)
 
 
 def read_samples(path: Path, rows: Any) -> list[Anatomy]:
@@ -129,7 +132,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
     pairs = [item.split("=", 1) for item in args.samples]
     if any(len(pair) != 2 or not pair[0] for pair in pairs):
         parser.error("each samples argument is LABEL=PATH, e.g. grpo-seed0=outputs/eval-grpo/samples.jsonl")
-    rows = load_task_split(TaskConfig(dataset=args.dataset), args.split)
+    paths = [Path(path) for _, joined in pairs for path in joined.split(",")]
+    for path in paths:
+        if not path.is_file():
+            parser.error(f"{path}: no such file (psgrpo eval --output_dir DIR writes DIR/samples.jsonl)")
+    # as many rows as the evaluation used (psgrpo eval's --max_eval_examples), not the split's default size
+    last = max(json.loads(line)["prompt_index"] for path in paths for line in path.open() if line.strip())
+    rows = load_task_split(TaskConfig(dataset=args.dataset), args.split, limit=last + 1)
     summaries = {
         label: summary([a for path in paths.split(",") for a in read_samples(Path(path), rows)])
         for label, paths in pairs

@@ -45,6 +45,24 @@ def test_each_kind_of_wrong_answer(anatomy):
     assert "| x | 4 | 0.250 | 0.500 | 0.250 | 0.250 | -0.50 |" in anatomy.markdown({"x": s})
 
 
+def test_a_step_without_equations_between_linked_steps_keeps_the_links(anatomy):
+    """A drifting policy wrote this (arith-hard, 240 steps): ``11 1 9 = 2`` states no equation the
+    verifier reads. Dropping it before the path was traced shifted every later step's ``depends_on``
+    (an IndexError here, misplaced links elsewhere); the reference verifier scores it as written."""
+    gold = (
+        "<reasoning>\nStep 1: 13 - 6 = 7\nStep 2: 7 + 4 = 11\nStep 3: 11 - 1 = 10\nStep 4: 10 - 6 = 4\n"
+        "Step 5: 4 - 2 = 2\nStep 6: 2 - 1 = 1\nStep 7: 11 + 9 = 20\nStep 8: 1 * 2 = 2\nStep 9: 2 * 2 = 4\n"
+        "</reasoning>\n<answer>4</answer>"
+    )
+    completion = _completion(
+        "13 - 6 = 7", "7 + 1 = 8", "8 - 6 = 2", "2 - 2 = 1", "1 - 1 = = 1", "11 1 9 = 2", "2 * 2 = 4",
+        "4 * 2 = 8", answer="8",
+    )  # fmt: skip
+    result = anatomy.anatomy(completion, gold, "4", "calculation")
+    assert (result.error_type, result.gold_path, result.stops_short) == ("calculation", 8, False)
+    assert result.steps == 6  # the steps with equations (steps 5 and 6 have none the verifier reads)
+
+
 def test_reads_psgrpo_eval_samples_and_refuses_another_dataset(anatomy, tmp_path, capsys):
     rows = load_task_split(TaskConfig(dataset="arith-hard"), "test", 3)
     records = [
@@ -62,3 +80,23 @@ def test_reads_psgrpo_eval_samples_and_refuses_another_dataset(anatomy, tmp_path
         anatomy.main(["--dataset", "arith", f"gold={path}"])
     with pytest.raises(SystemExit):
         anatomy.main(["--dataset", "arith-hard", str(path)])  # no LABEL=
+
+
+def test_reads_the_rows_a_1000_problem_evaluation_used(anatomy, tmp_path, capsys):
+    """psgrpo eval --max_eval_examples 1000 (the docstring's command) writes rows past the split's default 200."""
+    rows = load_task_split(TaskConfig(dataset="arith-hard"), "test", 1000)
+    records = [
+        {
+            "prompt_index": i,
+            "prompt": rows[i]["prompt"],
+            "completion": rows[i]["solution"],
+            "error_type": "correct",
+        }
+        for i in (0, 998, 999)
+    ]
+    path = tmp_path / "samples.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert anatomy.main(["--dataset", "arith-hard", f"last={path}"])["last"]["accuracy"] == 1.0
+    with pytest.raises(SystemExit):
+        anatomy.main(["--dataset", "arith-hard", f"gone={tmp_path / 'missing.jsonl'}"])
+    assert "missing.jsonl: no such file" in capsys.readouterr().err

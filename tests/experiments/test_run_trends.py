@@ -67,6 +67,10 @@ def test_the_kept_240_step_comparison_gives_its_readmes_figures(trends, capsys):
     assert "| lead change | -1.1 [-5.1, +2.9] |" in out
     assert "| ps-ref-bin-seed39 | 0.107 | 0.384 | 0.634 |" in out
     assert "| ps-ref-bin-seed42 | 0.097 | 0.161 | 0.236 |" in out
+    argv[argv.index("diag/unnecessary_step_frac")] = "ps/frac_steps_no_equation"  # the steps it cannot read
+    assert trends.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "| ps-ref-bin-seed39 | 0.010 | 0.107 | 0.231 |" in out and "| grpo-seed39 | — | — | — |" in out
 
 
 @pytest.mark.parametrize(
