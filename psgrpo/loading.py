@@ -160,9 +160,8 @@ def resolve_device(device: str, option: str = "--device") -> str:
     elif parsed.type != "cpu":  # hpu, xla …: usable where their torch extension is installed and sees one
         try:
             torch.empty(0, device=parsed)
-        except (
-            Exception
-        ) as err:  # RuntimeError, ImportError (torch.hpu …), AssertionError: each torch says it its way
+        # RuntimeError, ImportError (torch.hpu …), AssertionError: each torch build says it its own way
+        except Exception as err:
             reason = (str(err).strip() or type(err).__name__).splitlines()[0].split(". ")[0][:120]
             raise ValueError(
                 f"{option} {device}: torch sees no {parsed.type} device here ({reason}); use 'auto' or 'cpu'"

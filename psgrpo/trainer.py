@@ -103,8 +103,8 @@ class ProcessGRPOTrainer(
             )
         if args.use_vllm and not is_vllm_available():  # TRL would only notice after loading everything
             raise ImportError(
-                f"use_vllm=True needs vLLM, which is not installed: {VLLM_INSTALL} in psgrpo's folder (a CUDA machine), "
-                "or drop --use_vllm to generate with transformers"
+                f"use_vllm=True needs vLLM, which is not installed: {VLLM_INSTALL} in psgrpo's folder "
+                "(a CUDA machine), or drop --use_vllm to generate with transformers"
             )
         check_compiled_generation(args)
         self.method_spec = get_method(args.method)  # everything about the method: psgrpo/<method>/spec.py

@@ -1,8 +1,8 @@
 """Optional vLLM backend of held-out evaluation (``psgrpo eval --backend vllm``).
 
 vLLM is not a dependency of psgrpo (it needs a CUDA machine); install it with
-``pip install -e '.[vllm]'`` in psgrpo's folder. Prompts arrive as token ids, built by the same code as the
-``hf`` backend (chat template included), so both backends see identical prompts::
+``pip install -e '.[vllm]'`` in psgrpo's folder. Prompts arrive as token ids, built by the same code
+as the ``hf`` backend (chat template included), so both backends see identical prompts::
 
     texts, lengths = generate_with_vllm("outputs/demo", prompt_ids, num_samples=8, do_sample=True,
                                         temperature=0.7, seed=0)
@@ -24,7 +24,8 @@ def import_vllm() -> ModuleType:
     except ImportError as err:
         raise ImportError(
             f"backend 'vllm' needs the vllm package, which is not installed: install it with `{VLLM_INSTALL}` "
-            "in psgrpo's folder (on a machine with a CUDA GPU), or evaluate with the default backend 'hf' (transformers generate)"
+            "in psgrpo's folder (on a machine with a CUDA GPU), or evaluate with the default backend 'hf' "
+            "(transformers generate)"
         ) from err
     return vllm
 
