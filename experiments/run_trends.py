@@ -25,13 +25,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from preregistered import values_at
+
 from psgrpo.compare.intervals import Interval, mean_interval
 from psgrpo.compare.report import read_curves_csv
-
-
-def accuracy_by_seed(rows: Sequence[dict], method: str, step: int) -> dict[int, float]:
-    """``seed → accuracy`` of ``method`` at evaluation ``step``."""
-    return {r["seed"]: r["accuracy"] for r in rows if r["method"] == method and r["step"] == step}
 
 
 def lead_trends(
@@ -40,7 +37,7 @@ def lead_trends(
     """Each arm's gain and the lead's change from ``from_step`` to ``to_step``: name → (interval, per seed),
     in accuracy points, over the seeds both arms have at both steps (sorted)."""
     points = {
-        (arm, step): accuracy_by_seed(rows, arm, step)
+        (arm, step): values_at(rows, arm, step, "accuracy")
         for arm in (treatment, control)
         for step in (from_step, to_step)
     }
