@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from distributed_worker import CONFIGS, global_batch, run_config
+from launcher import run_launch
 from trainer_helpers import save_tiny_model
 from transformers import AutoModelForCausalLM
 
@@ -53,7 +53,7 @@ def two_process_run(model_dir) -> Path:
         sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={WORLD_SIZE}",
         str(TESTS_DIR / "distributed_worker.py"), str(out), str(model_dir),
     ]  # fmt: skip
-    result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    result = run_launch(command, env=env, cwd=ROOT, timeout=600)
     assert result.returncode == 0, f"2-process run failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
     return out
 

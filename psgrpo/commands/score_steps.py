@@ -165,6 +165,7 @@ def run_score_steps(cfg: ScoreStepsConfig) -> dict[str, Any]:
     warn_unused_threshold(cfg, scorer)
     without_gold = [row for row in rows if not row.gold]
     groups = generator_groups(rows)
+    read_shares(scorer)  # from here on: what it reads in these rows
     seconds: dict[str, float] = {}
     for name, group in groups.items():  # one generator at a time, so each gets its own timing
         start = time.perf_counter()
@@ -180,6 +181,7 @@ def run_score_steps(cfg: ScoreStepsConfig) -> dict[str, Any]:
         "solutions_without_gold": len(without_gold),
         "without_gold": policy if without_gold else "none",
         "scorer_load_seconds": load_seconds,
+        "scorer_read": read_shares(scorer),
         "by_generator": (
             {name: _metrics(group, seconds[name]) for name, group in groups.items()}
             if len(groups) > 1
@@ -190,6 +192,17 @@ def run_score_steps(cfg: ScoreStepsConfig) -> dict[str, Any]:
         "config": asdict(cfg),
     }
     return {"summary": summary, "rows": rows}
+
+
+def read_shares(scorer: Any) -> dict[str, Any] | None:
+    """What a rule-based scorer read in the steps it scored since its counts were last taken:
+    ``counts`` (steps, steps with no equation, with a garbled one …) and their ``metrics`` (the
+    trainer's ``ps/frac_steps_*``); ``None`` for a scorer that counts nothing (a PRM, a callable)."""
+    pop, to_metrics = getattr(scorer, "pop_counts", None), getattr(scorer, "count_metrics", None)
+    if not (callable(pop) and callable(to_metrics)):
+        return None
+    counts = pop()
+    return {"counts": counts, "metrics": to_metrics(counts)}
 
 
 def warn_unused_threshold(cfg: ScoreStepsConfig, scorer: Any) -> None:
@@ -281,6 +294,14 @@ def markdown_table(summary: dict[str, Any], scorer_name: str) -> str:
     rows += [_table_row(f"{scorer_name}, {name}", m) for name, m in summary.get("by_generator", {}).items()]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
+    if (read := summary.get("scorer_read")) and read["counts"].get("steps"):
+        counts = read["counts"]
+        lines.append(
+            f"\nSteps as {scorer_name!r} read them: {counts['steps']:,} steps, "
+            f"{counts['no_equation']:,} with no equation ({_rate(counts['no_equation'] / counts['steps'])}), "
+            f"{counts.get('garbled', 0):,} with a garbled one (numbers with the operators missing: 9 2 1 = 8), "
+            f"{counts.get('unparsed_equations', 0):,} runs of arithmetic given up on."
+        )
     if summary["solutions_without_gold"]:
         lines.append(
             f"\n{summary['solutions_without_gold']} of {summary['solutions_in_file']} solutions found no gold "

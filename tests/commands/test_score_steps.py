@@ -129,6 +129,29 @@ def test_reference_end_to_end(files, tmp_path, capsys):
         "| 2 / 0 / 0 / 0 |" in printed
     )
     assert "1 of 4 solutions found no gold problem: skipped" in printed
+    # What the verifier read: one prose step ("Janet has 16 eggs and uses 3 ..."), nothing garbled.
+    assert (
+        summary["scorer_read"]["counts"] | {"steps": 7, "no_equation": 1, "garbled": 0}
+        == summary["scorer_read"]["counts"]
+    )
+    assert "7 steps, 1 with no equation (14.3 %), 0 with a garbled one" in printed
+
+
+def test_a_garbled_step_is_flagged_where_it_is_and_counted(tmp_path, capsys):
+    """Numbers with the operators missing (``16 3 4 = 9``) are a false equation, not prose a rule-based
+    scorer passes over."""
+    garbled = {
+        **SOLUTIONS[1],
+        "id": "ducks-garbled",
+        "steps": ["Janet sells 16 3 4 = 9 eggs.", "She makes 9 * 2 = $18."],
+    }
+    garbled["label"], garbled["final_answer_correct"] = 0, False
+    data, gold = write_jsonl(tmp_path / "s.jsonl", [garbled]), write_jsonl(tmp_path / "g.jsonl", GOLD)
+    for scorer in ("reference", "arithmetic"):
+        summary = run_score_steps(ScoreStepsConfig(data=str(data), gold=str(gold), step_scorer=scorer))[
+            "summary"
+        ]
+        assert (summary["exact"], summary["scorer_read"]["counts"]["garbled"]) == (1, 1), scorer
 
 
 def test_predictions_follow_the_flag_rule_and_metrics_follow_predictions(files):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from launcher import run_launch
 from trainer_helpers import length_reward, record_batches, tiny_run_args
 
 import psgrpo.eval.heldout as heldout_module
@@ -200,7 +200,7 @@ def test_two_process_run_evaluates_on_main_and_does_not_hang(tmp_path):
         "--report_to", "none", "--save_strategy", "no", "--logging_steps", "1", "--disable_tqdm", "true",
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(repo)}
-    done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    done = run_launch(command, env=env, cwd=repo, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     heldout = _heldout(read_metrics(out))
     assert [r["step"] for r in heldout] == [0, 1, 2]

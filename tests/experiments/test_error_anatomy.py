@@ -46,9 +46,10 @@ def test_each_kind_of_wrong_answer(anatomy):
 
 
 def test_a_step_without_equations_between_linked_steps_keeps_the_links(anatomy):
-    """A drifting policy wrote this (arith-hard, 240 steps): ``11 1 9 = 2`` states no equation the
-    verifier reads. Dropping it before the path was traced shifted every later step's ``depends_on``
-    (an IndexError here, misplaced links elsewhere); the reference verifier scores it as written."""
+    """A drifting policy wrote this (arith-hard, 240 steps): ``1 - 1 = = 1`` states no equation the
+    verifier reads (``11 1 9 = 2`` is a garbled one, read as false). Dropping such a step before the path
+    was traced shifted every later step's ``depends_on`` (an IndexError here, misplaced links elsewhere);
+    the reference verifier scores it as written."""
     gold = (
         "<reasoning>\nStep 1: 13 - 6 = 7\nStep 2: 7 + 4 = 11\nStep 3: 11 - 1 = 10\nStep 4: 10 - 6 = 4\n"
         "Step 5: 4 - 2 = 2\nStep 6: 2 - 1 = 1\nStep 7: 11 + 9 = 20\nStep 8: 1 * 2 = 2\nStep 9: 2 * 2 = 4\n"
@@ -60,7 +61,7 @@ def test_a_step_without_equations_between_linked_steps_keeps_the_links(anatomy):
     )  # fmt: skip
     result = anatomy.anatomy(completion, gold, "4", "calculation")
     assert (result.error_type, result.gold_path, result.stops_short) == ("calculation", 8, False)
-    assert result.steps == 6  # the steps with equations (steps 5 and 6 have none the verifier reads)
+    assert result.steps == 7  # the steps with equations (step 5 has none the verifier reads)
 
 
 def test_reads_psgrpo_eval_samples_and_refuses_another_dataset(anatomy, tmp_path, capsys):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 import torch
@@ -20,6 +21,7 @@ from psgrpo.ps.credit_gaming import (
     unit_steps,
 )
 from psgrpo.ps.credit_gaming import Step as ArithStep
+from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier
 from psgrpo.ps.scorers.reference import ReferenceVerifier
 from psgrpo.ps.segmentation import get_segmenter
 from psgrpo.ps.signal import resolve_process_mode
@@ -145,3 +147,29 @@ def test_a_solution_that_stops_short_is_blamed_at_its_last_step_by_the_reference
     assert torch.all(blamed[last_step:] < outcome_only[last_step:])  # the omission is blamed where it happens
     assert blamed[:last_step].mean() > blamed[last_step:].mean()  # its right first step is blamed less
     assert judged_alone.mean() > -0.1  # the old rule: close to no blame at all for a wrong answer
+
+
+@pytest.mark.parametrize(
+    "scorer",
+    [ArithmeticVerifier(), ReferenceVerifier(), ReferenceVerifier(correct_weight=0.0, reference_weight=1.0)],
+    ids=["arithmetic", "reference", "reference 0/1"],
+)
+def test_a_wrong_solution_gains_nothing_by_garbling_its_wrong_steps(char_tokenizer, scorer):
+    """What a ``ps-ref-bin`` policy learned past 200 steps on arith-hard (docs/learning.md): write the
+    operators as digits (``15 2 7 = 8``). Read as prose, such a step scored the neutral 0.5, above a wrong
+    step's 0 under the 0/1 weights; read as a false equation it earns no more than the honest mistake."""
+    for problem in PROBLEMS:
+        honest = completion([str(step) for step in problem.steps], problem.answer)
+        wrong = completion(problem.wrong, problem.wrong_answer)
+        garbled_steps = [problem.wrong[0]] + [re.sub(r" [-+*] ", " 2 ", step) for step in problem.wrong[1:]]
+        garbled = completion(garbled_steps, problem.wrong_answer)
+        assert all(re.search(r"\d \d+ \d+ = \d", step) for step in garbled_steps[1:])
+        credit = token_credit(
+            [honest, wrong, garbled], [str(problem.answer)] * 3, char_tokenizer, scorer, "step", 3,
+            solutions=[honest] * 3,
+        )  # fmt: skip
+        assert credit[2].mean() <= credit[1].mean() + 1e-6, problem.question
+        scores = scorer([problem.question], [garbled_steps], solution=[honest], answer=[str(problem.answer)])[
+            0
+        ]
+        assert all(score < scorer.neutral_score for score in scores[1:])  # a false equation, not prose

@@ -29,9 +29,9 @@ def test_step_metrics_without_counts_keep_the_old_keys():
 
 def test_step_metrics_tokens_per_step_and_verifier_shares():
     counts = [
-        {"steps": 6, "no_equation": 1, "noop": 1, "unnecessary": 2, "unparsed_equations": 3},
+        {"steps": 6, "no_equation": 1, "noop": 1, "unnecessary": 2, "garbled": 1, "unparsed_equations": 3},
         None,  # a process whose scorer counts nothing is skipped
-        {"steps": 4, "no_equation": 1, "noop": 0, "unnecessary": 0, "unparsed_equations": 0},
+        {"steps": 4, "no_equation": 1, "noop": 0, "unnecessary": 0, "garbled": 1, "unparsed_equations": 0},
     ]
     metrics = step_metrics(
         [[1.0] * 3, [1.0] * 2], 0.5, step_tokens=[[10, 20, 30], [5, 5]], counts=counts,
@@ -41,12 +41,13 @@ def test_step_metrics_tokens_per_step_and_verifier_shares():
     assert metrics["ps/frac_steps_no_equation"] == pytest.approx(0.2)
     assert metrics["ps/frac_steps_noop"] == pytest.approx(0.1)
     assert metrics["ps/frac_steps_unnecessary"] == pytest.approx(0.2)
+    assert metrics["ps/frac_steps_garbled"] == pytest.approx(0.2)
     assert metrics["ps/unparsed_equations"] == 3.0
     empty = step_metrics(
         [[]],
         0.5,
         step_tokens=[[]],
-        counts=[{"steps": 0, "no_equation": 0, "noop": 0, "unnecessary": 0, "unparsed_equations": 0}],
+        counts=[{"steps": 0, "no_equation": 0, "noop": 0, "unnecessary": 0, "garbled": 0, "unparsed_equations": 0}],
         count_metrics=VerifierCounts.metrics,
     )
     assert math.isnan(empty["ps/tokens_per_step"]) and math.isnan(empty["ps/frac_steps_noop"])
@@ -62,6 +63,7 @@ def test_scorer_counts_come_from_the_verifier_only():
         "no_equation": 0,
         "noop": 1,
         "unnecessary": 1,
+        "garbled": 0,
         "unparsed_equations": 0,
     }
     assert (

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from launcher import run_launch
 
 from psgrpo.checkpoints.atomic import MARKER, incomplete_reason
 
@@ -29,7 +29,7 @@ def test_two_processes_share_bank_rescues_and_reward_statistics(tmp_path):
         str(SCRIPT),
         str(tmp_path),
     ]
-    result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    result = run_launch(command, env=env, cwd=ROOT, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     rank0, rank1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
     for key in ("rescued", "bank", "reward_norm"):

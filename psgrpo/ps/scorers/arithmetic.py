@@ -10,7 +10,9 @@ parser, never ``eval``) and scores the step (DeepSeekMath-style process reward, 
     # [[1.0, 1.0, 0.5]]
 
 * **correct**: the fraction of the step's equations that hold; a step without equations gets the
-  neutral score instead.
+  neutral score instead. Numbers with the operators missing before ``=`` (``9 2 1 = 8``) are a
+  garbled equation, which never holds, not prose
+  (:func:`~psgrpo.ps.scorers.equations.garbled_equations`).
 * **necessary**: the step's result lies on the dependency path to the final answer, and the step
   is not a no-op (``12 + 0 = 12``, ``12 * 1 = 12`` padding a computed 12; ``3 customers × 1 DVD
   each = 3 DVDs`` that the solution then uses is work): :mod:`psgrpo.ps.scorers.dependencies`. Without
@@ -108,13 +110,15 @@ def score_steps(steps: Sequence[str], final_answer: str | None, rel_tol: float =
 @dataclass
 class VerifierCounts:
     """What the verifier saw in the steps it scored: steps, and among them those with no equation,
-    no-ops, those with equations but off the dependency path (no-ops included), and runs of
-    arithmetic it gave up on (``unparsed_equations``)."""
+    no-ops, those with equations but off the dependency path (no-ops included), those with a
+    garbled equation (``9 2 1 = 8``: numbers with the operators missing, scored as false), and runs
+    of arithmetic it gave up on (``unparsed_equations``)."""
 
     steps: int = 0
     no_equation: int = 0
     noop: int = 0
     unnecessary: int = 0
+    garbled: int = 0
     unparsed_equations: int = 0
 
     def add(self, verdicts: Sequence[StepScore]) -> None:
@@ -123,18 +127,19 @@ class VerifierCounts:
         self.no_equation += sum(v.correct is None for v in verdicts)
         self.noop += sum(v.noop for v in verdicts)
         self.unnecessary += sum(v.correct is not None and not v.necessary for v in verdicts)
+        self.garbled += sum(any(eq.garbled for eq in v.equations) for v in verdicts)
         self.unparsed_equations += sum(v.unparsed for v in verdicts)
 
     @classmethod
     def metrics(cls, totals: dict[str, int]) -> dict[str, float]:
         """The logged metrics (``ps/<name>``) of counts summed over processes: shares of the steps
-        scored (``frac_steps_no_equation|noop|unnecessary``, NaN without steps) and the runs of
+        scored (``frac_steps_no_equation|noop|unnecessary|garbled``, NaN without steps) and the runs of
         arithmetic given up on (``unparsed_equations``)."""
         steps = totals["steps"]
         shares = {f"frac_steps_{key}": totals[key] / steps if steps else math.nan for key in cls.STEP_KINDS}
         return shares | {"unparsed_equations": float(totals["unparsed_equations"])}
 
-    STEP_KINDS = ("no_equation", "noop", "unnecessary")
+    STEP_KINDS = ("no_equation", "noop", "unnecessary", "garbled")
     """Counts of steps, logged as shares of the steps scored."""
 
 

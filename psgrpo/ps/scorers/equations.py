@@ -57,6 +57,8 @@ class Equation:
     through unchanged (``12 + 0``, ``12 * 1``, see :func:`pass_through`); then the left side's other
     numbers, which make it a no-op unless one of them was computed by an earlier step.
     ``lhs_tree``: the parsed left side (for :func:`~psgrpo.ps.scorers.expressions.partial_values`).
+    ``garbled``: the left side is numbers side by side with no operator between them (``9 2 1 = 8``,
+    see :func:`garbled_equations`); such an equation never holds and its ``lhs_value`` is ``None``.
     """
 
     lhs_text: str
@@ -66,6 +68,7 @@ class Equation:
     holds: bool
     passes_through: tuple[Fraction, ...] | None = None
     lhs_tree: Expr | None = field(default=None, compare=False, repr=False)
+    garbled: bool = False
 
 
 # --------------------------------------------------------------------------- equality
@@ -296,6 +299,38 @@ def _chains(text: str, tokens: Sequence[Token], start: int, end: int, budget: Bu
     return [chain for chain in chains if len(chain) >= 2 and any(has_operator(side.tree) for side in chain)]
 
 
+def garbled_equations(
+    text: str, run: Sequence[Token], chains: Sequence[Sequence[_Side]]
+) -> list[tuple[Equation, Token]]:
+    """Equations of the math run ``run`` whose left side is numbers with the operators missing.
+
+    ``9 2 1 = 8``: two or more numbers side by side, nothing but spaces between them, then ``=``
+    and a number, and no equation read across that ``=`` (:func:`_chains`). It is an equation
+    that does not hold (``garbled``), not prose: read as prose it would score a step's neutral
+    score, above a wrong step's, and a policy trained on a reference verifier learned to write
+    such steps (docs/learning.md). Real solutions do not write them: none of the 4,056 steps of
+    the labelled GSM8K dev files, plain or in LaTeX, nor a gold GSM8K line (docs/scorers.md).
+
+    Returns:
+        ``(equation, right-side token)`` per garbled ``=``, in order.
+    """
+    covered = [(chain[0].tokens[0].start, chain[-1].tokens[-1].end) for chain in chains]
+    found: list[tuple[Equation, Token]] = []
+    left: list[Token] = []
+    for i, token in enumerate(run):
+        if token.kind != "eq":
+            left.append(token)
+            continue
+        rhs = run[i + 1] if i + 1 < len(run) else None
+        numbers_only = len(left) >= 2 and all(t.kind == "num" for t in left)
+        if numbers_only and rhs is not None and rhs.kind == "num" and not any(a <= token.start < b for a, b in covered):
+            if (value := number_value(rhs.text)) is not None:
+                lhs_text = text[left[0].start : left[-1].end]
+                found.append((Equation(lhs_text, rhs.text, None, value, False, garbled=True), rhs))
+        left = []
+    return found
+
+
 def _annotation_equations(body: str, rel_tol: float, budget: Budget) -> tuple[list[Equation], list[Fraction]]:
     """Equations and operand numbers of one calculator annotation; nothing if it is not all arithmetic."""
     tokens = tokenize(body)
@@ -353,6 +388,10 @@ def extract_step(text: str, rel_tol: float = 1e-6) -> StepEquations:
         equations += [equation for equation, _ in judged]
         results += [(b.tokens[-1].end, eq.rhs_value) for eq, b in judged if eq.rhs_value is not None]
         final_sides |= {token.start for chain in chains for token in chain[-1].tokens}
+        for equation, rhs in garbled_equations(prose, tokens[start:end], chains):
+            equations.append(equation)
+            results.append((rhs.end, equation.rhs_value))
+            final_sides.add(rhs.start)
     for i, token in enumerate(tokens):
         if token.kind == "num" and token.start not in final_sides:
             values = written_numbers(token.text)

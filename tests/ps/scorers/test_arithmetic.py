@@ -140,7 +140,7 @@ def test_hostile_steps_next_to_honest_ones_leave_the_honest_verdicts_alone():
     ]
     assert verifier(["Q"], [steps]) == [pytest.approx([1.0, 0.5, 1.0])]
     assert verifier.pop_counts() == {
-        "steps": 3, "no_equation": 1, "noop": 0, "unnecessary": 0, "unparsed_equations": 1
+        "steps": 3, "no_equation": 1, "noop": 0, "unnecessary": 0, "garbled": 0, "unparsed_equations": 1
     }  # fmt: skip
     assert verifier.pop_counts()["steps"] == 0  # popping resets
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from psgrpo.ps.scorers.equations import Equation, extract_equations
+from psgrpo.ps.scorers.equations import Equation, extract_equations, extract_step
 
 
 def holds(text: str) -> list[bool]:
@@ -180,3 +180,48 @@ def test_a_spaced_minus_after_to_or_is_is_a_negative_number(text, lhs, holds):
 )
 def test_a_bullet_or_a_dash_after_to_or_is_is_no_sign(text):
     assert extract_equations(text) == []
+
+
+# --------------------------------------------------------------------------- garbled equations
+
+
+@pytest.mark.parametrize(
+    ("text", "lhs", "rhs"),
+    [
+        ("Step 5: 9 2 1 = 8", "9 2 1", 8),  # what a drifting ps-ref-bin policy wrote (docs/learning.md)
+        ("Step 6: 8 2 7 = 1\n<answer>1</answer>", "8 2 7", 1),
+        ("so 12 3 = 4 apples", "12 3", 4),
+        ("$\\( 9 \\; 2 = 7 \\)$", "9 2", 7),  # in LaTeX: read as its plain form
+    ],
+)
+def test_numbers_with_the_operators_missing_are_a_false_equation(text, lhs, rhs):
+    step = extract_step(text)
+    [eq] = step.equations
+    assert eq.lhs_text.split() == lhs.split()  # LaTeX spacing commands become spaces
+    assert (eq.rhs_value, eq.holds, eq.garbled, eq.lhs_value) == (Fraction(rhs), False, True, None)
+    assert step.results[-1][1] == Fraction(rhs)  # it states its right side, as a false equation does
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "3 1/2 + 1 = 4.5",  # a mixed number is one number
+        "It costs $1 000 = $1000",  # thousands apart by a space: one number
+        "Step 3: 7 + 5 = 12",  # the step marker's number is a label
+        "1. 7 + 5 = 12",
+        "5 3 + 2 = 7",  # an equation is read across the = (3 + 2 = 7, false)
+        "She has 12 3 = pens",  # no number on the right
+        "Scores 9 2 1, total 12",  # no =
+        "x = 5",
+    ],
+)
+def test_readable_text_is_never_garbled(text):
+    assert not any(eq.garbled for eq in extract_step(text).equations)
+
+
+def test_a_garbled_equation_beside_a_readable_one_leaves_its_verdict_alone():
+    step = extract_step("Step 2: 9 2 1 = 8, then 8 + 1 = 9")
+    assert [(eq.lhs_text, eq.holds, eq.garbled) for eq in step.equations] == [
+        ("9 2 1", False, True),
+        ("8 + 1", True, False),
+    ]
