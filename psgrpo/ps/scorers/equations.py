@@ -308,8 +308,8 @@ def garbled_equations(
     and a number, and no equation read across that ``=`` (:func:`_chains`). It is an equation
     that does not hold (``garbled``), not prose: read as prose it would score a step's neutral
     score, above a wrong step's, and a policy trained on a reference verifier learned to write
-    such steps (docs/learning.md). Real solutions do not write them: none of the 4,056 steps of
-    the labelled GSM8K dev files, plain or in LaTeX, nor a gold GSM8K line (docs/scorers.md).
+    such steps (docs/learning.md). Real solutions do not write them: none of the 4,043 steps of
+    the labelled GSM8K dev files, plain or in LaTeX (docs/scorers.md).
 
     Returns:
         ``(equation, right-side token)`` per garbled ``=``, in order.
@@ -322,7 +322,11 @@ def garbled_equations(
             left.append(token)
             continue
         rhs = run[i + 1] if i + 1 < len(run) else None
-        numbers_only = len(left) >= 2 and all(t.kind == "num" for t in left)
+        numbers_only = (
+            len(left) >= 2
+            and all(t.kind == "num" for t in left)
+            and all(text[a.end : b.start].isspace() for a, b in pairwise(left))  # not glued: 16,0000/10
+        )
         if numbers_only and rhs is not None and rhs.kind == "num" and not any(a <= token.start < b for a, b in covered):
             if (value := number_value(rhs.text)) is not None:
                 lhs_text = text[left[0].start : left[-1].end]

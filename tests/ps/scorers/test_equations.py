@@ -213,6 +213,8 @@ def test_numbers_with_the_operators_missing_are_a_false_equation(text, lhs, rhs)
         "She has 12 3 = pens",  # no number on the right
         "Scores 9 2 1, total 12",  # no =
         "x = 5",
+        "he can park 16,0000/10=16000 cars",  # glued numbers (GSM8K gold typos): unread, as before
+        "exit A is 30/100%1000 = 300 students.",
     ],
 )
 def test_readable_text_is_never_garbled(text):
