@@ -279,7 +279,7 @@ def describe_failures(step: str) -> str:
     parts = []
     for eq in extract_equations(step):
         if not eq.holds:
-            value = "÷0" if eq.lhs_value is None else format_number(eq.lhs_value)
+            value = "garbled" if eq.garbled else "÷0" if eq.lhs_value is None else format_number(eq.lhs_value)
             parts.append(f"{eq.lhs_text} = {eq.rhs_text} (lhs {value})")
     return "; ".join(parts)
 

@@ -15,6 +15,10 @@ and a result) and rewrites it in one of these conventions:
 ``--currency £`` (or ``€ ¥ ₹``) first writes every ``$`` amount of the steps in that currency; LaTeX keeps
 the sign as written (``\\(3 \\times £68 = £204\\)``), where a dollar is ``\\$``.
 
+``--markdown`` then writes each step the way a chat model formats it: its ``Step k:`` label in bold, each
+equation on a bullet line of its own (``- 3 + 4 = 7``), and with ``plain`` the equation's result in bold
+(``= **7**``); LaTeX equations keep their delimiters on the bullet line (``- \\(3 + 4 = 7\\)``).
+
 Equations it cannot delimit (words for numbers, algebra) stay as written, as they would in a
 model's LaTeX. Usage::
 
@@ -110,19 +114,42 @@ def _delimit(math: str, convention: str) -> str:
     }[convention]
 
 
-def to_latex(step: str, convention: str) -> str:
-    """One step with each plain equation rewritten in ``convention``."""
+def to_latex(step: str, convention: str, bullets: bool = False) -> str:
+    """One step with each plain equation rewritten in ``convention`` (starting a bullet line with ``bullets``)."""
+    bullet = "\n- " if bullets else ""
 
     def rewrite(match: re.Match[str]) -> str:
         unit = match["unit"] or ""
         if convention == "display" and unit.strip():
-            return _delimit(_math(match["eq"] + unit, convention), convention)
-        return _delimit(_math(match["eq"], convention), convention) + unit
+            return bullet + _delimit(_math(match["eq"] + unit, convention), convention)
+        return bullet + _delimit(_math(match["eq"], convention), convention) + unit
 
     text = _EQUATION.sub(rewrite, step)
     if convention == "double":
         text = re.sub(r"####\s*(\S+)", lambda m: f"The answer is $\\boxed{{{m.group(1)}}}$.", text)
     return text
+
+
+_CHAIN = re.compile(  # an equation and what continues it: 58 - (20 * 2) = 58 - 40 = 18
+    rf"(?P<eq>\(?{_NUM}\)?{_UNIT}(?:{_OP}\(?{_NUM}\)?{_UNIT})+\s*=\s*{_NUM}"
+    rf"(?:(?:{_OP}\(?{_NUM}\)?{_UNIT})*\s*=\s*{_NUM})*)"
+)
+
+
+def bold_label(step: str) -> str:
+    """``Step 2:`` opening a step in bold, as chat models write it."""
+    return re.sub(r"^(\s*)(Step \d+:)", r"\1**\2**", step)
+
+
+def to_markdown(step: str) -> str:
+    """One plain step as a chat model formats it: bold label, each equation (a chain whole) starting a
+    bullet line, its last result in bold (see the module)."""
+
+    def bullet(match: re.Match[str]) -> str:
+        lhs, rhs = match["eq"].rsplit("=", 1)
+        return f"\n- {lhs}= **{rhs.strip()}**"
+
+    return _CHAIN.sub(bullet, bold_label(step))
 
 
 def convention_of(row_id: object, convention: str) -> str:
@@ -138,14 +165,21 @@ def in_currency(step: str, sign: str) -> str:
     return re.sub(r"\$(?=-?\d)", sign, step) if sign != "$" else step
 
 
-def convert_rows(rows: list[dict], convention: str, currency: str = "$") -> list[dict]:
-    """Each row with its steps in ``currency``, then in LaTeX (not for ``plain``), and a ``latex_convention`` field."""
+def convert_rows(
+    rows: list[dict], convention: str, currency: str = "$", markdown: bool = False
+) -> list[dict]:
+    """Each row with its steps in ``currency``, in Markdown if asked, then in LaTeX (not for ``plain``), and a
+    ``latex_convention`` field."""
     out = []
     for row in rows:
         chosen = convention_of(row["id"], convention)
         steps = [in_currency(step, currency) for step in row["steps"]]
-        if chosen != "plain":
-            steps = [to_latex(step, chosen) for step in steps]
+        if markdown and chosen == "plain":
+            steps = [to_markdown(step) for step in steps]
+        elif chosen != "plain":
+            steps = [
+                to_latex(bold_label(step) if markdown else step, chosen, bullets=markdown) for step in steps
+            ]
         out.append({**row, "steps": steps, "latex_convention": chosen})
     return out
 
@@ -157,15 +191,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--currency", default="$", choices=CURRENCIES, help="write the steps' $ amounts in this"
     )
+    parser.add_argument("--markdown", action="store_true", help="bold labels, equations on bullet lines")
     parser.add_argument("--output", required=True)
     args = parser.parse_args(argv)
     rows = [
         json.loads(line) for path in args.data for line in Path(path).read_text().splitlines() if line.strip()
     ]
-    converted = convert_rows(rows, args.convention, args.currency)
+    converted = convert_rows(rows, args.convention, args.currency, args.markdown)
     changed = sum(new["steps"] != old["steps"] for new, old in zip(converted, rows, strict=True))
     Path(args.output).write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in converted))
-    print(f"{args.output}: {len(rows)} rows, {changed} changed ({args.convention}, {args.currency})")
+    style = f"{args.convention}, {args.currency}" + (", markdown" if args.markdown else "")
+    print(f"{args.output}: {len(rows)} rows, {changed} changed ({style})")
 
 
 if __name__ == "__main__":

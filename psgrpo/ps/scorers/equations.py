@@ -7,7 +7,9 @@ and from plain text: ``a op b = c`` and chains ``a = b = c``, in any expression
 percentages as hundredths or as written). A right side that writes decimals may round:
 ``10/3 = 3.33`` holds. Words between the numbers are read first (:mod:`psgrpo.ps.scorers.words`:
 units ``22 pens + 10 pens = 32 pens``, rates ``50 km/hr * 3``, ``20% of 80``, ``half of 30 is 15``,
-``7 times 2 equals 14``); prose without an operator and ``=`` is never an equation. Text next to a
+``7 times 2 equals 14``); prose without an operator and ``=`` is never an equation, except
+numbers with the operators missing (``9 2 1 = 8``: a garbled equation, which never holds,
+:func:`garbled_equations`). Text next to a
 variable or an operator word (``2x + 3 = 9``, ``X*25% = 19.50``, ``two-thirds of 24 * 2``) is only
 part of an expression and is skipped, and so is anything else that does not parse: it is not an
 equation. Division by zero makes an equation fail. On GSM8K's gold lines with their annotations
@@ -44,14 +46,14 @@ from psgrpo.ps.scorers.expressions import (
     tokenize,
     written_numbers,
 )
-from psgrpo.ps.scorers.latex import latex_to_text
+from psgrpo.ps.scorers.latex import to_plain
 from psgrpo.ps.scorers.words import read_words
 from psgrpo.rewards.numbers import CURRENCY_PATTERN
 
 
 @dataclass(frozen=True)
 class Equation:
-    """One stated equation ``lhs = rhs``; a value is ``None`` when it divides by zero.
+    """One stated equation ``lhs = rhs``; a value is ``None`` when it divides by zero (or is garbled).
 
     ``passes_through``: ``None``, unless the left side passes an operand equal to the right side
     through unchanged (``12 + 0``, ``12 * 1``, see :func:`pass_through`); then the left side's other
@@ -299,20 +301,38 @@ def _chains(text: str, tokens: Sequence[Token], start: int, end: int, budget: Bu
     return [chain for chain in chains if len(chain) >= 2 and any(has_operator(side.tree) for side in chain)]
 
 
+_PLAIN_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+_LINE_SPACE_RE = re.compile(r"[^\S\n]+")
+
+
+def _garbled_left(text: str, left: Sequence[Token]) -> bool:
+    """Whether ``left`` (the tokens before an ``=``) is two or more plain numbers apart by spaces on one
+    line: ``9 2 1``, not ``16,0000/10`` (glued), ``1 ½`` (a mixed number), ``12 345`` (thousands in
+    groups of three) or numbers on two lines."""
+    if len(left) < 2 or not all(t.kind == "num" and _PLAIN_NUMBER_RE.fullmatch(t.text) for t in left):
+        return False
+    if not all(_LINE_SPACE_RE.fullmatch(text[a.end : b.start]) for a, b in pairwise(left)):
+        return False
+    grouped = len(left[0].text) <= 3 and all(len(t.text) == 3 and t.text.isdigit() for t in left[1:])
+    return not grouped
+
+
 def garbled_equations(
     text: str, run: Sequence[Token], chains: Sequence[Sequence[_Side]]
 ) -> list[tuple[Equation, Token]]:
     """Equations of the math run ``run`` whose left side is numbers with the operators missing.
 
-    ``9 2 1 = 8``: two or more numbers side by side, nothing but spaces between them, then ``=``
-    and a number, and no equation read across that ``=`` (:func:`_chains`). It is an equation
-    that does not hold (``garbled``), not prose: read as prose it would score a step's neutral
-    score, above a wrong step's, and a policy trained on a reference verifier learned to write
-    such steps (docs/learning.md). Real solutions do not write them: none of the 4,043 steps of
-    the labelled GSM8K dev files, plain or in LaTeX (docs/scorers.md).
+    ``9 2 1 = 8``: two or more plain numbers side by side, nothing but spaces between them on one
+    line (:func:`_garbled_left`), then ``=`` and a number with no letter glued to it, and no
+    equation read across that ``=`` (:func:`_chains`). It is an equation that does not hold
+    (``garbled``), not prose: read as prose it would score a step's neutral score, above a wrong
+    step's, and a policy trained on a reference verifier learned to write such steps
+    (docs/learning.md). Like any false equation it states its right side as a result and uses its
+    numbers. Real solutions do not write it: none of the labelled GSM8K dev files' steps, plain or in
+    LaTeX, nor a line of GSM8K's gold solutions (docs/scorers.md).
 
     Returns:
-        ``(equation, right-side token)`` per garbled ``=``, in order.
+        ``(equation, right-side token)`` per garbled ``=``, left to right.
     """
     covered = [(chain[0].tokens[0].start, chain[-1].tokens[-1].end) for chain in chains]
     found: list[tuple[Equation, Token]] = []
@@ -322,15 +342,16 @@ def garbled_equations(
             left.append(token)
             continue
         rhs = run[i + 1] if i + 1 < len(run) else None
-        numbers_only = (
-            len(left) >= 2
-            and all(t.kind == "num" for t in left)
-            and all(text[a.end : b.start].isspace() for a, b in pairwise(left))  # not glued: 16,0000/10
-        )
-        if numbers_only and rhs is not None and rhs.kind == "num" and not any(a <= token.start < b for a, b in covered):
-            if (value := number_value(rhs.text)) is not None:
-                lhs_text = text[left[0].start : left[-1].end]
-                found.append((Equation(lhs_text, rhs.text, None, value, False, garbled=True), rhs))
+        if (
+            rhs is not None
+            and rhs.kind == "num"
+            and not re.match(r"[A-Za-z^]", text[rhs.end : rhs.end + 1])  # 3 4 = 12x: algebra, as in _is_open
+            and not any(a <= token.start < b for a, b in covered)
+            and _garbled_left(text, left)
+            and (value := number_value(rhs.text)) is not None
+        ):
+            lhs_text = text[left[0].start : left[-1].end]
+            found.append((Equation(lhs_text, rhs.text, None, value, False, garbled=True), rhs))
         left = []
     return found
 
@@ -358,11 +379,12 @@ def extract_step(text: str, rel_tol: float = 1e-6) -> StepEquations:
     Annotations ``<<expr=result>>`` are read first and replaced (with their visible result) by a
     placeholder of the same length, so the visible ``48/2 =`` before one is not a second equation
     and positions stay those of ``text``; the remaining text is scanned for plain equations.
-    Operands are all numbers except each chain's final result; step markers (``Step 2:``, and
+    Operands are all numbers except each chain's final result (and a garbled equation's right side,
+    :func:`garbled_equations`); step markers (``Step 2:``, and
     ``2.`` opening a line) are labels, not numbers of the step. A run of arithmetic beyond the
     verifier's limits adds nothing but one to ``unparsed``; this function never raises.
     """
-    text = _STEP_MARKER_RE.sub(lambda m: " " * len(m.group()), latex_to_text(text))
+    text = _STEP_MARKER_RE.sub(lambda m: " " * len(m.group()), to_plain(text))
     budget = Budget(len(text))
     equations: list[Equation] = []
     uses: list[tuple[int, Fraction]] = []

@@ -1,4 +1,4 @@
-"""LaTeX as the equation reader reads plain text: one linear, bounded rewrite of a step's text.
+"""LaTeX (and Markdown) as the equation reader reads plain text: one linear, bounded rewrite of a step's text.
 
 Models write their arithmetic in LaTeX, inside prose: ``\\(3 \\times \\$68 = \\$204\\)``,
 ``$\\frac{30}{100}\\cdot 180 = 54$``, ``\\[ 50 \\text{ km/hr} \\times 3 = 150 \\text{ km} \\]``,
@@ -20,6 +20,10 @@ Models write their arithmetic in LaTeX, inside prose: ``\\(3 \\times \\$68 = \\$
   function with its argument (``\\sqrt{16}``, ``\\log 8``, any unknown ``\\cmd{...}``) is fenced off
   as ``sqrt⟦16⟧``: words and fences are never arithmetic, so an equation holding one is left
   unread, never misread (``\\sqrt{16} + 1 = 5`` is not ``16 + 1 = 5``).
+
+Markdown (:func:`strip_markdown`): a bullet opening a line and bold (``**``, ``__``) are blanked; they
+read as a binary minus left open and as a power. :func:`to_plain` is both rewrites, what every reader of
+step text (equations, units, the reference verifier's numbers) applies first.
 
 Bounded work: one pass over the text, each character visited a bounded number of times (brace
 groups are matched by a scan that stops at :data:`MAX_GROUP_CHARS`); nothing is evaluated here.
@@ -195,3 +199,44 @@ def _power(text: str, i: int, out: list[str], depth: int) -> int:
     inner = latex_to_text(body, depth + 1) if depth < 8 else body
     out.append(f"^{inner.strip()}" if _NUMBER.fullmatch(inner) else f"^({inner})")
     return end
+
+
+_BULLET_RE = re.compile(r"^([^\S\n]*)[-*+•](?=[^\S\n])", re.MULTILINE)
+_EMPHASIS_RE = re.compile(r"\*\*|__")
+_OPERAND_AFTER_RE = re.compile(r"[^\S\n]*(?:[\d(]|\.\d)|[-−]\d")  # 2**-1: a sign only glued to its number
+
+
+def strip_markdown(text: str) -> str:
+    """``text`` with the Markdown a chat model writes around its arithmetic blanked, same length.
+
+    A bullet opening a line (``- 9 + 2 = 11``, ``* …``, ``+ …``, ``• …``) would read as a binary
+    operator left open (``x - 9 + 2 = 11``), and bold (``**Step 2:** 9 + 2 = 11``, ``= **11**``) as
+    a power: both left the equation unread, so the step scored the neutral score. ``**`` between two
+    operands stays a power (``2**10 = 1024``, ``2 ** 10``). Positions are kept (each mark becomes
+    spaces), so a step's positions stay those of its text.
+    """
+    if "*" not in text and "_" not in text and not _BULLET_RE.search(text):
+        return text
+    text = _BULLET_RE.sub(lambda m: m.group(1) + " ", text)
+
+    def operand_before(end: int) -> bool:  # a digit or ")" before ``end``, past spaces on the line
+        k = end - 1
+        while k >= 0 and text[k] in " \t":
+            k -= 1
+        return k >= 0 and (text[k].isdigit() or text[k] == ")")
+
+    def blank(match: re.Match[str]) -> str:
+        power = (
+            match.group() == "**"
+            and operand_before(match.start())
+            and _OPERAND_AFTER_RE.match(text, match.end()) is not None
+        )
+        return match.group() if power else "  "
+
+    return _EMPHASIS_RE.sub(blank, text)
+
+
+def to_plain(text: str) -> str:
+    """``text`` as the readers read it: its LaTeX rewritten (:func:`latex_to_text`), then its Markdown
+    blanked (:func:`strip_markdown`)."""
+    return strip_markdown(latex_to_text(text))

@@ -92,7 +92,7 @@ from psgrpo.ps.scorers.expressions import (
     tokenize,
     written_numbers,
 )
-from psgrpo.ps.scorers.latex import latex_to_text
+from psgrpo.ps.scorers.latex import to_plain
 from psgrpo.ps.scorers.units import result_quantities, result_quantity, unit_mismatch
 from psgrpo.ps.scorers.words import number_words
 from psgrpo.rewards.functions import extract_answer
@@ -458,7 +458,7 @@ _STEP_MARKER = re.compile(r"(?i)\bstep\s*\d+\s*[:.)-]?|^\s*\d+[.)](?=\s)")
 
 def _numbers(step: str) -> list[Fraction]:
     """The numbers a step writes, in order, its ``Step 4:`` marker left out (``Step 4: ####`` states none)."""
-    tokens = tokenize(latex_to_text(_STEP_MARKER.sub(" ", step)))
+    tokens = tokenize(to_plain(_STEP_MARKER.sub(" ", step)))
     return [value for t in tokens if t.kind == "num" and (value := number_value(t.text)) is not None]
 
 
@@ -566,7 +566,7 @@ def prompt_text(prompt: Any) -> str:
 def question_numbers(question: str) -> frozenset[Fraction]:
     """The numbers a question states (digits, number words, ``half`` ...; a percentage also as a
     fraction: ``5%`` gives 5 and 1/20), with :data:`QUESTION_CONSTANTS`."""
-    tokens = number_words(tokenize(latex_to_text(question)), anywhere=True)
+    tokens = number_words(tokenize(to_plain(question)), anywhere=True)
     found = set(QUESTION_CONSTANTS)
     for token in tokens:
         if token.kind == "num":

@@ -18,7 +18,7 @@ import re
 from fractions import Fraction
 
 from psgrpo.ps.scorers.equations import ANNOTATION_PATTERN
-from psgrpo.ps.scorers.latex import latex_to_text
+from psgrpo.ps.scorers.latex import to_plain
 from psgrpo.rewards.numbers import CURRENCY_PATTERN
 
 DIMENSIONS = {
@@ -70,7 +70,7 @@ def _mismatch(a: str, b: str) -> bool:
 def unit_mismatch(step: str) -> bool:
     """Whether the step writes a rate per one unit times a quantity in another of the same dimension
     (``50 km/hr * 3 days``), or adds or subtracts two units of one dimension (``4 feet + 3 inches``)."""
-    text = latex_to_text(step)
+    text = to_plain(step)
     if any(_mismatch(m["per"], m["unit"]) for m in _RATE.finditer(text)):
         return True
     return any(_mismatch(m["first"], m["second"]) for m in _SUM.finditer(text))
@@ -127,5 +127,5 @@ def result_quantities(text: str) -> list[tuple[Fraction, str]]:
 def result_quantity(step: str) -> tuple[Fraction, str] | None:
     """The value and dimension of a step's last result, its LaTeX read first (:func:`result_quantities`:
     ``$36 / 4 = $9 per hour`` → (9, money)), else ``None``."""
-    found = result_quantities(latex_to_text(_ANNOTATION.sub("", step)))
+    found = result_quantities(to_plain(_ANNOTATION.sub("", step)))
     return found[-1] if found else None

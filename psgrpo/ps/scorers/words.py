@@ -29,7 +29,8 @@ sees the arithmetic in it, and nothing more:
   nor before an expression (``is 1.5*8``).
 
 Prose stays prose: without an operator and ``=`` between them nothing is read (``He worked 5 days
-a week for 3 weeks``, ``at 3:30``, ``in 2019``), so precision on GSM8K's gold lines stays at or
+a week for 3 weeks``, ``at 3:30``, ``in 2019``; bare numbers then ``=``, ``9 2 1 = 8``, are a garbled
+equation, :func:`psgrpo.ps.scorers.equations.garbled_equations`), so precision on GSM8K's gold lines stays at or
 above 0.99 (``benchmarks/scorers/bench_equation_reading.py``, docs/scorers.md).
 """
 

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from psgrpo.ps.scorers.equations import Equation, extract_equations, extract_step
+from psgrpo.ps.scorers.latex import strip_markdown
 
 
 def holds(text: str) -> list[bool]:
@@ -174,12 +175,43 @@ def test_a_spaced_minus_after_to_or_is_is_a_negative_number(text, lhs, holds):
     assert (equation.lhs_text, equation.holds) == (lhs, holds)
 
 
+@pytest.mark.parametrize("text", ["The totals were\n- 12 + 8 = 20 apples", "We have to\n- 12 + 8 = 20"])
+def test_a_bullet_after_to_or_is_is_no_sign_but_a_bullet(text):
+    """A bullet opening a line is Markdown, blanked before reading: ``12 + 8 = 20``, not ``-12 + 8``."""
+    assert [(eq.lhs_text, eq.holds) for eq in extract_equations(text)] == [("12 + 8", True)]
+
+
+def test_a_dash_after_is_is_no_sign():
+    assert extract_equations("Money left is – 12 + 8 = 20") == []
+
+
 @pytest.mark.parametrize(
-    "text",
-    ["The totals were\n- 12 + 8 = 20 apples", "We have to\n- 12 + 8 = 20", "Money left is – 12 + 8 = 20"],
+    ("text", "lhs", "rhs"),
+    [
+        ("**Step 2:** 9 + 2 = 11", "9 + 2", "11"),  # a chat model's bold label
+        ("Step 2: **9 + 2 = 11**", "9 + 2", "11"),
+        ("9 + 2 = **11**", "9 + 2", "11"),
+        ("**Apples:** 9 + 2 = 11", "9 + 2", "11"),
+        ("- 9 + 2 = 11", "9 + 2", "11"),  # bullets
+        ("* 9 + 2 = 11", "9 + 2", "11"),
+        ("  • 9 + 2 = 11 apples", "9 + 2", "11"),
+        ("   - Total eggs used: \\( 3 + 4 = 7 \\)", "3 + 4", "7"),  # Qwen's bullet and inline LaTeX
+        ("- \\( 3 + 4 = 7 \\)", "3 + 4", "7"),
+        ("2**10 = 1024", "2**10", "1024"),  # ** between operands stays a power
+        ("2 ** 10 = 1024", "2 ** 10", "1024"),
+        ("(2 + 3)**2 = 25", "(2 + 3)**2", "25"),
+    ],
 )
-def test_a_bullet_or_a_dash_after_to_or_is_is_no_sign(text):
-    assert extract_equations(text) == []
+def test_markdown_around_arithmetic_is_read_through(text, lhs, rhs):
+    """Bold read as ``**`` (a power) and a bullet as a binary ``-`` left the equation unread: neutral."""
+    [eq] = extract_equations(text)
+    assert (eq.lhs_text, eq.rhs_text, eq.holds) == (lhs, rhs, True)
+
+
+def test_markdown_keeps_positions():
+    text = "**Step 1:** 7 + 5 = 12\n- 12 - 3 = 9"
+    assert len(strip_markdown(text)) == len(text) and strip_markdown("a_b **c**") == "a_b   c  "
+    assert strip_markdown("2**10 and __x__") == "2**10 and   x  "
 
 
 # --------------------------------------------------------------------------- garbled equations
@@ -215,6 +247,10 @@ def test_numbers_with_the_operators_missing_are_a_false_equation(text, lhs, rhs)
         "x = 5",
         "he can park 16,0000/10=16000 cars",  # glued numbers (GSM8K gold typos): unread, as before
         "exit A is 30/100%1000 = 300 students.",
+        "Step 1: 1 ½ = 1.5",  # a mixed number with a vulgar fraction
+        "12 345 = 12345",  # thousands in groups of three
+        "3 4 = 12x",  # algebra on the right
+        "Total: 9\n2 = 7",  # numbers on two lines
     ],
 )
 def test_readable_text_is_never_garbled(text):

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier
 from psgrpo.ps.scorers.equations import extract_equations
 from psgrpo.ps.scorers.expressions import evaluate_text
-from psgrpo.ps.scorers.latex import MAX_GROUP_CHARS, latex_to_text
+from psgrpo.ps.scorers.latex import MAX_GROUP_CHARS, latex_to_text, strip_markdown, to_plain
 from psgrpo.ps.scorers.reference import ReferenceVerifier
+from psgrpo.ps.scorers.units import result_quantity
 
 
 def read(text: str) -> list[tuple[Fraction | None, Fraction | None, bool]]:
@@ -162,3 +163,55 @@ def test_scorers_score_a_latex_solution_as_its_plain_form() -> None:
         kwargs = gold if isinstance(scorer, ReferenceVerifier) else {}
         assert scorer(["q"], [latex], **kwargs) == scorer(["q"], [plain], **kwargs)
     assert ReferenceVerifier(0.0, 1.0)(["q"], [latex], **gold) == [[1.0, 1.0, 0.0]]
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(1, 99), min_size=2, max_size=3),
+    st.lists(st.sampled_from(["+", "-", "*", "/"]), min_size=4, max_size=4),
+    st.integers(-2, 2),
+    st.sampled_from(
+        [
+            "**Step 2:** %s",  # a chat model's bold label
+            "Step 2: **%s**",  # the equation in bold
+            "Step 2: the total\n- %s",  # a bullet line
+            "Step 2:\n  * %s apples",
+            "Step 2: • %s",
+            "**Total:** %s",
+            "- \\(%s\\)",  # a bullet and inline LaTeX, as Qwen writes them
+        ]
+    ),
+    st.booleans(),
+)
+def test_an_equation_in_markdown_gets_the_verdict_of_its_plain_form(
+    numbers: list[int], ops: list[str], offset: int, layout: str, bold_result: bool
+) -> None:
+    lhs = " ".join(f"{n} {o}" for n, o in zip(numbers, ops, strict=False)).rsplit(" ", 1)[0]
+    value = evaluate_text(lhs)
+    if value is None or value.denominator != 1:
+        return
+    result = value + offset
+    rhs = f"**{result}**" if bold_result and "**%s**" not in layout and "\\(" not in layout else f"{result}"
+    assert read(layout % f"{lhs} = {rhs}") == read(f"{lhs} = {result}")
+
+
+def test_markdown_is_blanked_and_powers_stay() -> None:
+    text = "**Step 1:** 7 + 5 = **12**\n- 12 - 3 = 9\n* 2**3 = 8, 2 ** -1 = 0.5"
+    plain = strip_markdown(text)
+    assert len(plain) == len(text) and "**" not in plain.replace("2**3", "").replace("2 ** -1", "")
+    assert to_plain("**\\(3 \\times 4 = 12\\)**") == strip_markdown(
+        latex_to_text("**\\(3 \\times 4 = 12\\)**")
+    )
+
+
+def test_units_and_the_reference_verifier_read_through_markdown() -> None:
+    assert result_quantity("Step 1: 3 * 5 = **15** hours.") == result_quantity("Step 1: 3 * 5 = 15 hours.")
+    gold = "Step 1: 7 + 5 = 12\nStep 2: 12 - 3 = 9"
+    steps = ["**Step 1:** 7 + 5 = **12** pens", "**Step 2:**\n- 12 + 3 = **15** pens", "<answer>15</answer>"]
+    plain = ["Step 1: 7 + 5 = 12 pens", "Step 2: 12 + 3 = 15 pens", "<answer>15</answer>"]
+    verifier = ReferenceVerifier(correct_weight=0.0, reference_weight=1.0)
+    scores = verifier(["q", "q"], [steps, plain], solution=[gold] * 2, answer=["9"] * 2)
+    assert scores[0] == scores[1] and scores[0][:2] == [1.0, 0.0]  # the markdown step is judged, not neutral
