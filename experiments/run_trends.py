@@ -15,6 +15,10 @@ Usage::
 
     python experiments/run_trends.py experiments/runs/hard-240-confirm --treatment ps-ref-bin \\
         --from_step 120 --to_step 240 --metric diag/unnecessary_step_frac --windows 105-200 205-240
+
+Without ``--treatment`` (and the steps) only the metric table is printed, for a folder of runs of one arm
+(no ``curves.csv`` needed): ``--metric heldout/accuracy --windows 120-120 240-240`` reads each run's
+held-out accuracy at steps 120 and 240.
 """
 
 from __future__ import annotations
@@ -87,27 +91,30 @@ def metric_windows(
 
 def report(
     folder: Path,
-    treatment: str,
+    treatment: str | None,
     control: str,
-    from_step: int,
-    to_step: int,
+    from_step: int | None,
+    to_step: int | None,
     metric: str | None,
     windows: Sequence[tuple[int, int]],
 ) -> str:
-    """The markdown this script prints (see the module docstring)."""
-    trends = lead_trends(read_curves_csv(folder / "curves.csv"), treatment, control, from_step, to_step)
-    lines = [
-        f"| from step {from_step} to {to_step} (points) | mean [95 % t] | per seed |",
-        "|---|---|---|",
-    ]
-    for name, (interval, values) in trends.items():
-        lines.append(
-            f"| {name} | {interval.mean:+.1f} [{interval.low:+.1f}, {interval.high:+.1f}] | "
-            f"{', '.join(f'{v:+.1f}' for v in values)} |"
-        )
+    """The markdown this script prints (see the module docstring); the lead table only with a treatment."""
+    lines: list[str] = []
+    if treatment is not None and from_step is not None and to_step is not None:
+        trends = lead_trends(read_curves_csv(folder / "curves.csv"), treatment, control, from_step, to_step)
+        lines += [
+            f"| from step {from_step} to {to_step} (points) | mean [95 % t] | per seed |",
+            "|---|---|---|",
+        ]
+        for name, (interval, values) in trends.items():
+            lines.append(
+                f"| {name} | {interval.mean:+.1f} [{interval.low:+.1f}, {interval.high:+.1f}] | "
+                f"{', '.join(f'{v:+.1f}' for v in values)} |"
+            )
+        lines.append("")
     if metric:
         span = " | ".join(f"steps {a}-{b}" for a, b in windows)
-        lines += ["", f"| run | `{metric}`: {span} | last |", "|---|" + "---|" * (len(windows) + 1)]
+        lines += [f"| run | `{metric}`: {span} | last |", "|---|" + "---|" * (len(windows) + 1)]
         for run in sorted((folder / "runs").glob("*/metrics.jsonl")):
             means, last = metric_windows(run, metric, windows)
             cells = " | ".join("—" if m is None else f"{m:.3f}" for m in means)
@@ -120,19 +127,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("folder", type=Path, help="a kept comparison: curves.csv and runs/*/metrics.jsonl")
-    parser.add_argument("--treatment", required=True, help="the arm whose lead is followed")
+    parser.add_argument(
+        "--treatment",
+        default=None,
+        help="the arm whose lead is followed (default none: the metric table only)",
+    )
     parser.add_argument("--control", default="grpo", help="the arm it is paired against (default grpo)")
-    parser.add_argument("--from_step", type=int, required=True, help="the earlier evaluation step")
-    parser.add_argument("--to_step", type=int, required=True, help="the later evaluation step")
+    parser.add_argument("--from_step", type=int, default=None, help="the earlier evaluation step")
+    parser.add_argument("--to_step", type=int, default=None, help="the later evaluation step")
     parser.add_argument("--metric", default=None, help="a metrics.jsonl key to show per run (default none)")
     parser.add_argument(
         "--windows", type=parse_window, nargs="+", default=[], help="inclusive step windows, e.g. 105-200"
     )
     args = parser.parse_args(argv)
-    if not (args.folder / "curves.csv").is_file():
-        parser.error(f"{args.folder}: no curves.csv (run psgrpo compare ... --report_only true first)")
-    if args.from_step >= args.to_step:
-        parser.error(f"--from_step {args.from_step} must come before --to_step {args.to_step}")
+    if args.treatment is None:
+        if not args.metric:
+            parser.error("without --treatment there is only the metric table: give --metric and --windows")
+        if not any((args.folder / "runs").glob("*/metrics.jsonl")):
+            parser.error(f"{args.folder}: no runs/*/metrics.jsonl")
+    else:
+        if args.from_step is None or args.to_step is None:
+            parser.error("--treatment needs --from_step and --to_step")
+        if not (args.folder / "curves.csv").is_file():
+            parser.error(f"{args.folder}: no curves.csv (run psgrpo compare ... --report_only true first)")
+        if args.from_step >= args.to_step:
+            parser.error(f"--from_step {args.from_step} must come before --to_step {args.to_step}")
     if args.metric and not args.windows:
         parser.error("--metric needs --windows, e.g. --windows 105-200 205-240")
     try:

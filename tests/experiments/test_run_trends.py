@@ -73,6 +73,26 @@ def test_the_kept_240_step_comparison_gives_its_readmes_figures(trends, capsys):
     assert "| ps-ref-bin-seed39 | 0.010 | 0.107 | 0.231 |" in out and "| grpo-seed39 | — | — | — |" in out
 
 
+def test_a_folder_of_one_arm_gives_the_metric_table_only(trends, capsys):
+    """hard-240-garbled: the two seeds that drifted, rerun with the garbled-equation rule (no curves.csv)."""
+    folder = KEPT.parent / "hard-240-garbled"
+    assert trends.main([str(folder), "--metric", "heldout/accuracy", "--windows", "120-120", "240-240"]) == 0
+    out = capsys.readouterr().out
+    assert "lead change" not in out
+    assert (
+        "| ps-ref-bin-seed39 | 0.305 | 0.332 | 0.332 |" in out
+        and "| ps-ref-bin-seed42 | 0.301 | 0.321 | 0.321 |" in out
+    )
+    assert (
+        trends.main([str(folder), "--metric", "ps/frac_steps_no_equation", "--windows", "105-200", "205-240"])
+        == 0
+    )
+    assert "| ps-ref-bin-seed39 | 0.005 | 0.007 | 0.009 |" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        trends.main([str(folder)])
+    assert "without --treatment there is only the metric table" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
