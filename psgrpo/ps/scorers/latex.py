@@ -13,7 +13,8 @@ Models write their arithmetic in LaTeX, inside prose: ``\\(3 \\times \\$68 = \\$
   ``\\{ \\}`` are the characters; ``{,}`` and ``\\,`` between digits are thousands separators;
   spacing commands (``\\,  \\;  \\!  \\quad  ~``) are spaces; ``\\left`` / ``\\right`` go;
 * ``\\frac{a}{b}``, ``\\dfrac``, ``\\tfrac`` (and ``\\frac12``) are ``a/b`` when both are numbers,
-  else ``(a)/(b)``; ``^{e}`` is ``^(e)`` (``^`` is a power in the grammar), ``^\\circ`` goes;
+  else ``(a)/(b)``; after a digit, a mixed number (``1\\frac{1}{2}`` is ``1 1/2``, 1.5, not 11/2);
+  ``^{e}`` is ``^(e)`` (``^`` is a power in the grammar), ``^\\circ`` goes;
 * ``\\text{…}``, ``\\mathrm``, ``\\textbf``, ``\\mbox``, ``\\operatorname`` and ``\\boxed{…}`` are
   their contents with spaces around (units inside math are then read past as in prose);
 * any other command (``\\approx``, ``\\le`` ...) stays a word (its backslash dropped), and a
@@ -183,6 +184,8 @@ def _frac(text: str, i: int, out: list[str], depth: int) -> int:
         return i
     a = latex_to_text(numerator[0], depth + 1)
     b = latex_to_text(denominator[0], depth + 1)
+    if out and out[-1][-1:].isdigit():  # a mixed number, 1\frac{1}{2}: 1 1/2 (1.5), not 11/2
+        out.append(" ")
     out.append(_fraction(a, b))
     return denominator[1]
 

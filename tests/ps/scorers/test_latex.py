@@ -215,3 +215,17 @@ def test_units_and_the_reference_verifier_read_through_markdown() -> None:
     verifier = ReferenceVerifier(correct_weight=0.0, reference_weight=1.0)
     scores = verifier(["q", "q"], [steps, plain], solution=[gold] * 2, answer=["9"] * 2)
     assert scores[0] == scores[1] and scores[0][:2] == [1.0, 0.0]  # the markdown step is judged, not neutral
+
+
+@pytest.mark.parametrize(
+    ("latex", "lhs"),
+    [
+        (r"\(1\frac{1}{2} = 1.5\)", "1 1/2"),  # was read as 11/2 = 1.5: a false equation
+        (r"\(2\tfrac{3}{4} + 1 = 3.75\)", "2 3/4 + 1"),
+        (r"\(12\frac12 = 12.5\)", "12 1/2"),
+        (r"\(2 \times 3\frac{1}{2} = 7\)", "2  *  3 1/2"),
+    ],
+)
+def test_a_digit_then_a_fraction_is_a_mixed_number(latex: str, lhs: str) -> None:
+    [eq] = extract_equations(latex)
+    assert (" ".join(eq.lhs_text.split()), eq.holds) == (" ".join(lhs.split()), True)
