@@ -47,7 +47,9 @@ def test_step_metrics_tokens_per_step_and_verifier_shares():
         [[]],
         0.5,
         step_tokens=[[]],
-        counts=[{"steps": 0, "no_equation": 0, "noop": 0, "unnecessary": 0, "garbled": 0, "unparsed_equations": 0}],
+        counts=[
+            {"steps": 0, "no_equation": 0, "noop": 0, "unnecessary": 0, "garbled": 0, "unparsed_equations": 0}
+        ],
         count_metrics=VerifierCounts.metrics,
     )
     assert math.isnan(empty["ps/tokens_per_step"]) and math.isnan(empty["ps/frac_steps_noop"])
