@@ -426,7 +426,7 @@ def extract_step(text: str, rel_tol: float = 1e-6) -> StepEquations:
             sign = -1 if _signed(tokens, i) else 1  # ``-30 / 3`` uses -30, the result of an earlier step
             whole = number_value(token.text) if len(values) > 1 and "/" in token.text else None
             wholes = [] if whole is None else [sign * whole]
-            if any(position > token.start and value in wholes for position, value in results):
+            if wholes and any(position > token.start and value in wholes for position, value in results):
                 wholes = []
             values = [sign * value for value in values]
             percent = values[-1:] if token.text.endswith("%") else []  # 5% uses 5 or 0.05

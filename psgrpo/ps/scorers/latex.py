@@ -39,6 +39,7 @@ which works only in the main thread. The rewrite here keeps the verifier's guara
 
 from __future__ import annotations
 
+import bisect
 import re
 
 MAX_GROUP_CHARS = 400
@@ -127,6 +128,10 @@ def latex_to_text(text: str, _depth: int = 0) -> str:
             out.append(" * ")
             i += 1
             continue
+        if char == "&":  # an aligned environment's column mark: 12 \times 4 &= 48
+            out.append(" ")
+            i += 1
+            continue
         if char == "{" and text.startswith("{,}", i):
             out.append(",")
             i += 3
@@ -135,7 +140,7 @@ def latex_to_text(text: str, _depth: int = 0) -> str:
             i += 1
             continue
         if char == "^":
-            i = _power(text, i, out, _depth)
+            i = _power_group(text, i, out, _depth)
             continue
         if char != "\\":
             out.append(char)
@@ -184,13 +189,28 @@ def _frac(text: str, i: int, out: list[str], depth: int) -> int:
         return i
     a = latex_to_text(numerator[0], depth + 1)
     b = latex_to_text(denominator[0], depth + 1)
-    if out and out[-1][-1:].isdigit():  # a mixed number, 1\frac{1}{2}: 1 1/2 (1.5), not 11/2
-        out.append(" ")
-    out.append(_fraction(a, b))
+    out.append(_juxtaposed(out) + _fraction(a, b))
     return denominator[1]
 
 
-def _power(text: str, i: int, out: list[str], depth: int) -> int:
+_INTEGER_END_RE = re.compile(r"(?<![\d.,/])\d+\Z")
+
+
+def _juxtaposed(out: list[str]) -> str:
+    """What joins a fraction to a number written right before it: a space after an integer (a mixed
+    number, ``1\\frac{1}{2}`` is ``1 1/2``, 1.5, not 11/2), `` * `` after a decimal or a fraction (a
+    product, ``0.5\\frac{1}{2}``), else nothing."""
+    tail = ""
+    for chunk in out[-1:-65:-1]:  # the last characters written, past empty pieces (\\!); bounded
+        tail = chunk + tail
+        if len(tail) >= 24:
+            break
+    if not tail[-1:].isdigit():
+        return ""
+    return " " if _INTEGER_END_RE.search(tail) else " * "
+
+
+def _power_group(text: str, i: int, out: list[str], depth: int) -> int:
     """Read ``^e`` / ``^{e}`` at ``text[i]`` into ``out`` (``^\\circ`` dropped); the index after it."""
     argument = _group(text, i + 1)
     if argument is None:
@@ -204,42 +224,84 @@ def _power(text: str, i: int, out: list[str], depth: int) -> int:
     return end
 
 
-_BULLET_RE = re.compile(r"^([^\S\n]*)[-*+•](?=[^\S\n])", re.MULTILINE)
-_EMPHASIS_RE = re.compile(r"\*\*|__")
-_OPERAND_AFTER_RE = re.compile(r"[^\S\n]*(?:[\d(]|\.\d)|[-−]\d")  # 2**-1: a sign only glued to its number
+_BULLET_RE = re.compile(r"^([^\S\n]*)[-*+•·](?=[^\S\n])", re.MULTILINE)
+_EMPHASIS_RE = re.compile(r"\*\*\*|\*\*|__")
+_OPERAND_AFTER_RE = re.compile(r"[^\S\n]*(?:[\d(]|\.\d|[-−]\d)")  # 2**10, 2 ** (1/2), 2 ** -1
+_LINE_RE = re.compile(r"[^\n]+")
+_DISPLAY_RE = re.compile(  # display math, where a line may open with an operator; bounded scan
+    r"\\\[.{0,2000}?\\\]|\$\$.{0,2000}?\$\$|\\begin\{(\w+\*?)\}.{0,2000}?\\end\{\1\}", re.DOTALL
+)
+
+
+def _blank_bullets(text: str) -> str:
+    """A bullet opening a line blanked (``- 9 + 2 = 11``), outside display math, where ``\\[ 100 \\n- 20
+    = 80 \\]`` continues an expression."""
+    if not _BULLET_RE.search(text):
+        return text
+    starts, ends = [], []
+    for match in _DISPLAY_RE.finditer(text):
+        starts.append(match.start())
+        ends.append(match.end())
+
+    def blank(match: re.Match[str]) -> str:
+        k = bisect.bisect_right(starts, match.start()) - 1
+        inside = k >= 0 and match.start() < ends[k]
+        return match.group() if inside else match.group(1) + " "
+
+    return _BULLET_RE.sub(blank, text)
+
+
+def _blank_emphasis(text: str) -> str:
+    """Bold (``**``, ``__``, ``***``) blanked, each line's markers paired first: a ``**`` that opens a bold
+    closed later on the line, or closes an open one, is bold even beside a number (``= **48** (12 × 4)``);
+    an unpaired ``**`` between two operands stays a power (``2**10``, ``2 ** 10``, ``(2 + 3)**2``)."""
+    if "**" not in text and "__" not in text:
+        return text
+    out = list(text)
+    for line in _LINE_RE.finditer(text):
+        marks = list(_EMPHASIS_RE.finditer(text, line.start(), line.end()))
+        bold_open = False
+        for i, mark in enumerate(marks):
+            start, end = mark.span()
+            glued_before = start > line.start() and not text[start - 1].isspace()
+            glued_after = end < line.end() and not text[end].isspace()
+            if mark.group() != "**":  # __ and ***: never an operator
+                blank = True
+            elif bold_open and glued_before:  # closes a bold: **48** (12 × 4), **5**(2)
+                blank, bold_open = True, False
+            elif glued_after and not glued_before and i + 1 < len(marks):  # opens a bold closed later
+                blank, bold_open = True, True
+            else:
+                blank = not _power(text, start, end)
+                bold_open = bold_open or (blank and glued_after)
+            if blank:
+                out[start:end] = " " * (end - start)
+    return "".join(out)
+
+
+def _power(text: str, start: int, end: int) -> bool:
+    """Whether the ``**`` at ``text[start:end]`` stands between two operands (a digit or ``)`` before it,
+    past spaces on the line; a digit, ``(``, ``.5`` or a signed number after it)."""
+    k = start - 1
+    while k >= 0 and text[k] in " \t":
+        k -= 1
+    before = k >= 0 and (text[k].isdigit() or text[k] == ")")
+    return before and _OPERAND_AFTER_RE.match(text, end) is not None
 
 
 def strip_markdown(text: str) -> str:
     """``text`` with the Markdown a chat model writes around its arithmetic blanked, same length.
 
-    A bullet opening a line (``- 9 + 2 = 11``, ``* …``, ``+ …``, ``• …``) would read as a binary
-    operator left open (``x - 9 + 2 = 11``), and bold (``**Step 2:** 9 + 2 = 11``, ``= **11**``) as
-    a power: both left the equation unread, so the step scored the neutral score. ``**`` between two
-    operands stays a power (``2**10 = 1024``, ``2 ** 10``). Positions are kept (each mark becomes
-    spaces), so a step's positions stay those of its text.
+    A bullet opening a line (``- 9 + 2 = 11``, ``* …``, ``+ …``, ``• …``, ``· …``; not inside display
+    math) would read as a binary operator left open (``x - 9 + 2 = 11``), and bold (``**Step 2:** 9 + 2
+    = 11``, ``= **11**``, ``***7***``) as a power: both left the equation unread, so the step scored the
+    neutral score. A ``**`` between two operands that pairs with no other stays a power (``2**10 =
+    1024``). Positions are kept (each mark becomes spaces). Linear in the text's length.
     """
-    if "*" not in text and "_" not in text and not _BULLET_RE.search(text):
-        return text
-    text = _BULLET_RE.sub(lambda m: m.group(1) + " ", text)
-
-    def operand_before(end: int) -> bool:  # a digit or ")" before ``end``, past spaces on the line
-        k = end - 1
-        while k >= 0 and text[k] in " \t":
-            k -= 1
-        return k >= 0 and (text[k].isdigit() or text[k] == ")")
-
-    def blank(match: re.Match[str]) -> str:
-        power = (
-            match.group() == "**"
-            and operand_before(match.start())
-            and _OPERAND_AFTER_RE.match(text, match.end()) is not None
-        )
-        return match.group() if power else "  "
-
-    return _EMPHASIS_RE.sub(blank, text)
+    return _blank_emphasis(_blank_bullets(text))
 
 
 def to_plain(text: str) -> str:
-    """``text`` as the readers read it: its LaTeX rewritten (:func:`latex_to_text`), then its Markdown
-    blanked (:func:`strip_markdown`)."""
-    return strip_markdown(latex_to_text(text))
+    """``text`` as the readers read it: its Markdown blanked (:func:`strip_markdown`), then its LaTeX
+    rewritten (:func:`latex_to_text`)."""
+    return latex_to_text(strip_markdown(text))
