@@ -345,9 +345,9 @@ def garbled_equations(
         if (
             rhs is not None
             and rhs.kind == "num"
+            and _garbled_left(text, left)  # first: it fails at once on an ordinary equation's left side
             and not re.match(r"[A-Za-z^]", text[rhs.end : rhs.end + 1])  # 3 4 = 12x: algebra, as in _is_open
             and not any(a <= token.start < b for a, b in covered)
-            and _garbled_left(text, left)
             and (value := number_value(rhs.text)) is not None
         ):
             lhs_text = text[left[0].start : left[-1].end]
