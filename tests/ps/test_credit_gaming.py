@@ -22,6 +22,7 @@ from psgrpo.ps.credit_gaming import (
 )
 from psgrpo.ps.credit_gaming import Step as ArithStep
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier
+from psgrpo.ps.scorers.equations import extract_step
 from psgrpo.ps.scorers.reference import ReferenceVerifier
 from psgrpo.ps.segmentation import get_segmenter
 from psgrpo.ps.signal import resolve_process_mode
@@ -149,21 +150,33 @@ def test_a_solution_that_stops_short_is_blamed_at_its_last_step_by_the_reference
     assert judged_alone.mean() > -0.1  # the old rule: close to no blame at all for a wrong answer
 
 
+GARBLES = {  # 13 - 3 = 10 written with its operators missing, in the forms a policy could move to
+    "digit for the operator": lambda step: re.sub(r" [-+*] ", " 2 ", step),  # 13 2 3 = 10
+    "operator dropped, in parentheses": lambda step: re.sub(r"^(\d+) [-+*] (\d+)", r"(\1 \2)", step),
+    "a digit beside the operator": lambda step: re.sub(r" ([-+*]) ", r" \1 2 ", step),  # 13 - 2 3 = 10
+    "in a calculator annotation": lambda step: re.sub(
+        r"^(.*) = (\d+)$", lambda m: f"<<{re.sub(r' [-+*] ', ' 2 ', m[1])}={m[2]}>>{m[2]}", step
+    ),  # <<13 2 3=10>>10
+}
+
+
+@pytest.mark.parametrize("garble", list(GARBLES))
 @pytest.mark.parametrize(
     "scorer",
     [ArithmeticVerifier(), ReferenceVerifier(), ReferenceVerifier(correct_weight=0.0, reference_weight=1.0)],
     ids=["arithmetic", "reference", "reference 0/1"],
 )
-def test_a_wrong_solution_gains_nothing_by_garbling_its_wrong_steps(char_tokenizer, scorer):
+def test_a_wrong_solution_gains_nothing_by_garbling_its_wrong_steps(char_tokenizer, scorer, garble):
     """What a ``ps-ref-bin`` policy learned past 200 steps on arith-hard (docs/learning.md): write the
     operators as digits (``15 2 7 = 8``). Read as prose, such a step scored the neutral 0.5, above a wrong
-    step's 0 under the 0/1 weights; read as a false equation it earns no more than the honest mistake."""
+    step's 0 under the 0/1 weights; read as a false equation it earns no more than the honest mistake.
+    The neighbouring forms (an operator kept, parentheses, an annotation) are read the same way."""
     for problem in PROBLEMS:
         honest = completion([str(step) for step in problem.steps], problem.answer)
         wrong = completion(problem.wrong, problem.wrong_answer)
-        garbled_steps = [problem.wrong[0]] + [re.sub(r" [-+*] ", " 2 ", step) for step in problem.wrong[1:]]
+        garbled_steps = [problem.wrong[0]] + [GARBLES[garble](step) for step in problem.wrong[1:]]
         garbled = completion(garbled_steps, problem.wrong_answer)
-        assert all(re.search(r"\d \d+ \d+ = \d", step) for step in garbled_steps[1:])
+        assert all(any(eq.garbled for eq in extract_step(step).equations) for step in garbled_steps[1:])
         credit = token_credit(
             [honest, wrong, garbled], [str(problem.answer)] * 3, char_tokenizer, scorer, "step", 3,
             solutions=[honest] * 3,

@@ -306,15 +306,37 @@ _LINE_SPACE_RE = re.compile(r"[^\S\n]+")
 
 
 def _garbled_left(text: str, left: Sequence[Token]) -> bool:
-    """Whether ``left`` (the tokens before an ``=``) is two or more plain numbers apart by spaces on one
-    line: ``9 2 1``, not ``16,0000/10`` (glued), ``1 ½`` (a mixed number), ``12 345`` (thousands in
-    groups of three) or numbers on two lines."""
-    if len(left) < 2 or not all(t.kind == "num" and _PLAIN_NUMBER_RE.fullmatch(t.text) for t in left):
+    """Whether ``left`` (the tokens before an ``=``) is arithmetic with an operator missing: numbers,
+    operators and parentheses only, two plain numbers of it apart by nothing but spaces on one line
+    (``9 2 1``, ``9 - 2 1``, ``(8 7)``). Not ``16,0000/10`` (glued), ``1 ½`` (a mixed number),
+    ``12 345`` (thousands in groups of three) or numbers on two lines."""
+    if len(left) < 2 or not all(t.kind in _GARBLE_KINDS for t in left):
         return False
-    if not all(_LINE_SPACE_RE.fullmatch(text[a.end : b.start]) for a, b in pairwise(left)):
-        return False
-    grouped = len(left[0].text) <= 3 and all(len(t.text) == 3 and t.text.isdigit() for t in left[1:])
-    return not grouped
+    spaced: list[Token] = []  # the current run of plain numbers apart only by spaces
+    for token in [*left, None]:
+        joined = (
+            token is not None
+            and token.kind == "num"
+            and _PLAIN_NUMBER_RE.fullmatch(token.text) is not None
+            and bool(spaced)
+            and _LINE_SPACE_RE.fullmatch(text[spaced[-1].end : token.start]) is not None
+        )
+        if joined:
+            spaced.append(token)
+            continue
+        if len(spaced) >= 2 and not _thousands(spaced):
+            return True
+        plain = token is not None and token.kind == "num" and _PLAIN_NUMBER_RE.fullmatch(token.text)
+        spaced = [token] if plain else []
+    return False
+
+
+_GARBLE_KINDS = {"num", "op", "lpar", "rpar"}
+
+
+def _thousands(numbers: Sequence[Token]) -> bool:
+    """``12 345``, ``1 000 000``: one number written in groups of three."""
+    return len(numbers[0].text) <= 3 and all(len(t.text) == 3 and t.text.isdigit() for t in numbers[1:])
 
 
 def garbled_equations(
@@ -322,8 +344,8 @@ def garbled_equations(
 ) -> list[tuple[Equation, Token]]:
     """Equations of the math run ``run`` whose left side is numbers with the operators missing.
 
-    ``9 2 1 = 8``: two or more plain numbers side by side, nothing but spaces between them on one
-    line (:func:`_garbled_left`), then ``=`` and a number with no letter glued to it, and no
+    ``9 2 1 = 8``, ``9 - 2 1 = 6``: two plain numbers side by side, nothing but spaces between them on
+    one line, in a left side of numbers, operators and parentheses (:func:`_garbled_left`), then ``=`` and a number with no letter glued to it, and no
     equation read across that ``=`` (:func:`_chains`). It is an equation that does not hold
     (``garbled``), not prose: read as prose it would score a step's neutral score, above a wrong
     step's, and a policy trained on a reference verifier learned to write such steps
@@ -356,10 +378,24 @@ def garbled_equations(
     return found
 
 
+def _garbled_annotation(body: str, groups: Sequence[Sequence[Token]]) -> Equation | None:
+    """``<<9 2 1=8>>``: an annotation whose left side is garbled (:func:`_garbled_left`) and whose right
+    side is one number, as a false equation; else ``None``."""
+    left, right = groups
+    if len(right) != 1 or right[0].kind != "num" or not _garbled_left(body, left):
+        return None
+    value = number_value(right[0].text)
+    lhs_text = body[left[0].start : left[-1].end]
+    return None if value is None else Equation(lhs_text, right[0].text, None, value, False, garbled=True)
+
+
 def _annotation_equations(body: str, rel_tol: float, budget: Budget) -> tuple[list[Equation], list[Fraction]]:
     """Equations and operand numbers of one calculator annotation; nothing if it is not all arithmetic."""
     tokens = tokenize(body)
-    sides = [_whole(group, budget) for group in _split_on_equals(tokens)]
+    groups = _split_on_equals(tokens)
+    sides = [_whole(group, budget) for group in groups]
+    if len(sides) == 2 and sides[0] is None and (garbled := _garbled_annotation(body, groups)):
+        return [garbled], [v for t in groups[0] if t.kind == "num" for v in written_numbers(t.text)]
     if len(sides) < 2 or any(side is None for side in sides):
         return [], []
     equations = [_make_equation(body, a, b, rel_tol) for a, b in pairwise(sides)]  # type: ignore[arg-type]

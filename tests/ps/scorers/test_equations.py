@@ -224,6 +224,11 @@ def test_markdown_keeps_positions():
         ("Step 6: 8 2 7 = 1\n<answer>1</answer>", "8 2 7", 1),
         ("so 12 3 = 4 apples", "12 3", 4),
         ("$\\( 9 \\; 2 = 7 \\)$", "9 2", 7),  # in LaTeX: read as its plain form
+        ("Step 5: 9 - 2 1 = 6", "9 - 2 1", 6),  # one operator kept, one missing
+        ("Step 5: (8 7) = 2 cars", "(8 7)", 2),
+        ("Step 5: 8 * (2 7) = 9", "8 * (2 7)", 9),
+        ("Step 5: <<9 2 1=8>>8 eggs", "9 2 1", 8),  # in a calculator annotation
+        ("Then 7 8 = 15", "7 8", 15),
     ],
 )
 def test_numbers_with_the_operators_missing_are_a_false_equation(text, lhs, rhs):
@@ -251,10 +256,31 @@ def test_numbers_with_the_operators_missing_are_a_false_equation(text, lhs, rhs)
         "12 345 = 12345",  # thousands in groups of three
         "3 4 = 12x",  # algebra on the right
         "Total: 9\n2 = 7",  # numbers on two lines
+        "Total: 9 -\n2 = 7",
+        "2 (3 + 4) = 14",  # a number beside a parenthesis multiplies
+        "3 1/2 * 2 = 7",
+        "1 000 + 5 = 1005",  # thousands in groups, beside an operator
+        "3 + 4 = 7 8 cars",  # a number after the result, no = after it
+        "<<1 000=1000>>1000",
+        "<<3*4=12>>12",
     ],
 )
 def test_readable_text_is_never_garbled(text):
     assert not any(eq.garbled for eq in extract_step(text).equations)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    numbers=st.lists(st.integers(0, 99), min_size=3, max_size=6),
+    ops=st.lists(st.sampled_from(["+", "-", "*", "x", "/"]), min_size=5, max_size=5),
+    result=st.integers(0, 9999),
+)
+def test_an_expression_missing_its_last_operator_is_garbled_and_a_whole_one_never_is(numbers, ops, result):
+    whole = " ".join(f"{n} {op}" for n, op in zip(numbers[:-1], ops, strict=False)) + f" {numbers[-1]}"
+    garbled = whole[: whole.rindex(" ", 0, whole.rindex(" "))] + f" {numbers[-1]}"  # 9 - 2 * 1 -> 9 - 2 1
+    assert not any(eq.garbled for eq in extract_step(f"Step 2: {whole} = {result}").equations)
+    [eq] = extract_step(f"Step 2: {garbled} = {result} apples").equations
+    assert (eq.lhs_text, eq.rhs_value, eq.holds, eq.garbled) == (garbled, result, False, True)
 
 
 def test_a_garbled_equation_beside_a_readable_one_leaves_its_verdict_alone():
