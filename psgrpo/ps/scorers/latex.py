@@ -224,8 +224,10 @@ def _power_group(text: str, i: int, out: list[str], depth: int) -> int:
     return end
 
 
-_BULLET_RE = re.compile(r"^([^\S\n]*)[-*+•·](?=[^\S\n])", re.MULTILINE)
+_BULLET_RE = re.compile(r"^([^\S\n]*)[-*+•·–](?=[^\S\n])", re.MULTILINE)
 _EMPHASIS_RE = re.compile(r"\*\*\*|\*\*|__")
+# *7*, *Step 1:*: a single * opening after no word character and closing before none, on one line
+_ITALIC_RE = re.compile(r"(?<![\w*\\])\*(?=[^\s*])[^*\n]*?(?<=[^\s*\\])\*(?![\w*])")
 _OPERAND_AFTER_RE = re.compile(r"[^\S\n]*(?:[\d(]|\.\d|[-−]\d)")  # 2**10, 2 ** (1/2), 2 ** -1
 _LINE_RE = re.compile(r"[^\n]+")
 _DISPLAY_RE = re.compile(  # display math, where a line may open with an operator; bounded scan
@@ -279,6 +281,21 @@ def _blank_emphasis(text: str) -> str:
     return "".join(out)
 
 
+def _blank_italics(text: str) -> str:
+    """Italics (``*7*``, ``*Step 1:*``) blanked, except between two operands, where the stars multiply
+    (``3 *4* 5``)."""
+    if "*" not in text:
+        return text
+
+    def blank(match: re.Match[str]) -> str:
+        start, end = match.span()
+        if _power(text, start, start + 1) and _OPERAND_AFTER_RE.match(text, end):
+            return match.group()
+        return " " + match.group()[1:-1] + " "
+
+    return _ITALIC_RE.sub(blank, text)
+
+
 def _power(text: str, start: int, end: int) -> bool:
     """Whether the ``**`` at ``text[start:end]`` stands between two operands (a digit or ``)`` before it,
     past spaces on the line; a digit, ``(``, ``.5`` or a signed number after it)."""
@@ -292,13 +309,13 @@ def _power(text: str, start: int, end: int) -> bool:
 def strip_markdown(text: str) -> str:
     """``text`` with the Markdown a chat model writes around its arithmetic blanked, same length.
 
-    A bullet opening a line (``- 9 + 2 = 11``, ``* …``, ``+ …``, ``• …``, ``· …``; not inside display
-    math) would read as a binary operator left open (``x - 9 + 2 = 11``), and bold (``**Step 2:** 9 + 2
-    = 11``, ``= **11**``, ``***7***``) as a power: both left the equation unread, so the step scored the
-    neutral score. A ``**`` between two operands that pairs with no other stays a power (``2**10 =
+    A bullet opening a line (``- 9 + 2 = 11``, ``* …``, ``+ …``, ``• …``, ``· …``, ``– …``; not inside
+    display math) would read as a binary operator left open (``x - 9 + 2 = 11``), bold (``**Step 2:** 9
+    + 2 = 11``, ``= **11**``, ``***7***``) as a power and italics (``= *11*``, ``*Step 2:*``) as a
+    product: each left the equation unread, so the step scored the neutral score. A ``**`` between two operands that pairs with no other stays a power (``2**10 =
     1024``). Positions are kept (each mark becomes spaces). Linear in the text's length.
     """
-    return _blank_emphasis(_blank_bullets(text))
+    return _blank_italics(_blank_emphasis(_blank_bullets(text)))
 
 
 def to_plain(text: str) -> str:

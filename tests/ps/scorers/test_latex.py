@@ -182,6 +182,9 @@ def test_scorers_score_a_latex_solution_as_its_plain_form() -> None:
             "Step 2: • %s",
             "**Total:** %s",
             "- \\(%s\\)",  # a bullet and inline LaTeX, as Qwen writes them
+            "*Step 2:* %s",  # an italic label
+            "Step 2: *%s*",
+            "Eggs left:\n– %s",  # an en-dash bullet
         ]
     ),
     st.booleans(),
@@ -194,7 +197,8 @@ def test_an_equation_in_markdown_gets_the_verdict_of_its_plain_form(
     if value is None or value.denominator != 1:
         return
     result = value + offset
-    rhs = f"**{result}**" if bold_result and "**%s**" not in layout and "\\(" not in layout else f"{result}"
+    marked = "*%s*" in layout or "\\(" in layout  # the result is already inside a mark
+    rhs = f"**{result}**" if bold_result and not marked else f"{result}"
     assert read(layout % f"{lhs} = {rhs}") == read(f"{lhs} = {result}")
 
 
@@ -253,6 +257,13 @@ def test_a_digit_then_a_fraction_is_a_mixed_number(latex: str, lhs: str) -> None
         ("\\(\\frac{1}{2}\\frac{1}{3} = \\frac{1}{6}\\)", [True]),  # side by side after a fraction: a product
         ("\\(0.5\\frac{1}{2} = 0.25\\)", [True]),
         ("\\(1\\!\\frac12 = 1.5\\)", [True]),  # a mixed number past a spacing command
+        ("3 + 4 = *7*", [True]),  # italics
+        ("*Step 1:* 3 + 4 = 7 *apples*", [True]),
+        ("3 *4* 5 = 60", [True]),  # between two operands the stars multiply
+        ("(2 + 3) *4* 2 = 40", [True]),
+        ("2*3*4 = 24", [True]),
+        ("She has *7* pens; 3 + 4 = *8*", [False]),
+        ("– 16 - 3 = 13", [True]),  # an en-dash bullet
     ],
 )
 def test_markdown_and_latex_edge_forms_a_review_found(text: str, verdicts: list[bool]) -> None:
