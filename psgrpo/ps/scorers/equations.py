@@ -126,6 +126,13 @@ ANNOTATION_PATTERN = r"<<(?P<body>[^<>]*)>>"
 It names one group, ``body``, so a regular expression can hold it once."""
 _ANNOTATION_RE = re.compile(rf"{ANNOTATION_PATTERN}(?P<shown>{NUMBER_PATTERN})?")
 _STEP_MARKER_RE = re.compile(r"\bstep\s*\d+\s*[:.)-]?|^[^\S\n]*\d+[.)](?=\s)", re.IGNORECASE | re.MULTILINE)
+
+
+def plain_step(text: str) -> str:
+    """A step as the readers read it: :func:`~psgrpo.ps.scorers.latex.to_plain`, then its step markers
+    (``Step 2:``, and ``2.`` opening a line) blanked, as labels rather than numbers; same length."""
+    return _STEP_MARKER_RE.sub(lambda m: " " * len(m.group()), to_plain(text))
+
 # Stands for a removed annotation, padded to its length: not math, so it ends any expression.
 _PLACEHOLDER = "¶"
 
@@ -420,7 +427,7 @@ def extract_step(text: str, rel_tol: float = 1e-6) -> StepEquations:
     ``2.`` opening a line) are labels, not numbers of the step. A run of arithmetic beyond the
     verifier's limits adds nothing but one to ``unparsed``; this function never raises.
     """
-    text = _STEP_MARKER_RE.sub(lambda m: " " * len(m.group()), to_plain(text))
+    text = plain_step(text)
     budget = Budget(len(text))
     equations: list[Equation] = []
     uses: list[tuple[int, Fraction]] = []

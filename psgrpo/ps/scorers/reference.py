@@ -81,7 +81,7 @@ from typing import Any
 
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, StepScore, VerifierCounts
 from psgrpo.ps.scorers.dependencies import answer_value, dependency_path
-from psgrpo.ps.scorers.equations import Equation, extract_step
+from psgrpo.ps.scorers.equations import Equation, extract_step, plain_step
 from psgrpo.ps.scorers.expressions import (
     BudgetExceeded,
     PartialChain,
@@ -453,12 +453,9 @@ def conclusion_value(steps: Sequence[str], verdicts: Sequence[StepScore]) -> Fra
     return stated
 
 
-_STEP_MARKER = re.compile(r"(?i)\bstep\s*\d+\s*[:.)-]?|^\s*\d+[.)](?=\s)")
-
-
 def _numbers(step: str) -> list[Fraction]:
     """The numbers a step writes, in order, its ``Step 4:`` marker left out (``Step 4: ####`` states none)."""
-    tokens = tokenize(to_plain(_STEP_MARKER.sub(" ", step)))
+    tokens = tokenize(plain_step(step))
     return [value for t in tokens if t.kind == "num" and (value := number_value(t.text)) is not None]
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from psgrpo.ps.scorers.equations import Equation, extract_equations, extract_step
+from psgrpo.ps.scorers.equations import Equation, extract_equations, extract_step, plain_step
 from psgrpo.ps.scorers.latex import strip_markdown
 
 
@@ -289,3 +289,10 @@ def test_a_garbled_equation_beside_a_readable_one_leaves_its_verdict_alone():
         ("9 2 1", False, True),
         ("8 + 1", True, False),
     ]
+
+
+def test_step_markers_are_labels_on_every_line_and_positions_are_kept():
+    text = "**Step 2:** 3 + 4 = 7\n2. 5 apples\n  3) 6 pears"
+    plain = plain_step(text)
+    assert len(plain) == len(text) and plain.split() == ["3", "+", "4", "=", "7", "5", "apples", "6", "pears"]
+    assert extract_step(text).operands == [3, 4, 5, 6]  # the markers' 2, 2 and 3 are not numbers of the step
