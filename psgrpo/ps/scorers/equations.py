@@ -133,6 +133,7 @@ def plain_step(text: str) -> str:
     (``Step 2:``, and ``2.`` opening a line) blanked, as labels rather than numbers; same length."""
     return _STEP_MARKER_RE.sub(lambda m: " " * len(m.group()), to_plain(text))
 
+
 # Stands for a removed annotation, padded to its length: not math, so it ends any expression.
 _PLACEHOLDER = "¶"
 
@@ -308,42 +309,52 @@ def _chains(text: str, tokens: Sequence[Token], start: int, end: int, budget: Bu
     return [chain for chain in chains if len(chain) >= 2 and any(has_operator(side.tree) for side in chain)]
 
 
-_PLAIN_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+_PLAIN_NUMBER_RE = re.compile(rf"{CURRENCY_PATTERN}?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?%?")
+"""A number a garble is made of: ``9``, ``$15``, ``1,500``, ``2.5``, ``7%``; not ``1/2`` or ``½``."""
 _LINE_SPACE_RE = re.compile(r"[^\S\n]+")
+_GARBLE_KINDS = {"num", "op", "lpar", "rpar"}
 
 
 def _garbled_left(text: str, left: Sequence[Token]) -> bool:
-    """Whether ``left`` (the tokens before an ``=``) is arithmetic with an operator missing: numbers,
-    operators and parentheses only, two plain numbers of it apart by nothing but spaces on one line
-    (``9 2 1``, ``9 - 2 1``, ``(8 7)``). Not ``16,0000/10`` (glued), ``1 ½`` (a mixed number),
-    ``12 345`` (thousands in groups of three) or numbers on two lines."""
+    """Whether ``left`` (the tokens before an ``=``, on its line) is arithmetic with an operator missing:
+    numbers, operators and parentheses only, two numbers of it apart by nothing but spaces (``9 2 1``,
+    ``9 - 2 1``, ``(8 7)``, ``$15 2 $7``). Not ``16,0000/10`` (glued), ``1 ½`` or ``2 1/2`` (mixed
+    numbers) or ``12 345.50`` (thousands in groups of three)."""
     if len(left) < 2 or not all(t.kind in _GARBLE_KINDS for t in left):
         return False
-    spaced: list[Token] = []  # the current run of plain numbers apart only by spaces
-    for token in [*left, None]:
-        joined = (
-            token is not None
-            and token.kind == "num"
-            and _PLAIN_NUMBER_RE.fullmatch(token.text) is not None
-            and bool(spaced)
-            and _LINE_SPACE_RE.fullmatch(text[spaced[-1].end : token.start]) is not None
-        )
-        if joined:
+    spaced: list[Token] = []  # the current run of numbers apart only by spaces
+    for token in left:
+        plain = token.kind == "num" and _PLAIN_NUMBER_RE.fullmatch(token.text) is not None
+        if plain and spaced and _LINE_SPACE_RE.fullmatch(text[spaced[-1].end : token.start]):
             spaced.append(token)
             continue
         if len(spaced) >= 2 and not _thousands(spaced):
             return True
-        plain = token is not None and token.kind == "num" and _PLAIN_NUMBER_RE.fullmatch(token.text)
         spaced = [token] if plain else []
-    return False
+    return len(spaced) >= 2 and not _thousands(spaced)
 
 
-_GARBLE_KINDS = {"num", "op", "lpar", "rpar"}
+_GROUP_RE = re.compile(r"\d{3}")
+_LAST_GROUP_RE = re.compile(r"\d{3}(?:\.\d+)?")
 
 
 def _thousands(numbers: Sequence[Token]) -> bool:
-    """``12 345``, ``1 000 000``: one number written in groups of three."""
-    return len(numbers[0].text) <= 3 and all(len(t.text) == 3 and t.text.isdigit() for t in numbers[1:])
+    """``12 345``, ``1 000 000``, ``1 234.50``: one number written in groups of three."""
+    first, *middle, last = (t.text for t in numbers)
+    return (
+        re.fullmatch(r"\d{1,3}", first) is not None
+        and all(_GROUP_RE.fullmatch(group) for group in middle)
+        and _LAST_GROUP_RE.fullmatch(last) is not None
+    )
+
+
+def _on_its_line(text: str, left: Sequence[Token], equals: Token) -> list[Token]:
+    """The tokens of ``left`` on the line of the ``=`` after them (a left side is on its ``=``'s line)."""
+    tokens = [*left, equals]
+    for k in range(len(tokens) - 1, 0, -1):
+        if "\n" in text[tokens[k - 1].end : tokens[k].start]:
+            return tokens[k:-1]
+    return list(left)
 
 
 def garbled_equations(
@@ -351,14 +362,14 @@ def garbled_equations(
 ) -> list[tuple[Equation, Token]]:
     """Equations of the math run ``run`` whose left side is numbers with the operators missing.
 
-    ``9 2 1 = 8``, ``9 - 2 1 = 6``: two plain numbers side by side, nothing but spaces between them on
-    one line, in a left side of numbers, operators and parentheses (:func:`_garbled_left`), then ``=`` and a number with no letter glued to it, and no
-    equation read across that ``=`` (:func:`_chains`). It is an equation that does not hold
-    (``garbled``), not prose: read as prose it would score a step's neutral score, above a wrong
-    step's, and a policy trained on a reference verifier learned to write such steps
-    (docs/learning.md). Like any false equation it states its right side as a result and uses its
-    numbers. Real solutions do not write it: none of the labelled GSM8K dev files' steps, plain or in
-    LaTeX, nor a line of GSM8K's gold solutions (docs/scorers.md).
+    ``9 2 1 = 8``, ``9 - 2 1 = 6``: two numbers side by side, nothing but spaces between them, in a
+    left side of numbers, operators and parentheses on the ``=``'s line (:func:`_garbled_left`), then
+    ``=`` and a number with no letter glued to it, and no equation read across that ``=``
+    (:func:`_chains`). It is an equation that does not hold (``garbled``), not prose: read as prose it
+    would score a step's neutral score, above a wrong step's, and a policy trained on a reference
+    verifier learned to write such steps (docs/learning.md). Like any false equation it states its
+    right side as a result and uses its numbers. Real solutions do not write it: none of the labelled
+    GSM8K dev files' steps, plain or in LaTeX; one of GSM8K's 31,545 gold lines, a typo (docs/scorers.md).
 
     Returns:
         ``(equation, right-side token)`` per garbled ``=``, left to right.
@@ -371,6 +382,7 @@ def garbled_equations(
             left.append(token)
             continue
         rhs = run[i + 1] if i + 1 < len(run) else None
+        left = _on_its_line(text, left, token)
         if (
             rhs is not None
             and rhs.kind == "num"

@@ -229,11 +229,18 @@ def test_markdown_keeps_positions():
         ("Step 5: 8 * (2 7) = 9", "8 * (2 7)", 9),
         ("Step 5: <<9 2 1=8>>8 eggs", "9 2 1", 8),  # in a calculator annotation
         ("Then 7 8 = 15", "7 8", 15),
+        ("Step 2: $15 2 $7 = $8", "$15 2 $7", 8),  # money, commas, decimals and percentages too
+        ("Step 2: $15 - 2 $7 = $8", "$15 - 2 $7", 8),
+        ("Step 2: 1,500 2 700 = 800", "1,500 2 700", 800),
+        ("Step 2: 2.5 100 = 250", "2.5 100", 250),  # not thousands: the first group has a decimal point
+        ("Step 2: 15% 2 7% = 8%", "15% 2 7%", 8),
+        ("Step 2: 7 + 1 = 8\nStep 3: 8 2 2 = 16", "8 2 2", 16),  # the left side is on the = line
     ],
 )
 def test_numbers_with_the_operators_missing_are_a_false_equation(text, lhs, rhs):
     step = extract_step(text)
-    [eq] = step.equations
+    eq = step.equations[-1]
+    assert all(e.holds for e in step.equations[:-1])
     assert eq.lhs_text.split() == lhs.split()  # LaTeX spacing commands become spaces
     assert (eq.rhs_value, eq.holds, eq.garbled, eq.lhs_value) == (Fraction(rhs), False, True, None)
     assert step.results[-1][1] == Fraction(rhs)  # it states its right side, as a false equation does
@@ -263,6 +270,10 @@ def test_numbers_with_the_operators_missing_are_a_false_equation(text, lhs, rhs)
         "3 + 4 = 7 8 cars",  # a number after the result, no = after it
         "<<1 000=1000>>1000",
         "<<3*4=12>>12",
+        "11 600.50 - 8 800.50 = 2800",  # thousands in groups, with decimals (a review)
+        "Average = (1 234.50 + 765.50) / 2 = 1 000",
+        "<<(1 234.50+765.50)/2=1000>>1000",
+        "9 2\n= 7",  # the = on the next line
     ],
 )
 def test_readable_text_is_never_garbled(text):
