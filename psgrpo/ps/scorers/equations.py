@@ -125,12 +125,14 @@ ANNOTATION_PATTERN = r"<<(?P<body>[^<>]*)>>"
 """A GSM8K calculator annotation, ``<<6*2=12>>``; the result it shows follows it (``$<<6*2=12>>12 on``).
 It names one group, ``body``, so a regular expression can hold it once."""
 _ANNOTATION_RE = re.compile(rf"{ANNOTATION_PATTERN}(?P<shown>{NUMBER_PATTERN})?")
-_STEP_MARKER_RE = re.compile(r"\bstep\s*\d+\s*[:.)-]?|^[^\S\n]*\d+[.)](?=\s)", re.IGNORECASE | re.MULTILINE)
+_STEP_MARKER_RE = re.compile(
+    r"\bstep\s*\d+\s*[:.)-]?|^[^\S\n]*(?:\(\d+\)|\d+[.)])(?=\s)", re.IGNORECASE | re.MULTILINE
+)
 
 
 def plain_step(text: str) -> str:
     """A step as the readers read it: :func:`~psgrpo.ps.scorers.latex.to_plain`, then its step markers
-    (``Step 2:``, and ``2.`` opening a line) blanked, as labels rather than numbers; same length."""
+    (``Step 2:``, and ``2.``, ``2)`` or ``(2)`` opening a line) blanked, as labels rather than numbers; same length."""
     return _STEP_MARKER_RE.sub(lambda m: " " * len(m.group()), to_plain(text))
 
 
@@ -181,9 +183,9 @@ def _whole(tokens: Sequence[Token], budget: Budget) -> _Side | None:
 
 def _can_cut(before: Token, after: Token) -> bool:
     """Whether an expression may start at ``after`` or end at ``before`` (prose numbers around it):
-    between two numbers apart (``1. 7 + 5``, not inside ``16,0000``) or at a parenthesis."""
-    if before.kind == "num" and after.kind == "num":
-        return before.end < after.start
+    between two numbers apart (``1. 7 + 5``, not inside ``16,0000`` or ``1 234``) or at a parenthesis."""
+    if before.kind == "num" and after.kind == "num":  # not inside thousands in groups: 1 234.50
+        return before.end < after.start and not _thousands([before, after])
     return (
         before.kind == "lpar"
         or after.kind == "rpar"
@@ -268,17 +270,39 @@ def _is_open(text: str, tokens: Sequence[Token], start: int, end: int) -> tuple[
     return left_open, right_open
 
 
-def _math_runs(tokens: Sequence[Token]) -> list[tuple[int, int]]:
-    """``(start, end)`` of each maximal run of math tokens (numbers, operators, parentheses, ``=``)."""
+def _math_runs(tokens: Sequence[Token], text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each maximal run of math tokens (numbers, operators, parentheses, ``=``).
+
+    A line break between two operands with no operator joining them (``= 12\n(12 + 1) × 2``) ends
+    the run: the next line starts another expression, not a product. An operator at either end of the
+    line break (``100\n- 20``, display math's continuation lines) keeps the run going.
+    """
     runs: list[tuple[int, int]] = []
     start = None
     for i, token in enumerate([*tokens, Token("other", "", -1, -1)]):
-        if token.kind in MATH_KINDS and start is None:
+        if (
+            token.kind in MATH_KINDS
+            and start is not None
+            and i > start
+            and _new_line_operand(text, tokens[i - 1], token)
+        ):
+            runs.append((start, i))
+            start = i
+        elif token.kind in MATH_KINDS and start is None:
             start = i
         elif token.kind not in MATH_KINDS and start is not None:
             runs.append((start, i))
             start = None
     return runs
+
+
+def _new_line_operand(text: str, before: Token, after: Token) -> bool:
+    """Whether ``after`` opens an operand on a new line right after the operand ``before`` ended."""
+    return (
+        before.kind in {"num", "rpar"}
+        and after.kind in {"num", "lpar"}
+        and "\n" in text[before.end : after.start]
+    )
 
 
 def _chains(text: str, tokens: Sequence[Token], start: int, end: int, budget: Budget) -> list[list[_Side]]:
@@ -457,7 +481,7 @@ def extract_step(text: str, rel_tol: float = 1e-6) -> StepEquations:
     prose = _ANNOTATION_RE.sub(lambda m: _PLACEHOLDER.ljust(len(m.group())), text)
     final_sides: set[int] = set()  # token starts of each chain's final result
     tokens = read_words(tokenize(prose), prose)
-    for start, end in _math_runs(tokens):
+    for start, end in _math_runs(tokens, prose):
         try:
             chains = _chains(prose, tokens, start, end, budget)
             judged = [

@@ -58,10 +58,12 @@ _TEXT_COMMANDS = {
 _FRACTIONS = {"frac", "dfrac", "tfrac", "cfrac"}
 _DROPPED_ARGUMENT = {"begin", "end", "label", "tag"}
 _FUNCTIONS = {
-    "sqrt", "log", "ln", "exp", "sin", "cos", "tan", "binom", "lfloor", "lceil", "floor", "ceil", "max", "min",
+    "sqrt", "log", "ln", "exp", "sin", "cos", "tan", "binom", "floor", "ceil", "max", "min",
     "overline", "bar", "hat", "vec", "sum", "prod", "int", "lim",
 }  # fmt: skip
+_DELIMITERS = {"lfloor": "\\rfloor", "lceil": "\\rceil"}  # \lfloor 17 / 5 \rfloor: fenced whole
 _NUMBER = re.compile(r"\s*\$?\d[\d,]*(?:\.\d+)?\s*")
+_ARGUMENT_NUMBER = re.compile(r" *(\d[\d,]*(?:\.\d+)?)")  # \log 100: the whole number is the argument
 _COMMAND = re.compile(r"\\([A-Za-z]+|.)")
 
 
@@ -169,10 +171,14 @@ def latex_to_text(text: str, _depth: int = 0) -> str:
             body, i = argument
             keep = name not in _DROPPED_ARGUMENT and _depth < 8
             out.append(f" {latex_to_text(body, _depth + 1)} " if keep else " ")
+        elif name in _DELIMITERS:  # floor and ceiling: fenced up to their closing command
+            close = text.find(_DELIMITERS[name], i, i + MAX_GROUP_CHARS)
+            body, i = (text[i:close], close + len(_DELIMITERS[name])) if close >= 0 else ("", i)
+            out.append(f" {name[1:]}⟦{body.replace(chr(92) + 'right', '').strip()}⟧ ")
         elif name.isalpha() and (name in _FUNCTIONS or text[i : i + 1] == "{"):
-            argument = _group(
-                text, i
-            )  # \sqrt{16} + 1 = 5 is not 16 + 1 = 5: fenced, never read as arithmetic
+            number = _ARGUMENT_NUMBER.match(text, i)  # \log 100, not \log 1 then 00
+            argument = (number.group(1), number.end()) if number else _group(text, i)
+            # \sqrt{16} + 1 = 5 is not 16 + 1 = 5: fenced, never read as arithmetic
             body, i = argument if argument is not None else ("", i)
             out.append(f" {name}⟦{body}⟧ ")
         else:
@@ -226,8 +232,9 @@ def _power_group(text: str, i: int, out: list[str], depth: int) -> int:
 
 _BULLET_RE = re.compile(r"^([^\S\n]*)[-*+•·–](?=[^\S\n])", re.MULTILINE)
 _EMPHASIS_RE = re.compile(r"\*\*\*|\*\*|__")
-# *7*, *Step 1:*: a single * opening after no word character and closing before none, on one line
-_ITALIC_RE = re.compile(r"(?<![\w*\\])\*(?=[^\s*])[^*\n]*?(?<=[^\s*\\])\*(?![\w*])")
+# *7*, *Step 1:*, *3 * 4 = 12*: a single * opening after no word character and closing before none, on
+# one line; a * with spaces around it inside is an operator
+_ITALIC_RE = re.compile(r"(?<![\w*\\])\*(?=[^\s*])(?:[^*\n]|(?<=\s)\*(?=\s))*?(?<=[^\s*\\])\*(?![\w*])")
 _OPERAND_AFTER_RE = re.compile(r"[^\S\n]*(?:[\d(]|\.\d|[-−]\d)")  # 2**10, 2 ** (1/2), 2 ** -1
 _LINE_RE = re.compile(r"[^\n]+")
 _DISPLAY_RE = re.compile(  # display math, where a line may open with an operator; bounded scan

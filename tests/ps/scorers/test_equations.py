@@ -307,3 +307,20 @@ def test_step_markers_are_labels_on_every_line_and_positions_are_kept():
     plain = plain_step(text)
     assert len(plain) == len(text) and plain.split() == ["3", "+", "4", "=", "7", "5", "apples", "6", "pears"]
     assert extract_step(text).operands == [3, 4, 5, 6]  # the markers' 2, 2 and 3 are not numbers of the step
+
+
+@pytest.mark.parametrize(
+    ("text", "verdicts"),
+    [  # readings a review found false on correct text (before: a false equation each)
+        ("3 × 4 = 12\n(12 + 1) × 2 = 26", [True, True]),  # a new line is no product: not 12 × (12 + 1)
+        ("12 + 4 = 16\n16 * 2 = 32", [True, True]),
+        ("\\[ 3 \\times 4 = 12 \\]\n\\[ (12 + 1) \\times 2 = 26 \\]", [True, True]),
+        ("\\[\n100\n- 20\n- 30 = 50\n\\]", [True]),  # an operator at a line break continues the expression
+        ("(2) 3 + 4 = 7", [True]),  # a list marker, not (2) × 3
+        ("1 234.50 + 100 = 1 334.50", []),  # thousands in groups are not cut into 234.50 + 100 = 1
+        ("So 17 000/5 = 3 400.", []),  # a GSM8K gold line, read as 17 000/5 = 3 before
+        ("It is 3 100 + 200 = 300", []),  # 3 100 may be 3100: unread, not judged
+    ],
+)
+def test_line_breaks_list_markers_and_grouped_thousands(text: str, verdicts: list[bool]):
+    assert holds(text) == verdicts

@@ -268,3 +268,16 @@ def test_a_digit_then_a_fraction_is_a_mixed_number(latex: str, lhs: str) -> None
 )
 def test_markdown_and_latex_edge_forms_a_review_found(text: str, verdicts: list[bool]) -> None:
     assert [holds for _, _, holds in read(text)] == verdicts
+
+
+@pytest.mark.parametrize(
+    ("latex", "fenced"),
+    [
+        (r"\( \lfloor 17 / 5 \rfloor = 3 \)", "floor⟦17 / 5⟧"),  # was lfloor⟦1⟧ 7 / 5: 7/5 = 3, false
+        (r"\(\left\lceil 2.5 \right\rceil = 3\)", "ceil⟦2.5⟧"),
+        (r"\(\log 100 = 2\)", "log⟦100⟧"),  # the whole number is the argument, not its first digit
+        (r"\(\sqrt 1,024 = 32\)", "sqrt⟦1,024⟧"),
+    ],
+)
+def test_floor_ceiling_and_functions_of_a_number_are_fenced_whole(latex: str, fenced: str) -> None:
+    assert fenced in latex_to_text(latex) and extract_equations(latex) == []
