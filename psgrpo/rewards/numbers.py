@@ -18,7 +18,7 @@ CURRENCY_SIGNS = "$£€¥₹"
 CURRENCY_PATTERN = f"[{re.escape(CURRENCY_SIGNS)}]"
 SPACED_PATTERN = rf"(?<={CURRENCY_PATTERN})\d{{1,3}}(?: \d{{3}})+(?:\.\d+)?(?![\d,/])"
 """A space-grouped amount after a currency sign: ``$350 000``."""
-NUMBER_PATTERN = rf"{CURRENCY_PATTERN}?(?:{SPACED_PATTERN}|\d+ {FRACTION_PATTERN}|{FRACTION_PATTERN}|\d*[{VULGAR_FRACTIONS}]|{DECIMAL_PATTERN})%?"
+NUMBER_PATTERN = rf"{CURRENCY_PATTERN}?(?:{SPACED_PATTERN}|\d+ (?!0){FRACTION_PATTERN}|{FRACTION_PATTERN}|\d*[{VULGAR_FRACTIONS}]|{DECIMAL_PATTERN})%?"
 """One number written in step text: an optional currency sign, a decimal, a (mixed or vulgar) fraction, an optional ``%``."""
 
 

@@ -126,7 +126,8 @@ ANNOTATION_PATTERN = r"<<(?P<body>[^<>]*)>>"
 It names one group, ``body``, so a regular expression can hold it once."""
 _ANNOTATION_RE = re.compile(rf"{ANNOTATION_PATTERN}(?P<shown>{NUMBER_PATTERN})?")
 _STEP_MARKER_RE = re.compile(
-    r"\bstep\s*\d+\s*[:.)-]?|^[^\S\n]*(?:\(\d+\)|\d+[.)])(?=\s)", re.IGNORECASE | re.MULTILINE
+    r"\bstep\s*\(?\d+\)?\s*[:.)-]?|^[^\S\n]*(?:\d+[.)](?=\s)|\(\d+\)(?=\n|[^\S\n]+(?![-+−*/×÷^·=(\s])))",
+    re.IGNORECASE | re.MULTILINE,
 )
 
 
@@ -185,7 +186,8 @@ def _can_cut(before: Token, after: Token) -> bool:
     """Whether an expression may start at ``after`` or end at ``before`` (prose numbers around it):
     between two numbers apart (``1. 7 + 5``, not inside ``16,0000`` or ``1 234``) or at a parenthesis."""
     if before.kind == "num" and after.kind == "num":  # not inside thousands in groups: 1 234.50
-        return before.end < after.start and not _thousands([before, after])
+        grouped = after.start - before.end == 1 and _thousands([before, after])
+        return before.end < after.start and not grouped
     return (
         before.kind == "lpar"
         or after.kind == "rpar"
@@ -243,8 +245,10 @@ def _is_open(text: str, tokens: Sequence[Token], start: int, end: int) -> tuple[
     Left: the run starts with a binary operator (``+ * /``, or ``-`` followed by a space, except
     after a word of :data:`_WORDS_BEFORE_SIGN`: ``rose to - 6 + 3 = -3``), follows
     ``^`` or an operator word (``x``, ``times``, ``of`` ...), or starts with a rate's 1 (``24 eggs
-    in 1 tray x 2 trays = 48``: not 1 × 2 = 48). Right: it ends with an operator, a lone
-    letter or ``^`` is glued to its end, or an operator word follows.
+    in 1 tray x 2 trays = 48``: not 1 × 2 = 48), or opens with ``(`` on the line after a factor
+    (:func:`_after_a_hanging_factor`). Right: it ends with an operator, a lone letter or ``^`` is
+    glued to its end, an operator word follows, or it ends in the first group of a number written in
+    groups of three (``= 18 000``: the reader cannot take ``000`` for a number).
     """
     first, last = tokens[start], tokens[end - 1]
     before = tokens[start - 1] if start > 0 else None
@@ -262,12 +266,43 @@ def _is_open(text: str, tokens: Sequence[Token], start: int, end: int) -> tuple[
     )
     word_before = before is not None and before.kind == "word" and _operator_word(tokens, start - 1)
     rate_one = first.text == "1" and before is not None and before.text in {"in", "per", "each", "every"}
-    left_open = starts_binary or word_before or rate_one or text[max(0, first.start - 1) : first.start] == "^"
+    hanging = _after_a_hanging_factor(text, tokens, start)
+    left_open = (
+        starts_binary
+        or word_before
+        or rate_one
+        or hanging
+        or text[max(0, first.start - 1) : first.start] == "^"
+    )
     glued = text[last.end : last.end + 2]
     lone_letter = bool(re.match(r"[A-Za-z](?![A-Za-z])", glued))
     word_after = after is not None and after.kind == "word" and after.text in _WORDS_AFTER_OPERAND
-    right_open = last.kind == "op" or lone_letter or glued.startswith("^") or word_after
+    grouped = len(last.text) <= 3 and last.text.isdigit() and bool(_GROUP_AFTER_RE.match(text, last.end))
+    right_open = last.kind == "op" or lone_letter or glued.startswith("^") or word_after or grouped
     return left_open, right_open
+
+
+_GROUP_AFTER_RE = re.compile(r" \d{3}(?![\d,/])")
+
+
+def _after_a_hanging_factor(text: str, tokens: Sequence[Token], start: int) -> bool:
+    """Whether the run at ``start`` opens with ``(`` on the line after an operand of a line with no
+    ``=``: ``1000\n(1 + 0.05)^2 = 1102.5`` may be one product, so its first group is not whole.
+    After an equation (``= 12\n(12 + 1) × 2 = 26``) the line starts an expression of its own."""
+    if (
+        start == 0
+        or tokens[start].kind != "lpar"
+        or not _new_line_operand(text, tokens[start - 1], tokens[start])
+    ):
+        return False
+    k = start - 1
+    while k >= 0 and tokens[k].kind in MATH_KINDS:
+        if tokens[k].kind == "eq":
+            return False
+        if k > 0 and "\n" in text[tokens[k - 1].end : tokens[k].start]:
+            break
+        k -= 1
+    return True
 
 
 def _math_runs(tokens: Sequence[Token], text: str) -> list[tuple[int, int]]:

@@ -63,7 +63,8 @@ _FUNCTIONS = {
 }  # fmt: skip
 _DELIMITERS = {"lfloor": "\\rfloor", "lceil": "\\rceil"}  # \lfloor 17 / 5 \rfloor: fenced whole
 _NUMBER = re.compile(r"\s*\$?\d[\d,]*(?:\.\d+)?\s*")
-_ARGUMENT_NUMBER = re.compile(r" *(\d[\d,]*(?:\.\d+)?)")  # \log 100: the whole number is the argument
+_ARGUMENT_NUMBER = re.compile(r" *\d{1,3}(?:,\d{3})+(?:\.\d+)?| *\d+(?:\.\d+)?")  # \log 100: the whole number
+_OPENING_PAREN = re.compile(r" *\(")
 _COMMAND = re.compile(r"\\([A-Za-z]+|.)")
 
 
@@ -155,9 +156,10 @@ def latex_to_text(text: str, _depth: int = 0) -> str:
         name, i = match.group(1), match.end()
         if name in "()[]":
             out.append(" ")
-        elif name == "\\" or name == ",":
-            # \, between digits groups thousands (1\,000); elsewhere it is a space, as is \\
-            digits = name == "," and out and out[-1][-1:].isdigit() and text[i : i + 1].isdigit()
+        elif name == "\\":  # a line break of display math or an aligned environment
+            out.append("\n")
+        elif name == ",":  # \, between digits groups thousands (1\,000); elsewhere it is a space
+            digits = out and out[-1][-1:].isdigit() and text[i : i + 1].isdigit()
             out.append("," if digits else " ")
         elif name in _SYMBOLS:
             out.append(_SYMBOLS[name])
@@ -171,19 +173,37 @@ def latex_to_text(text: str, _depth: int = 0) -> str:
             body, i = argument
             keep = name not in _DROPPED_ARGUMENT and _depth < 8
             out.append(f" {latex_to_text(body, _depth + 1)} " if keep else " ")
-        elif name in _DELIMITERS:  # floor and ceiling: fenced up to their closing command
-            close = text.find(_DELIMITERS[name], i, i + MAX_GROUP_CHARS)
-            body, i = (text[i:close], close + len(_DELIMITERS[name])) if close >= 0 else ("", i)
-            out.append(f" {name[1:]}⟦{body.replace(chr(92) + 'right', '').strip()}⟧ ")
-        elif name.isalpha() and (name in _FUNCTIONS or text[i : i + 1] == "{"):
-            number = _ARGUMENT_NUMBER.match(text, i)  # \log 100, not \log 1 then 00
-            argument = (number.group(1), number.end()) if number else _group(text, i)
+        elif name.isalpha() and (name in _FUNCTIONS or name in _DELIMITERS or text[i : i + 1] == "{"):
             # \sqrt{16} + 1 = 5 is not 16 + 1 = 5: fenced, never read as arithmetic
-            body, i = argument if argument is not None else ("", i)
-            out.append(f" {name}⟦{body}⟧ ")
+            body, i = _function_argument(text, i, name)
+            out.append(f" {name[1:] if name in _DELIMITERS else name}⟦{body.strip()}⟧ ")
         else:
             out.append(f" {name} " if name.isalpha() else " ")
     return "".join(out)
+
+
+def _function_argument(text: str, i: int, name: str) -> tuple[str, int]:
+    """What the function command ``name`` applies to, from ``text[i]``, and the index after it.
+
+    A subscript first (``\\log_2 8``, ``\\log_{10}(1000)``: the base is part of the function), then
+    for floor and ceiling everything up to ``\\rfloor`` / ``\\rceil``, else a parenthesised group, a
+    whole number (``\\log 100``, not ``1`` then ``00``), or a brace group or one character."""
+    start = i
+    if text[i : i + 1] == "_":
+        subscript = _group(text, i + 1)
+        i = subscript[1] if subscript is not None else i + 1
+    if name in _DELIMITERS and (close := text.find(_DELIMITERS[name], i, i + MAX_GROUP_CHARS)) >= 0:
+        return text[start:close].replace("\\right", "").strip(), close + len(_DELIMITERS[name])
+    if (opening := _OPENING_PAREN.match(text, i)) is not None:
+        depth = 0
+        for j in range(opening.end() - 1, min(len(text), i + MAX_GROUP_CHARS)):
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            if depth == 0:
+                return text[start : j + 1], j + 1
+    if (number := _ARGUMENT_NUMBER.match(text, i)) is not None:
+        return text[start : number.end()], number.end()
+    argument = _group(text, i)
+    return (text[start:i] + argument[0], argument[1]) if argument is not None else (text[start:i], i)
 
 
 def _frac(text: str, i: int, out: list[str], depth: int) -> int:

@@ -320,6 +320,24 @@ def test_step_markers_are_labels_on_every_line_and_positions_are_kept():
         ("1 234.50 + 100 = 1 334.50", []),  # thousands in groups are not cut into 234.50 + 100 = 1
         ("So 17 000/5 = 3 400.", []),  # a GSM8K gold line, read as 17 000/5 = 3 before
         ("It is 3 100 + 200 = 300", []),  # 3 100 may be 3100: unread, not judged
+        # a second review: each read false or went unread on the first fix
+        ("$$\n(12 + 3)\n(4 + 1) = 75\n$$", []),  # a product across lines: not (4 + 1) = 75
+        ("2\n(3 + 4) = 14", []),
+        ("\\[ 1000 \\\\ (1 + 0.05)^2 = 1102.5 \\]", []),  # \\ is a line break
+        ("\\[ 3 \\times 4 = 12 \\\\ (12 + 1) \\times 2 = 26 \\]", [True, True]),
+        ("\\begin{aligned} 12 \\times 4 &= 48 \\\\ 48 - 5 &= 43 \\end{aligned}", [True, True]),
+        ("\\[ 100 \\\\ - 20 = 80 \\]", [True]),
+        ("(25) + 5 = 30", [True]),  # (25) before an operator is an operand, not a list marker
+        ("(5) (2) + 3 = 13", [True]),
+        ("(2) (3) = 6", [True]),
+        ("(2)\n3 + 4 = 7", [True]),
+        ("Step (2) 3 + 4 = 7", [True]),
+        ("\\( 5 \\times 24 = 120 \\) \\( 120 + 30 = 150 \\)", [True, True]),  # not the number 120 120
+        ("\\[ 5 \\times 24 = 120 \\qquad 120 + 30 = 150 \\]", [True, True]),
+        ("he uses 600 x 30 = 18 000 watts.", []),  # GSM8K gold lines: 000 is no number to the reader
+        ("250 x 12 = 3 000 grams.", []),
+        ("receive 650 000/2 = 325 000 cars each.", []),  # not the mixed number 650 0/2
+        ("1 1/2 + 1 = 2.5", [True]),
     ],
 )
 def test_line_breaks_list_markers_and_grouped_thousands(text: str, verdicts: list[bool]):

@@ -277,6 +277,10 @@ def test_markdown_and_latex_edge_forms_a_review_found(text: str, verdicts: list[
         (r"\(\left\lceil 2.5 \right\rceil = 3\)", "ceil⟦2.5⟧"),
         (r"\(\log 100 = 2\)", "log⟦100⟧"),  # the whole number is the argument, not its first digit
         (r"\(\sqrt 1,024 = 32\)", "sqrt⟦1,024⟧"),
+        (r"\( \lfloor 17 / 5 = 3 \)", "floor⟦17⟧"),  # unclosed: its number, as a function's
+        (r"\( \log_2 8 = 3 \)", "log⟦_2 8⟧"),  # the base belongs to the function: not 2 8 = 3
+        (r"\(\log_{10}(1000) = 3\)", "log⟦_{10}(1000)⟧"),
+        (r"\(\sqrt 16, 25\)", "sqrt⟦16⟧"),
     ],
 )
 def test_floor_ceiling_and_functions_of_a_number_are_fenced_whole(latex: str, fenced: str) -> None:
