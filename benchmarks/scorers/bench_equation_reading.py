@@ -1,7 +1,7 @@
 """How well the step verifier reads equations from natural text, measured on GSM8K's gold lines.
 
     python benchmarks/scorers/bench_equation_reading.py [--gsm8k-dir DIR] [--splits test train]
-        [--show 20] [--limit N]
+        [--show 20] [--limit N] [--whole]
 
 GSM8K's gold solutions state their arithmetic twice: in words (``She has 16 - 3 = 13 eggs``) and in
 calculator annotations (``<<16-3=13>>``). The annotations are the labels; the text is what a model
@@ -29,6 +29,11 @@ annotations. Definitions (per line, then summed over lines):
   unannotated: ``24/3 = 8.``): equations read there are counted apart, with how many of them hold
   (a true equation in a gold line is arithmetic the text states, not prose read as arithmetic;
   one that fails is most likely a false read). They are not in the precision.
+
+``--whole`` also reads each gold solution whole, as one multi-line step with its annotations removed
+(a model's step may hold several lines, and display math several rows): how many equations the reader
+finds and how many of them fail. A gold solution's arithmetic holds, so each failure is a misread (or
+a typo in the gold text); ``--show`` lists them.
 
 ``--show N`` lists N false reads, N reads on unannotated lines and N misses of each split.
 
@@ -162,6 +167,27 @@ def measure(solutions: Iterable[str]) -> Counts:
     return counts
 
 
+@dataclass
+class WholeCounts:
+    """Equations read from gold solutions read whole (``--whole``), and those that fail."""
+
+    solutions: int = 0
+    equations: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (equation read, solution)
+
+
+def measure_whole(solutions: Iterable[str]) -> WholeCounts:
+    """Read each solution's reasoning (before ``####``), annotations removed, as one step."""
+    counts = WholeCounts()
+    for solution in solutions:
+        text = strip_annotations("\n".join(solution_steps(solution)))
+        equations = extract_step(text).equations
+        counts.solutions += 1
+        counts.equations += len(equations)
+        counts.failures += [(f"{eq.lhs_text} = {eq.rhs_text}", text) for eq in equations if not eq.holds]
+    return counts
+
+
 def load_solutions(path: Path, limit: int | None = None) -> list[str]:
     """The ``answer`` fields of a GSM8K JSONL file (the first ``limit`` rows)."""
     rows = []
@@ -199,6 +225,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--splits", nargs="+", default=["test", "train"])
     parser.add_argument("--limit", type=int, default=None, help="first N solutions of each split")
     parser.add_argument("--show", type=int, default=0, help="list N false reads and N misses per split")
+    parser.add_argument(
+        "--whole", action="store_true", help="also read each solution whole, as one multi-line step"
+    )
     args = parser.parse_args(argv)
     directory = args.gsm8k_dir or default_data_dir()
     results = []
@@ -219,7 +248,17 @@ def main(argv: Sequence[str] | None = None) -> None:
             for line in counts.misses[: args.show]:
                 print(f"- {line}")
     print(markdown_table(results))
-    print(f"\n`python benchmarks/scorers/bench_equation_reading.py --splits {' '.join(args.splits)}`")
+    if args.whole:
+        print(
+            "\n| split | solutions read whole | equations read | fail (misreads or gold typos) |\n|---|---|---|---|"
+        )
+        for split, _ in results:
+            whole = measure_whole(load_solutions(directory / f"{split}.jsonl", args.limit))
+            print(f"| {split} | {whole.solutions} | {whole.equations} | {len(whole.failures)} |")
+            for read, text in whole.failures[: args.show]:
+                print(f"- `{read}` | {text[:200]!r}")
+    flags = " --whole" if args.whole else ""
+    print(f"\n`python benchmarks/scorers/bench_equation_reading.py --splits {' '.join(args.splits)}{flags}`")
 
 
 if __name__ == "__main__":

@@ -59,3 +59,13 @@ def test_the_script_prints_a_markdown_table_per_split(bench, tmp_path, capsys):
     assert "| test | 1 | 1 | 1 | 1.0000 (1) | 0 | 0 | 1 | 0 | 1.0000 | 0 (0) |" in out
     with pytest.raises(SystemExit, match="train split not found"):
         bench.main(["--gsm8k-dir", str(tmp_path), "--splits", "train"])
+
+
+def test_whole_solutions_are_read_as_one_step_and_their_failures_counted(bench):
+    solutions = [
+        "3 x 4 = <<3*4=12>>12 pens\n(12 + 1) x 2 = <<13*2=26>>26 pens\n#### 26",  # two lines, no product
+        "He has 7 + 5 = <<7+5=13>>13 eggs\n#### 13",  # a typo in the gold text: it fails
+    ]
+    whole = bench.measure_whole(solutions)
+    assert (whole.solutions, whole.equations) == (2, 3)
+    assert whole.failures == [("7 + 5 = 13", "He has 7 + 5 = 13 eggs")]

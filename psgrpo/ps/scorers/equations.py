@@ -126,14 +126,16 @@ ANNOTATION_PATTERN = r"<<(?P<body>[^<>]*)>>"
 It names one group, ``body``, so a regular expression can hold it once."""
 _ANNOTATION_RE = re.compile(rf"{ANNOTATION_PATTERN}(?P<shown>{NUMBER_PATTERN})?")
 _STEP_MARKER_RE = re.compile(
-    r"\bstep\s*\(?\d+\)?\s*[:.)-]?|^[^\S\n]*(?:\d+[.)](?=\s)|\(\d+\)(?=\n|[^\S\n]+(?![-+−*/×÷^·=(\s])))",
+    r"\bstep\s*(?:\(\d+\)(?![^\S\n]*[-+−*/×÷^·=(])|\d+)\s*[:.)-]?"
+    r"|^[^\S\n]*(?:\d+[.)](?=\s)|\(\d+\)(?=[^\S\n]*(?:\n|\Z)|[^\S\n]+(?:[-−]\d|(?![-+−*/×÷^·=(\s]))))",
     re.IGNORECASE | re.MULTILINE,
 )
 
 
 def plain_step(text: str) -> str:
     """A step as the readers read it: :func:`~psgrpo.ps.scorers.latex.to_plain`, then its step markers
-    (``Step 2:``, and ``2.``, ``2)`` or ``(2)`` opening a line) blanked, as labels rather than numbers; same length."""
+    (``Step 2:``, and ``2.``, ``2)`` or ``(2)`` opening a line; ``(2)`` only before a number, a signed
+    one or a line end: ``(2) (3) = 6`` and ``(25) + 5`` are arithmetic) blanked, as labels rather than numbers; same length."""
     return _STEP_MARKER_RE.sub(lambda m: " " * len(m.group()), to_plain(text))
 
 
@@ -266,7 +268,7 @@ def _is_open(text: str, tokens: Sequence[Token], start: int, end: int) -> tuple[
     )
     word_before = before is not None and before.kind == "word" and _operator_word(tokens, start - 1)
     rate_one = first.text == "1" and before is not None and before.text in {"in", "per", "each", "every"}
-    hanging = _after_a_hanging_factor(text, tokens, start)
+    hanging = _after_a_hanging_factor(text, tokens, start) or _marker_or_factor(text, tokens, start)
     left_open = (
         starts_binary
         or word_before
@@ -282,7 +284,7 @@ def _is_open(text: str, tokens: Sequence[Token], start: int, end: int) -> tuple[
     return left_open, right_open
 
 
-_GROUP_AFTER_RE = re.compile(r" \d{3}(?![\d,/])")
+_GROUP_AFTER_RE = re.compile(r"[^\S\n]\d{3}(?![\d,/])")
 
 
 def _after_a_hanging_factor(text: str, tokens: Sequence[Token], start: int) -> bool:
@@ -305,6 +307,17 @@ def _after_a_hanging_factor(text: str, tokens: Sequence[Token], start: int) -> b
     return True
 
 
+def _marker_or_factor(text: str, tokens: Sequence[Token], start: int) -> bool:
+    """Whether the run at ``start`` opens its line with ``(N)`` and then ``(``: ``(4) (138-2)/2 = 68`` is a
+    list marker and an equation, or a product; its first group is not judged."""
+    head = tokens[start : start + 4]
+    return (
+        [t.kind for t in head] == ["lpar", "num", "rpar", "lpar"]
+        and head[1].text.isdigit()
+        and text[text.rfind("\n", 0, head[0].start) + 1 : head[0].start].strip() == ""
+    )
+
+
 def _math_runs(tokens: Sequence[Token], text: str) -> list[tuple[int, int]]:
     """``(start, end)`` of each maximal run of math tokens (numbers, operators, parentheses, ``=``).
 
@@ -319,7 +332,10 @@ def _math_runs(tokens: Sequence[Token], text: str) -> list[tuple[int, int]]:
             token.kind in MATH_KINDS
             and start is not None
             and i > start
-            and _new_line_operand(text, tokens[i - 1], token)
+            and (
+                _new_line_operand(text, tokens[i - 1], token)
+                or _new_line_after_equation(text, tokens, i, start)
+            )
         ):
             runs.append((start, i))
             start = i
@@ -332,12 +348,30 @@ def _math_runs(tokens: Sequence[Token], text: str) -> list[tuple[int, int]]:
 
 
 def _new_line_operand(text: str, before: Token, after: Token) -> bool:
-    """Whether ``after`` opens an operand on a new line right after the operand ``before`` ended."""
+    """Whether ``after`` opens an operand (a number or ``(``) on a new line right after the operand
+    ``before`` ended."""
     return (
         before.kind in {"num", "rpar"}
         and after.kind in {"num", "lpar"}
         and "\n" in text[before.end : after.start]
     )
+
+
+def _new_line_after_equation(text: str, tokens: Sequence[Token], i: int, start: int) -> bool:
+    """Whether ``tokens[i]``, a minus sign glued to a number (``= -30\n-30/3 = -10``), opens a new line
+    after a line of the run that holds an ``=``: a new equation, not ``- 30`` subtracted (a line of
+    display math with no ``=`` may go on with ``-20``)."""
+    token, before = tokens[i], tokens[i - 1]
+    if token.text not in {"-", "−"} or not text[token.end : token.end + 1].isdigit():
+        return False
+    if before.kind not in {"num", "rpar"} or "\n" not in text[before.end : token.start]:
+        return False
+    for k in range(i - 1, start - 1, -1):
+        if tokens[k].kind == "eq":
+            return True
+        if k > start and "\n" in text[tokens[k - 1].end : tokens[k].start]:
+            return False
+    return False
 
 
 def _chains(text: str, tokens: Sequence[Token], start: int, end: int, budget: Budget) -> list[list[_Side]]:

@@ -58,13 +58,14 @@ _TEXT_COMMANDS = {
 _FRACTIONS = {"frac", "dfrac", "tfrac", "cfrac"}
 _DROPPED_ARGUMENT = {"begin", "end", "label", "tag"}
 _FUNCTIONS = {
-    "sqrt", "log", "ln", "exp", "sin", "cos", "tan", "binom", "floor", "ceil", "max", "min",
+    "sqrt", "log", "ln", "exp", "sin", "cos", "tan", "binom", "dbinom", "tbinom", "floor", "ceil", "max", "min",
     "overline", "bar", "hat", "vec", "sum", "prod", "int", "lim",
 }  # fmt: skip
 _DELIMITERS = {"lfloor": "\\rfloor", "lceil": "\\rceil"}  # \lfloor 17 / 5 \rfloor: fenced whole
 _NUMBER = re.compile(r"\s*\$?\d[\d,]*(?:\.\d+)?\s*")
 _ARGUMENT_NUMBER = re.compile(r" *\d{1,3}(?:,\d{3})+(?:\.\d+)?| *\d+(?:\.\d+)?")  # \log 100: the whole number
-_OPENING_PAREN = re.compile(r" *\(")
+_OPENING_PAREN = re.compile(r" *(?:\\left\s*)?\(")
+_TWO_ARGUMENTS = {"binom", "dbinom", "tbinom"}
 _COMMAND = re.compile(r"\\([A-Za-z]+|.)")
 
 
@@ -131,6 +132,10 @@ def latex_to_text(text: str, _depth: int = 0) -> str:
             out.append(" * ")
             i += 1
             continue
+        if char == "~":  # a non-breaking space: 18~000
+            out.append(" ")
+            i += 1
+            continue
         if char == "&":  # an aligned environment's column mark: 12 \times 4 &= 48
             out.append(" ")
             i += 1
@@ -185,25 +190,42 @@ def latex_to_text(text: str, _depth: int = 0) -> str:
 def _function_argument(text: str, i: int, name: str) -> tuple[str, int]:
     """What the function command ``name`` applies to, from ``text[i]``, and the index after it.
 
-    A subscript first (``\\log_2 8``, ``\\log_{10}(1000)``: the base is part of the function), then
-    for floor and ceiling everything up to ``\\rfloor`` / ``\\rceil``, else a parenthesised group, a
-    whole number (``\\log 100``, not ``1`` then ``00``), or a brace group or one character."""
+    A subscript and an optional ``[…]`` first (``\\log_2 8``, ``\\log_{10}(1000)``, ``\\sqrt[3]{27}``:
+    part of the function), then for floor and ceiling everything up to ``\\rfloor`` / ``\\rceil``, else
+    a parenthesised group (``\\left(`` too), a whole number (``\\log 100``, not ``1`` then ``00``), or a
+    brace group (two for ``\\binom``) or one character."""
     start = i
     if text[i : i + 1] == "_":
         subscript = _group(text, i + 1)
         i = subscript[1] if subscript is not None else i + 1
+    if text[i : i + 1] == "[" and (close := text.find("]", i, i + MAX_GROUP_CHARS)) >= 0:
+        i = close + 1
     if name in _DELIMITERS and (close := text.find(_DELIMITERS[name], i, i + MAX_GROUP_CHARS)) >= 0:
         return text[start:close].replace("\\right", "").strip(), close + len(_DELIMITERS[name])
-    if (opening := _OPENING_PAREN.match(text, i)) is not None:
-        depth = 0
-        for j in range(opening.end() - 1, min(len(text), i + MAX_GROUP_CHARS)):
-            depth += {"(": 1, ")": -1}.get(text[j], 0)
-            if depth == 0:
-                return text[start : j + 1], j + 1
+    if (opening := _OPENING_PAREN.match(text, i)) is not None and (
+        close := _closing_paren(text, opening.end())
+    ) >= 0:
+        return text[start : close + 1], close + 1
     if (number := _ARGUMENT_NUMBER.match(text, i)) is not None:
         return text[start : number.end()], number.end()
     argument = _group(text, i)
+    if argument is not None and name in _TWO_ARGUMENTS and (second := _group(text, argument[1])) is not None:
+        return text[start:i] + argument[0] + " " + second[0], second[1]
     return (text[start:i] + argument[0], argument[1]) if argument is not None else (text[start:i], i)
+
+
+_PARENS_RE = re.compile(r"[()]")
+
+
+def _closing_paren(text: str, i: int) -> int:
+    """The index of the ``)`` closing the ``(`` just before ``text[i]``, within :data:`MAX_GROUP_CHARS`;
+    -1 if none."""
+    depth = 1
+    for match in _PARENS_RE.finditer(text, i, min(len(text), i + MAX_GROUP_CHARS)):
+        depth += 1 if match.group() == "(" else -1
+        if depth == 0:
+            return match.start()
+    return -1
 
 
 def _frac(text: str, i: int, out: list[str], depth: int) -> int:

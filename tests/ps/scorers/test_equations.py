@@ -328,8 +328,17 @@ def test_step_markers_are_labels_on_every_line_and_positions_are_kept():
         ("\\begin{aligned} 12 \\times 4 &= 48 \\\\ 48 - 5 &= 43 \\end{aligned}", [True, True]),
         ("\\[ 100 \\\\ - 20 = 80 \\]", [True]),
         ("(25) + 5 = 30", [True]),  # (25) before an operator is an operand, not a list marker
-        ("(5) (2) + 3 = 13", [True]),
-        ("(2) (3) = 6", [True]),
+        ("(5) (2) + 3 = 13", []),  # (N) then (: a marker or a factor, not judged
+        ("(2) (3) = 6", []),
+        ("(4) (138-2)/2 = 68 inches.", []),  # a third review: GSM8K gold lines after a (k) marker
+        ("(2) -30/3 = -10 degrees", [True]),  # a marker before a signed number
+        ("(1) \n3 + 4 = 7", [True]),
+        ("each step (3)(4 + 1) = 15", [True]),  # step (3) before ( is no marker
+        ("In the first step (2) + 3 = 5", [True]),
+        ("600 x 30 = 18\u00a0000 watts", []),  # a no-break space groups thousands too
+        ("-48 + 21 + (-3) = -30\n-30/3 = -10 degrees", [True, True]),  # a gold solution as one step
+        ("\\begin{aligned} 20 - 25 &= -5 \\\\ -5 + 10 &= 5 \\end{aligned}", [True, True]),
+        ("100\n-20 = 80", [True]),  # no = on the line before: it goes on
         ("(2)\n3 + 4 = 7", [True]),
         ("Step (2) 3 + 4 = 7", [True]),
         ("\\( 5 \\times 24 = 120 \\) \\( 120 + 30 = 150 \\)", [True, True]),  # not the number 120 120

@@ -281,6 +281,10 @@ def test_markdown_and_latex_edge_forms_a_review_found(text: str, verdicts: list[
         (r"\( \log_2 8 = 3 \)", "log⟦_2 8⟧"),  # the base belongs to the function: not 2 8 = 3
         (r"\(\log_{10}(1000) = 3\)", "log⟦_{10}(1000)⟧"),
         (r"\(\sqrt 16, 25\)", "sqrt⟦16⟧"),
+        (r"\(\log\left(10 \times 10\right) = 2\)", "log⟦\\left(10 \\times 10\\right)⟧"),
+        (r"\(\sqrt[3]{27} + 1 = 4\)", "sqrt⟦[3]27⟧"),  # was 27 + 1 = 4
+        (r"\(\binom{5}{2} + 1 = 11\)", "binom⟦5 2⟧"),  # was 2 + 1 = 11
+        (r"\( 600 \times 30 = 18~000 \)", ""),  # ~ is a space: 18 000, unread, not 18
     ],
 )
 def test_floor_ceiling_and_functions_of_a_number_are_fenced_whole(latex: str, fenced: str) -> None:
