@@ -134,8 +134,9 @@ _STEP_MARKER_RE = re.compile(
 
 def plain_step(text: str) -> str:
     """A step as the readers read it: :func:`~psgrpo.ps.scorers.latex.to_plain`, then its step markers
-    (``Step 2:``, and ``2.``, ``2)`` or ``(2)`` opening a line; ``(2)`` only before a number, a signed
-    one or a line end: ``(2) (3) = 6`` and ``(25) + 5`` are arithmetic) blanked, as labels rather than numbers; same length."""
+    blanked, as labels rather than numbers (same length): ``Step 2:``, and ``2.``, ``2)`` or ``(2)``
+    opening a line; ``(2)`` only before a number, a signed one or a line end (``(2) (3) = 6`` and
+    ``(25) + 5`` are arithmetic)."""
     return _STEP_MARKER_RE.sub(lambda m: " " * len(m.group()), to_plain(text))
 
 
@@ -427,6 +428,7 @@ def _garbled_left(text: str, left: Sequence[Token]) -> bool:
     return len(spaced) >= 2 and not _thousands(spaced)
 
 
+_FIRST_GROUP_RE = re.compile(r"\d{1,3}")
 _GROUP_RE = re.compile(r"\d{3}")
 _LAST_GROUP_RE = re.compile(r"\d{3}(?:\.\d+)?")
 
@@ -435,7 +437,7 @@ def _thousands(numbers: Sequence[Token]) -> bool:
     """``12 345``, ``1 000 000``, ``1 234.50``: one number written in groups of three."""
     first, *middle, last = (t.text for t in numbers)
     return (
-        re.fullmatch(r"\d{1,3}", first) is not None
+        _FIRST_GROUP_RE.fullmatch(first) is not None
         and all(_GROUP_RE.fullmatch(group) for group in middle)
         and _LAST_GROUP_RE.fullmatch(last) is not None
     )

@@ -7,8 +7,8 @@ Models write their arithmetic in LaTeX, inside prose: ``\\(3 \\times \\$68 = \\$
 ``50 km/hr * 3 = 150 km``, ``2,500``), so plain and LaTeX steps are judged by one grammar:
 
 * math delimiters ``\\( \\)``, ``\\[ \\]``, ``$$`` and a ``$`` that opens or closes math are
-  dropped (a ``$`` before a number, or ``\\$``, is currency and stays); ``\\\\`` and ``&`` (aligned
-  environments) are spaces; ``\\begin{...}`` / ``\\end{...}`` are dropped;
+  dropped (a ``$`` before a number, or ``\\$``, is currency and stays); ``\\\\`` is a line break and
+  ``&`` (aligned environments) a space; ``\\begin{...}`` / ``\\end{...}`` are dropped;
 * ``\\times``, ``\\cdot``, ``\\ast``, ``·`` are ``*``; ``\\div`` is ``/``; ``\\%``, ``\\$``,
   ``\\{ \\}`` are the characters; ``{,}`` and ``\\,`` between digits are thousands separators;
   spacing commands (``\\,  \\;  \\!  \\quad  ~``) are spaces; ``\\left`` / ``\\right`` go;
@@ -18,12 +18,12 @@ Models write their arithmetic in LaTeX, inside prose: ``\\(3 \\times \\$68 = \\$
 * ``\\text{…}``, ``\\mathrm``, ``\\textbf``, ``\\mbox``, ``\\operatorname`` and ``\\boxed{…}`` are
   their contents with spaces around (units inside math are then read past as in prose);
 * any other command (``\\approx``, ``\\le`` ...) stays a word (its backslash dropped), and a
-  function with its argument (``\\sqrt{16}``, ``\\log 8``, any unknown ``\\cmd{...}``) is fenced off
-  as ``sqrt⟦16⟧``: words and fences are never arithmetic, so an equation holding one is left
+  function with its argument (``\\sqrt{16}``, ``\\log 100``, ``\\log_2(8)``, ``\\lfloor 17/5
+  \\rfloor``, any unknown ``\\cmd{...}``) is fenced off as ``sqrt⟦16⟧``: words and fences are never arithmetic, so an equation holding one is left
   unread, never misread (``\\sqrt{16} + 1 = 5`` is not ``16 + 1 = 5``).
 
-Markdown (:func:`strip_markdown`): a bullet opening a line and bold (``**``, ``__``) are blanked; they
-read as a binary minus left open and as a power. :func:`to_plain` is both rewrites, what every reader of
+Markdown (:func:`strip_markdown`): a bullet opening a line, bold (``**``, ``__``) and italics (``*7*``)
+are blanked; they read as a binary minus left open, a power and a product. :func:`to_plain` is both rewrites, what every reader of
 step text (equations, units, the reference verifier's numbers) applies first.
 
 Bounded work: one pass over the text, each character visited a bounded number of times (brace
