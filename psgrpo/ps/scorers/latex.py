@@ -361,8 +361,9 @@ def strip_markdown(text: str) -> str:
     A bullet opening a line (``- 9 + 2 = 11``, ``* …``, ``+ …``, ``• …``, ``· …``, ``– …``; not inside
     display math) would read as a binary operator left open (``x - 9 + 2 = 11``), bold (``**Step 2:** 9
     + 2 = 11``, ``= **11**``, ``***7***``) as a power and italics (``= *11*``, ``*Step 2:*``) as a
-    product: each left the equation unread, so the step scored the neutral score. A ``**`` between two operands that pairs with no other stays a power (``2**10 =
-    1024``). Positions are kept (each mark becomes spaces). Linear in the text's length.
+    product: each left the equation unread, so the step scored the neutral score. A ``**`` between two
+    operands that pairs with no other stays a power (``2**10 = 1024``). Positions are kept (each mark
+    becomes spaces). Linear in the text's length.
     """
     return _blank_italics(_blank_emphasis(_blank_bullets(text)))
 
