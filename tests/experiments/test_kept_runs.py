@@ -171,6 +171,9 @@ PAIRED_TESTS = [  # (kept folder, recipe flags, steps, eval_every, seeds, extra 
      ["--equivalence_margin", "0.02"], "| final | 120 | 120 | 8 | +0.014 [+0.003, +0.025] |", "| **yes** | no |"),
     ("hard-240-confirm", ["--config", "configs/arith_hard.yaml", "--bf16", "true"], 240, 120, range(38, 46),
      ["--equivalence_margin", "0.02"], "| final | 240 | 240 | 8 | +0.011 [-0.019, +0.040] |", "| no | no |"),
+    ("hard-240-garbled-confirm", ["--config", "configs/arith_hard.yaml", "--bf16", "true"], 240, 120,
+     range(46, 54), ["--equivalence_margin", "0.02"], "| final | 240 | 240 | 8 | +0.018 [-0.001, +0.038] |",
+     "| no | no |"),
 ]  # fmt: skip
 
 
@@ -181,7 +184,8 @@ def test_the_fresh_arm_tests_redraw_and_their_preregistered_results_hold(
     """ps-ref-bin against grpo with both arms trained fresh: on the embedded default the lead after 25 steps
     (seeds 10-19, confirmed) and at the demo's 200 steps (seeds 20-29: ends above, confirmed; not level within
     ±2 points); on arith-hard in bf16 at 120 steps (seeds 30-37: lasts, confirmed; not level) and at 240 steps
-    (seeds 38-45: not shown either way, neither above 0 nor level)."""
+    (seeds 38-45: not shown either way, neither above 0 nor level; with the garbled-equation rule, seeds 46-53:
+    the same verdict)."""
     seed_args = [str(seed) for seed in seeds]
     out = redraw(
         name,
