@@ -157,6 +157,7 @@ GARBLES = {  # 13 - 3 = 10 written with its operators missing, in the forms a po
     "in a calculator annotation": lambda step: re.sub(
         r"^(.*) = (\d+)$", lambda m: f"<<{re.sub(r' [-+*] ', ' 2 ', m[1])}={m[2]}>>{m[2]}", step
     ),  # <<13 2 3=10>>10
+    "the = as a digit": lambda step: step.replace(" = ", " 8 "),  # 13 - 3 8 10, what seed 50 wrote next
 }
 
 
@@ -170,7 +171,8 @@ def test_a_wrong_solution_gains_nothing_by_garbling_its_wrong_steps(char_tokeniz
     """What a ``ps-ref-bin`` policy learned past 200 steps on arith-hard (docs/learning.md): write the
     operators as digits (``15 2 7 = 8``). Read as prose, such a step scored the neutral 0.5, above a wrong
     step's 0 under the 0/1 weights; read as a false equation it earns no more than the honest mistake.
-    The neighbouring forms (an operator kept, parentheses, an annotation) are read the same way."""
+    The neighbouring forms (an operator kept, parentheses, an annotation, the ``=`` as a digit) are read the
+    same way."""
     for problem in PROBLEMS:
         honest = completion([str(step) for step in problem.steps], problem.answer)
         wrong = completion(problem.wrong, problem.wrong_answer)

@@ -492,6 +492,37 @@ def garbled_equations(
     return found
 
 
+def garbled_without_equals(text: str, run: Sequence[Token]) -> tuple[Equation, Token] | None:
+    """``4 + 8 8 12``: the math run ``run`` as an equation with its ``=`` written as a number.
+
+    No ``=`` in the run; on the line of its last token, an expression with an operator (numbers,
+    operators and parentheses) and then two numbers apart only by spaces, with no letter glued to the
+    last: a policy trained on the reference verifier wrote these once ``9 2 1 = 8`` was read as false
+    (docs/learning.md), and read as prose they hid a wrong step (``14 * 2 8 38``) behind the neutral
+    score. It is a garbled equation stating the last number, as :func:`garbled_equations`'. Not
+    thousands in groups (``3 + 1 000``) or a list of numbers with no operator."""
+    if len(run) < 5 or any(t.kind == "eq" for t in run):
+        return None
+    *left, digit, rhs = _on_its_line(text, run[:-1], run[-1]) + [run[-1]]
+    plain = all(t.kind == "num" and _PLAIN_NUMBER_RE.fullmatch(t.text) for t in (digit, rhs))
+    if (
+        len(left) < 3
+        or not plain
+        or not all(t.kind in _GARBLE_KINDS for t in left)
+        or not any(t.kind == "op" for t in left)
+        or left[-1].kind not in {"num", "rpar"}
+        or not _LINE_SPACE_RE.fullmatch(text[digit.end : rhs.start])
+        or not _LINE_SPACE_RE.fullmatch(text[left[-1].end : digit.start])
+        or _thousands([digit, rhs])
+        or (left[-1].kind == "num" and _thousands([left[-1], digit]))
+        or re.match(r"[A-Za-z^]", text[rhs.end : rhs.end + 1])
+        or (value := number_value(rhs.text)) is None
+    ):
+        return None
+    lhs_text = text[left[0].start : digit.end]
+    return Equation(lhs_text, rhs.text, None, value, False, garbled=True), rhs
+
+
 def _garbled_annotation(body: str, groups: Sequence[Sequence[Token]]) -> Equation | None:
     """``<<9 2 1=8>>``: an annotation whose left side is garbled (:func:`_garbled_left`) and whose right
     side is one number, as a false equation; else ``None``."""
@@ -564,7 +595,10 @@ def extract_step(text: str, rel_tol: float = 1e-6) -> StepEquations:
         equations += [equation for equation, _ in judged]
         results += [(b.tokens[-1].end, eq.rhs_value) for eq, b in judged if eq.rhs_value is not None]
         final_sides |= {token.start for chain in chains for token in chain[-1].tokens}
-        for equation, rhs in garbled_equations(prose, tokens[start:end], chains):
+        garbled = garbled_equations(prose, tokens[start:end], chains)
+        if (no_equals := garbled_without_equals(prose, tokens[start:end])) is not None:
+            garbled.append(no_equals)
+        for equation, rhs in garbled:
             equations.append(equation)
             results.append((rhs.end, equation.rhs_value))
             final_sides.add(rhs.start)

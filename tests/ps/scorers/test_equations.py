@@ -235,6 +235,9 @@ def test_markdown_keeps_positions():
         ("Step 2: 2.5 100 = 250", "2.5 100", 250),  # not thousands: the first group has a decimal point
         ("Step 2: 15% 2 7% = 8%", "15% 2 7%", 8),
         ("Step 2: 7 + 1 = 8\nStep 3: 8 2 2 = 16", "8 2 2", 16),  # the left side is on the = line
+        ("Step 2: 4 + 8 8 12", "4 + 8 8", 12),  # the = written as a digit (docs/learning.md)
+        ("Step 4: 14 * 2 8 38", "14 * 2 8", 38),  # a wrong step hidden that way: 14 * 2 is 28
+        ("Step 4: (24 - 1) 8 23", "(24 - 1) 8", 23),
     ],
 )
 def test_numbers_with_the_operators_missing_are_a_false_equation(text, lhs, rhs):
@@ -274,6 +277,11 @@ def test_numbers_with_the_operators_missing_are_a_false_equation(text, lhs, rhs)
         "Average = (1 234.50 + 765.50) / 2 = 1 000",
         "<<(1 234.50+765.50)/2=1000>>1000",
         "9 2\n= 7",  # the = on the next line
+        "Step 2: 4 8 8 12",  # numbers and no operator: a list, not an equation
+        "Step 1: 3 + 1 000",  # thousands in groups
+        "Step 3: 4 + 8\n8 12",  # on two lines
+        "Step 2: 4 + 8 8 12x",  # algebra
+        "Step 2: 4 + 8 = 12 5 6",  # an equation is read on the line
     ],
 )
 def test_readable_text_is_never_garbled(text):
