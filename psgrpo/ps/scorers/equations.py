@@ -499,20 +499,23 @@ def garbled_without_equals(text: str, run: Sequence[Token]) -> tuple[Equation, T
     operators and parentheses) and then two numbers apart only by spaces, with no letter glued to the
     last: a policy trained on the reference verifier wrote these once ``9 2 1 = 8`` was read as false
     (docs/learning.md), and read as prose they hid a wrong step (``14 * 2 8 38``) behind the neutral
-    score. It is a garbled equation stating the last number, as :func:`garbled_equations`'. Not
+    score. It is a garbled equation stating the last number, as :func:`garbled_equations`'. The gaps are
+    one space each (table cells and LaTeX spacing leave wider ones: ``3 \\times 4 & 12 & 12``). Not
     thousands in groups (``3 + 1 000``) or a list of numbers with no operator."""
     if len(run) < 5 or any(t.kind == "eq" for t in run):
         return None
-    *left, digit, rhs = _on_its_line(text, run[:-1], run[-1]) + [run[-1]]
+    line = [*_on_its_line(text, run[:-1], run[-1]), run[-1]]
+    if len(line) < 5:  # 345\n+ 278\n623: the last number alone on its line
+        return None
+    *left, digit, rhs = line
     plain = all(t.kind == "num" and _PLAIN_NUMBER_RE.fullmatch(t.text) for t in (digit, rhs))
     if (
-        len(left) < 3
-        or not plain
+        not plain
         or not all(t.kind in _GARBLE_KINDS for t in left)
         or not any(t.kind == "op" for t in left)
         or left[-1].kind not in {"num", "rpar"}
-        or not _LINE_SPACE_RE.fullmatch(text[digit.end : rhs.start])
-        or not _LINE_SPACE_RE.fullmatch(text[left[-1].end : digit.start])
+        or text[digit.end : rhs.start] != " "  # one space each: table cells, LaTeX spacing and math
+        or text[left[-1].end : digit.start] != " "  # spans joined by to_plain leave wider gaps
         or _thousands([digit, rhs])
         or (left[-1].kind == "num" and _thousands([left[-1], digit]))
         or re.match(r"[A-Za-z^]", text[rhs.end : rhs.end + 1])

@@ -282,6 +282,12 @@ def test_numbers_with_the_operators_missing_are_a_false_equation(text, lhs, rhs)
         "Step 3: 4 + 8\n8 12",  # on two lines
         "Step 2: 4 + 8 8 12x",  # algebra
         "Step 2: 4 + 8 = 12 5 6",  # an equation is read on the line
+        "  345\n+ 278\n-----\n  623",  # column arithmetic (raised before a review)
+        "1 + 2 + 3 +\n6",
+        "3 \\times 4 & 12 & 12 \\\\",  # table cells and LaTeX spacing: wider gaps than a garble's
+        "\\[ 3 \\times 4 \\qquad 12 \\qquad 5 \\]",
+        "cost: $3 \\times 4$ $12$ 2 bags",
+        "3 × 4          12        12",
     ],
 )
 def test_readable_text_is_never_garbled(text):
