@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,6 +48,12 @@ class Anatomy:
     steps: int
     gold_path: int
     stops_short: bool
+    written: int = 0  # steps that write a number outside the answer tag
+    unread: int = 0  # of those, steps that state no equation the verifier reads
+
+
+_DIGIT_RE = re.compile(r"\d")
+_ANSWER_TAG_RE = re.compile(r"<answer>.*?</answer>", re.DOTALL)
 
 
 def anatomy(completion: str, solution: str, answer: str, error_type: str) -> Anatomy:
@@ -68,7 +75,9 @@ def anatomy(completion: str, solution: str, answer: str, error_type: str) -> Ana
         and all(flags[j] for j in with_equations)
         and stops_short(verdicts, flags, final)
     )
-    return Anatomy(error_type, len(with_equations), sum(reference.values()), prefix)
+    written = [j for j, step in enumerate(steps) if _DIGIT_RE.search(_ANSWER_TAG_RE.sub("", step))]
+    unread = sum(verdicts[j].correct is None for j in written)
+    return Anatomy(error_type, len(with_equations), sum(reference.values()), prefix, len(written), unread)
 
 
 def read_samples(path: Path, rows: Any) -> list[Anatomy]:
@@ -91,7 +100,9 @@ def read_samples(path: Path, rows: Any) -> list[Anatomy]:
 
 
 def summary(items: Sequence[Anatomy]) -> dict[str, float]:
-    """Shares of all completions (``accuracy``, ``logic``, ``stops_short``, ``fewer_steps``) and ``delta_steps``."""
+    """Shares of all completions (``accuracy``, ``logic``, ``stops_short``, ``fewer_steps``), ``delta_steps``,
+    and ``unread_steps``: the share of steps writing a number that state no equation the verifier reads
+    (a drifting policy's ``Step 4: 14 * 2 8 38`` under a verifier that does not read that form)."""
     n = len(items)
     logic = [a for a in items if a.error_type == "logic"]
     return {
@@ -101,18 +112,20 @@ def summary(items: Sequence[Anatomy]) -> dict[str, float]:
         "stops_short": sum(a.stops_short for a in items) / n,
         "fewer_steps": sum(a.steps < a.gold_path for a in logic) / n,
         "delta_steps": statistics.fmean(a.steps - a.gold_path for a in logic) if logic else float("nan"),
+        "unread_steps": sum(a.unread for a in items) / max(1, sum(a.written for a in items)),
     }
 
 
 def markdown(summaries: dict[str, dict[str, float]]) -> str:
     lines = [
-        "| run | completions | accuracy | logic errors | stops short | logic, fewer steps than the gold path | Δ steps (logic) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| run | completions | accuracy | logic errors | stops short | logic, fewer steps than the gold path | "
+        "Δ steps (logic) | steps with no equation read |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, s in summaries.items():
         lines.append(
             f"| {label} | {s['completions']:.0f} | {s['accuracy']:.3f} | {s['logic']:.3f} | "
-            f"{s['stops_short']:.3f} | {s['fewer_steps']:.3f} | {s['delta_steps']:+.2f} |"
+            f"{s['stops_short']:.3f} | {s['fewer_steps']:.3f} | {s['delta_steps']:+.2f} | {s['unread_steps']:.3f} |"
         )
     return "\n".join(lines)
 

@@ -41,8 +41,9 @@ def test_each_kind_of_wrong_answer(anatomy):
         "stops_short": 0.25,
         "fewer_steps": 0.25,  # short: 1 step against 2
         "delta_steps": -0.5,  # (1 − 2 + 2 − 2) / 2
+        "unread_steps": 0.0,
     }
-    assert "| x | 4 | 0.250 | 0.500 | 0.250 | 0.250 | -0.50 |" in anatomy.markdown({"x": s})
+    assert "| x | 4 | 0.250 | 0.500 | 0.250 | 0.250 | -0.50 | 0.000 |" in anatomy.markdown({"x": s})
 
 
 def test_a_step_without_equations_between_linked_steps_keeps_the_links(anatomy):
@@ -62,6 +63,8 @@ def test_a_step_without_equations_between_linked_steps_keeps_the_links(anatomy):
     result = anatomy.anatomy(completion, gold, "4", "calculation")
     assert (result.error_type, result.gold_path, result.stops_short) == ("calculation", 8, False)
     assert result.steps == 7  # the steps with equations (step 5 has none the verifier reads)
+    assert (result.written, result.unread) == (8, 1)
+    assert anatomy.summary([result])["unread_steps"] == 1 / 8
 
 
 def test_reads_psgrpo_eval_samples_and_refuses_another_dataset(anatomy, tmp_path, capsys):
