@@ -322,8 +322,9 @@ SCRIPTS = {
 }
 """Every module of the package that runs as a script, and what runs it."""
 
-PARSERS = {"psgrpo.compare.settings", "psgrpo.config.options", "psgrpo.config.parsing"}
-"""Modules that build the commands' argument parsers without being scripts."""
+PARSERS = {"psgrpo.commands.env", "psgrpo.compare.settings", "psgrpo.config.options", "psgrpo.config.parsing"}
+"""Modules that build the commands' argument parsers without being scripts (``psgrpo env`` with plain argparse:
+it must run where trl, whose parser the others extend, does not import)."""
 
 
 def _is_main_block(node: ast.stmt) -> bool:

@@ -174,6 +174,7 @@ def render() -> str:
     """The whole of docs/options.md."""
     from psgrpo.commands.compare import CompareConfig
     from psgrpo.commands.diagnose import DiagnoseConfig
+    from psgrpo.commands.env import EnvConfig
     from psgrpo.commands.evaluate import EvalConfig
     from psgrpo.commands.inspect_credit import InspectConfig
     from psgrpo.commands.score_steps import ScoreStepsConfig
@@ -218,6 +219,7 @@ def render() -> str:
         ("psgrpo diagnose", DiagnoseConfig, ""),
         ("psgrpo score-steps", ScoreStepsConfig, ""),
         ("psgrpo warmstart", WarmstartConfig, ""),
+        ("psgrpo env", EnvConfig, ""),
     ]
     for command, cls, also in commands:
         lines += ["", f"## `{command}`: `{cls.__name__}`", ""]

@@ -45,6 +45,10 @@ SUBCOMMANDS = {
         "psgrpo.commands.compare:compare",
         "train methods × seeds on one budget; held-out curves, plot and table (docs/compare.md)",
     ),
+    "env": (
+        "psgrpo.commands.env:env",
+        "this machine and its versions, checked against psgrpo's declared and tested ranges (for bug reports)",
+    ),
     "score-steps": (
         "psgrpo.commands.score_steps:score_steps",
         "how well a step scorer finds the first wrong step of labelled solutions (docs/scorers.md)",
@@ -72,7 +76,8 @@ def _usage(argv: list[str]) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="subcommands:\n"
         + "\n".join(f"  {k:11s} {v[1]}" for k, v in SUBCOMMANDS.items())
-        + f"\n\n{TRACEBACK_FLAG} (or PSGRPO_DEBUG=1) shows Python tracebacks of errors.",
+        + f"\n\n{TRACEBACK_FLAG} (or PSGRPO_DEBUG=1) shows Python tracebacks of errors; --version prints "
+        "psgrpo's version (`psgrpo env`: every version that matters).",
     )
     top.add_argument("subcommand", choices=list(SUBCOMMANDS))
     top.parse_args(argv[:1])  # prints usage / error and exits
@@ -113,6 +118,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = TRACEBACK_FLAG in argv or os.environ.get("PSGRPO_DEBUG", "") not in ("", "0")
     argv = [a for a in argv if a != TRACEBACK_FLAG]
+    if argv[:1] in (["--version"], ["-V"]):
+        from psgrpo import __version__
+
+        print(f"psgrpo {__version__}")  # `psgrpo env`: every version that matters, for a bug report
+        return 0
     configure_logging()
     silence_unactionable_warnings()
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in SUBCOMMANDS:

@@ -3,7 +3,8 @@
 With no ``--config`` the embedded demo recipe is used (tiny checkpoint, arith task, CPU); any
 option of ``ProcessGRPOConfig`` / ``TaskConfig`` / TRL's ``ModelConfig`` can be set in YAML or as
 a flag. The report (method, timings, accuracy before/after) is printed as a table and saved as
-``report.json`` in ``output_dir``.
+``report.json`` in ``output_dir``, with the machine and versions the run had (``environment``, as
+``psgrpo env`` reports them).
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
     import torch
     from trl import get_peft_config
 
+    from psgrpo.commands.env import collect as collect_environment
     from psgrpo.data.overlap import overlap_warning
     from psgrpo.data.tasks import load_task_split
     from psgrpo.distributed import parameters_sharded
@@ -115,6 +117,7 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
         "dataset": task.dataset,
         "output_dir": args.output_dir,
         "resumed_from": resumed_from(args.resume_from_checkpoint),
+        "environment": collect_environment(),  # the machine and versions this run had (`psgrpo env`)
     }
     if task.eval_before_after:
         model.to(args.device)  # the training device (this process's GPU), not the CPU it was loaded on

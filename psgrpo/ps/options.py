@@ -55,8 +55,9 @@ class PsOptions:
     ps_advantage_mode: PsAdvantageMode = field(
         default="auto",
         metadata={
-            "help": "Token advantage from normalised step scores: 'auto' (default: 'step' for the arithmetic "
-            "verifier, 'min' for a PRM or your own scorer; the modes no gamed solution beats the honest one with, "
+            "help": "Token advantage from normalised step scores: 'auto' (default: 'step' for the rule-based "
+            "verifiers, 'arithmetic' and 'reference', 'min' for a PRM or your own scorer; pass 'step' for a scorer "
+            "of your own that is an exact 0/1 check; the modes no gamed solution beats the honest one with, "
             "docs/robustness.md), 'step' (each token gets its own step's score), 'min' (soft minimum over the "
             "current and later steps), 'pure_min' (PURE's min-form: softmax(-r/T) weights over the trajectory, "
             "then the sum over later steps) or 'reward_to_go' (sum over the current and later steps, DeepSeekMath; "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -10,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+import trl
 
 from psgrpo.config import precision
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
@@ -221,8 +223,10 @@ def test_psgrpo_train_runs_a_step_on_a_cpu_with_native_bf16(tmp_path, native, cp
     flags = ["--max_steps", "1", "--per_device_train_batch_size", "8", "--max_completion_length", "32",
              "--eval_before_after", "false", "--save_strategy", "no", "--report_to", "none"]  # fmt: skip
     assert main(["train", *flags, "--output_dir", "run"]) == 0
-    report = (tmp_path / "run" / "report.json").read_text()
-    assert '"method": "ps"' in report and (tmp_path / "run" / "model.safetensors").exists()
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["method"] == "ps" and (tmp_path / "run" / "model.safetensors").exists()
+    environment = report["environment"]  # what `psgrpo env` reports, kept with the run
+    assert environment["packages"]["trl"] == trl.__version__ and environment["cpu"]["native_bf16"] is True
 
 
 # ---- the same configs on a CUDA machine (simulated: tests/conftest.py's cuda_present) ----
