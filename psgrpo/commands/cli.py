@@ -140,16 +140,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"psgrpo: {_error_message(interrupt) if str(interrupt) else 'interrupted'}", file=sys.stderr)
         return INTERRUPTED_STATUS
     except Exception as err:
-        from psgrpo.guards import NonFiniteError  # here, so that `psgrpo --help` does not import torch
-
-        if debug or not isinstance(err, (*USER_ERRORS, NonFiniteError)):
+        # psgrpo.guards imports torch: look it up only if a command imported it (`psgrpo --help` and
+        # `psgrpo env` must work where torch does not import); not imported, it raised no NonFiniteError
+        guards = sys.modules.get("psgrpo.guards")
+        user_errors = (*USER_ERRORS, guards.NonFiniteError) if guards is not None else USER_ERRORS
+        if debug or not isinstance(err, user_errors):
             raise
         hint = _error_hint(err, argv[0])
         print(f"psgrpo: error: {_error_message(err)}{' ' + hint if hint else ''}", file=sys.stderr)
         return 2
-    from psgrpo.distributed import close_process_group
+    if "torch" in sys.modules:  # under torchrun: the trainer is unreachable now, so its process group can go
+        from psgrpo.distributed import close_process_group
 
-    close_process_group()  # under torchrun: the trainer is unreachable now, so its process group can go
+        close_process_group()
     return 0
 
 

@@ -5,18 +5,22 @@
     psgrpo env           # a block to paste into a bug report, then any problem found
     psgrpo env --json    # the same as one JSON object (for scripts)
 
-What it reads: the platform, Python, the CPU (model, cores, whether it computes bf16 natively, as
-:mod:`psgrpo.config.precision` decides), torch and its accelerator (CUDA version, each GPU's name, memory and
-bf16 support), and the installed version of every package psgrpo requires or can use (its extras, and
-liger-kernel, flash-attn, wandb). Two checks follow:
+What it reads: the platform, Python, the CPU (model, usable cores, whether it computes bf16 natively, as
+:mod:`psgrpo.config.precision` decides), torch and its accelerator (the CUDA / ROCm build, each GPU's name,
+memory, compute capability and bf16 support, MPS), and the installed version of every package psgrpo
+requires or can use (its extras, and liger-kernel, flash-attn, wandb). Two checks follow:
 
-- **problems**: a required package missing, or installed outside the range psgrpo's metadata declares
-  (pip enforces the ranges, but a CUDA image, ``pip install --no-deps`` or a later ``pip install`` of
-  something else can break them; a psgrpo run on such a set is untested);
+- **problems**: a required package missing, installed outside the range psgrpo declares, or not importing
+  (torch); a requirement a required package asks for through an extra (``math-verify[antlr4_13_2]`` pins
+  the ANTLR runtime) likewise; a bad ``$PSGRPO_NATIVE_BF16``. pip enforces the ranges at install time, but a
+  CUDA image, ``pip install --no-deps`` or a later ``pip install`` of something else can break them, and a
+  run on such a set is untested;
 - **notes**: a version newer than the newest psgrpo was tested with (:data:`TESTED`, the README's "Tested
-  versions"), which is allowed and may work; say so in a bug report.
+  versions"), allowed and untested.
 
-It imports torch (for the accelerator) and nothing else heavy; it never loads a model.
+The ranges are read from the pyproject.toml beside the imported package when there is one (a clone,
+installed editable or not), else from the installed metadata. It imports torch (for the accelerator) and
+nothing else heavy, tolerates a torch that does not import, and never loads a model.
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ import importlib.metadata
 import json
 import os
 import platform
+import subprocess
 import sys
 import tomllib
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -61,26 +67,38 @@ def _installed(name: str) -> str | None:
         return None
 
 
-def declared_requirements() -> list[str]:
-    """psgrpo's requirement strings: from its installed metadata, else (a source tree on ``sys.path`` that
-    was never installed) from the pyproject.toml beside the package; ``[]`` when neither is found."""
+def _with_extra(line: str, extra: str) -> str:
+    """A pyproject.toml extra's requirement line as package metadata writes it: its own marker and the extra."""
+    requirement = Requirement(line)
+    marker = f"extra == {extra!r}"
+    if requirement.marker is not None:
+        marker = f"({requirement.marker}) and {marker}"
+    requirement.marker = None
+    return f"{requirement}; {marker}"
+
+
+def declared_requirements(package_dir: Path | None = None) -> list[str]:
+    """psgrpo's requirement strings, as package metadata writes them.
+
+    From the pyproject.toml beside the imported package when there is one (a clone: its ranges are the ones
+    the code was written for, even when the installed metadata is older), else from the installed
+    metadata; ``[]`` when neither is found. ``package_dir`` defaults to the imported package's directory.
+    """
+    pyproject = Path(package_dir or Path(psgrpo.__file__).parent).resolve().parent / "pyproject.toml"
+    if pyproject.is_file():
+        project = tomllib.loads(pyproject.read_text()).get("project", {})
+        if project.get("name") == "psgrpo":
+            extras = project.get("optional-dependencies", {})
+            return list(project.get("dependencies", [])) + [
+                _with_extra(line, extra) for extra, lines in extras.items() for line in lines
+            ]
     try:
-        requirements = importlib.metadata.requires("psgrpo")
+        return list(importlib.metadata.requires("psgrpo") or [])
     except importlib.metadata.PackageNotFoundError:
-        requirements = None
-    if requirements is not None:
-        return list(requirements)
-    pyproject = Path(psgrpo.__file__).resolve().parents[1] / "pyproject.toml"
-    if not pyproject.is_file():
         return []
-    project = tomllib.loads(pyproject.read_text()).get("project", {})
-    extras = project.get("optional-dependencies", {})
-    return list(project.get("dependencies", [])) + [
-        f"{line}; extra == {extra!r}" for extra, lines in extras.items() for line in lines
-    ]
 
 
-def _is_extra(requirement: Requirement) -> bool:
+def _extra_of(requirement: Requirement) -> bool:
     """Whether ``requirement`` belongs to one of psgrpo's extras (its marker names ``extra``)."""
     return requirement.marker is not None and "extra" in str(requirement.marker)
 
@@ -91,13 +109,41 @@ def _is_dev(requirement: str) -> bool:
     return marker is not None and marker.evaluate({"extra": "dev"}) and not marker.evaluate({"extra": ""})
 
 
-def version_problems(requirements: Sequence[str], installed: dict[str, str | None]) -> list[str]:
+def _through_extras(requirement: Requirement) -> list[tuple[str, str]]:
+    """``(requirement line, who needs it)`` for what an installed package asks for through the extras
+    ``requirement`` names (``math-verify[antlr4_13_2]`` → ``antlr4-python3-runtime==4.13.2``)."""
+    if not requirement.extras:
+        return []
+    try:
+        lines = importlib.metadata.requires(requirement.name) or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    found = []
+    for line in lines:
+        try:
+            sub = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if sub.marker is None or sub.marker.evaluate({"extra": ""}):
+            continue  # the package's own requirement: pip's business, not psgrpo's declaration
+        if any(sub.marker.evaluate({"extra": extra}) for extra in requirement.extras):
+            sub.marker = None
+            found.append((str(sub), f"{requirement.name}[{','.join(sorted(requirement.extras))}]"))
+    return found
+
+
+def version_problems(
+    requirements: Sequence[str], installed: dict[str, str | None], through_extras: bool = True
+) -> list[str]:
     """One line per requirement that ``installed`` breaks.
 
     Args:
         requirements: requirement strings as package metadata writes them (``"trl<1.17,>=1.16"``,
             ``"peft>=0.15; extra == \\"peft\\""``).
-        installed: ``{canonical name: version or None}``.
+        installed: ``{canonical name: version or None}``; a name not in it is looked up in this Python.
+        through_extras: also check what an installed core requirement asks for through the extras named
+            (:func:`_through_extras`), and so on down (``math-verify[antlr4_13_2]`` →
+            ``latex2sympy2_extended[antlr4_13_2]`` → ``antlr4-python3-runtime==4.13.2``).
 
     Returns:
         ``"transformers 5.3.0 is installed; psgrpo needs transformers<6,>=5.6"`` for a version outside its
@@ -105,28 +151,34 @@ def version_problems(requirements: Sequence[str], installed: dict[str, str | Non
         ``"trl is not installed; psgrpo needs trl<1.17,>=1.16"`` for a missing core requirement.
         Requirements whose markers exclude this Python are skipped.
     """
+    checks: list[tuple[str, str]] = [(line, "psgrpo") for line in requirements]
     problems: list[str] = []
-    for line in requirements:
+    followed: set[str] = set()
+    while checks:
+        line, needed_by = checks.pop(0)
         try:
             requirement = Requirement(line)
         except InvalidRequirement:
             continue
-        optional = _is_extra(requirement)
+        optional = _extra_of(requirement)
         if requirement.marker is not None and not optional and not requirement.marker.evaluate():
             continue
         name = canonicalize_name(requirement.name)
-        version = installed.get(name)
+        version = installed[name] if name in installed else _installed(name)
         wanted = f"{requirement.name}{requirement.specifier}"
         if version is None:
             if not optional:
-                problems.append(f"{requirement.name} is not installed; psgrpo needs {wanted}")
+                problems.append(f"{requirement.name} is not installed; {needed_by} needs {wanted}")
             continue
         try:
             ok = requirement.specifier.contains(version, prereleases=True)
         except InvalidVersion:
             ok = False
         if not ok:
-            problems.append(f"{requirement.name} {version} is installed; psgrpo needs {wanted}")
+            problems.append(f"{requirement.name} {version} is installed; {needed_by} needs {wanted}")
+        if through_extras and not optional and str(requirement) not in followed:  # extras of extras too
+            followed.add(str(requirement))
+            checks += _through_extras(requirement)
     return list(dict.fromkeys(problems))  # an extra repeated under two names: one line
 
 
@@ -149,45 +201,80 @@ def newer_than_tested(
     return notes
 
 
-def _cpu() -> dict[str, Any]:
-    """The CPU's model name, core count and native bf16, as the precision rule decides it."""
-    from psgrpo.config.precision import cpu_has_native_bf16
+def _error(err: BaseException) -> str:
+    """An exception as one line: its type and first line."""
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
-    model = platform.processor() or platform.machine()
+
+def _cpu_model() -> str:
+    """The CPU's marketing name: /proc/cpuinfo's ``model name`` (Linux), ``sysctl`` (macOS), else the platform's."""
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
         for line in cpuinfo.read_text().splitlines():
             key, _, value = line.partition(":")
             if key.strip() == "model name":
-                model = value.strip()
-                break
+                return value.strip()
+    if sys.platform == "darwin":
+        try:
+            out = subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5
+            )
+            if out.returncode == 0 and out.stdout.strip():
+                return out.stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine()
+
+
+def _cpu() -> dict[str, Any]:
+    """The CPU's model name, usable cores (of all), and native bf16 as the precision rule decides it: ``True``
+    / ``False``, ``None`` where it cannot be decided (``bf16_error`` says why); ``bf16_override`` names
+    ``$PSGRPO_NATIVE_BF16`` when that set the answer."""
+    from psgrpo.config.precision import NATIVE_BF16_ENV, cpu_has_native_bf16
+
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    info: dict[str, Any] = {"model": _cpu_model(), "cores": usable, "cores_total": os.cpu_count()}
     try:
-        native_bf16: bool | str = cpu_has_native_bf16()
-    except ValueError as err:  # a bad $PSGRPO_NATIVE_BF16: reported here, not raised
-        native_bf16 = str(err)
-    return {"model": model, "cores": os.cpu_count(), "native_bf16": native_bf16}
+        info["native_bf16"] = cpu_has_native_bf16()
+    except Exception as err:  # a bad $PSGRPO_NATIVE_BF16, a torch that does not import: reported, not raised
+        info["native_bf16"], info["bf16_error"] = None, _error(err)
+    if os.environ.get(NATIVE_BF16_ENV, "").strip():
+        info["bf16_override"] = f"${NATIVE_BF16_ENV}={os.environ[NATIVE_BF16_ENV].strip()}"
+    return info
 
 
 def _accelerator() -> dict[str, Any]:
-    """torch's CUDA (or MPS) view: the CUDA version it was built for and each GPU; ``{}`` without torch."""
+    """torch's view: the CUDA or ROCm version it was built for, each visible GPU, MPS; ``{"torch_error": …}``
+    when torch does not import (``{}`` when it is not installed)."""
     try:
         import torch
-    except ImportError:
-        return {}
-    info: dict[str, Any] = {"cuda_build": torch.version.cuda, "cuda_available": torch.cuda.is_available()}
-    if torch.cuda.is_available():
-        info["gpus"] = [
-            {
-                "name": torch.cuda.get_device_name(i),
-                "memory_gib": round(torch.cuda.get_device_properties(i).total_memory / 2**30, 1),
-                "capability": ".".join(map(str, torch.cuda.get_device_capability(i))),
-            }
-            for i in range(torch.cuda.device_count())
-        ]
-        info["bf16"] = torch.cuda.is_bf16_supported()
+    except Exception as err:  # ImportError, or an OSError from a missing CUDA library
+        return {"torch_error": _error(err)} if _installed("torch") else {}
+    hip = getattr(torch.version, "hip", None)
     mps = getattr(torch.backends, "mps", None)
-    if mps is not None and mps.is_available():
-        info["mps_available"] = True
+    info: dict[str, Any] = {
+        "cuda_build": torch.version.cuda,
+        "rocm_build": hip,
+        "mps_built": bool(mps is not None and mps.is_built()),
+        "mps_available": bool(mps is not None and mps.is_available()),
+        "gpus": [],
+    }
+    try:
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        for i in range(count):
+            major, minor = torch.cuda.get_device_capability(i)
+            info["gpus"].append(
+                {
+                    "name": torch.cuda.get_device_name(i),
+                    "memory_gib": round(torch.cuda.get_device_properties(i).total_memory / 2**30, 1),
+                    "capability": f"{major}.{minor}",
+                    # CUDA: Ampere (8.0) and newer compute bf16; ROCm reports its own answer
+                    "bf16": bool(torch.cuda.is_bf16_supported()) if hip else major >= 8,
+                }
+            )
+    except Exception as err:  # a driver that torch cannot talk to: reported, not raised
+        info["gpu_error"] = _error(err)
     return info
 
 
@@ -198,59 +285,83 @@ def collect() -> dict[str, Any]:
     parsed = [Requirement(r) for r in requirements]
     names = {canonicalize_name(r.name) for r in parsed} | {canonicalize_name(n) for n in OPTIONAL}
     installed = {name: _installed(name) for name in sorted(names)}
-    required = sorted({canonicalize_name(r.name) for r in parsed if not _is_extra(r)})
+    required = sorted({canonicalize_name(r.name) for r in parsed if not _extra_of(r)})
     packages = {name: installed[name] for name in required}
     optional = {name: v for name, v in installed.items() if name not in packages}
-    versions = {**installed, "python": platform.python_version()}
+    cpu, accelerator = _cpu(), _accelerator()
+    problems = version_problems(requirements, installed) if requirements else [
+        "psgrpo's requirements were not found (neither a pyproject.toml beside the package nor installed metadata)"
+    ]  # fmt: skip
+    if "torch_error" in accelerator:
+        problems.append(
+            f"torch {installed.get('torch')} is installed but does not import: {accelerator['torch_error']}"
+        )
+    if cpu["native_bf16"] is None and "torch_error" not in accelerator:
+        problems.append(f"native bf16 cannot be decided: {cpu['bf16_error']}")
+    flagged = {canonicalize_name(p.split(" ", 1)[0]) for p in problems}  # outside its range: not a note too
+    versions = {
+        name: v
+        for name, v in {**installed, "python": platform.python_version()}.items()
+        if name not in flagged
+    }
     return {
         "psgrpo": psgrpo.__version__,
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "cpu": _cpu(),
-        "accelerator": _accelerator(),
+        "cpu": cpu,
+        "accelerator": accelerator,
         "packages": packages,
         "optional": optional,
-        "problems": version_problems(requirements, installed)
-        if requirements
-        else ["psgrpo's requirements were not found (neither installed metadata nor pyproject.toml)"],
+        "problems": problems,
         "notes": newer_than_tested(versions),
     }
+
+
+def _yes(flag: Any) -> str:
+    return "yes" if flag is True else "no" if flag is False else "unknown"
+
+
+def _gpu_line(accelerator: dict[str, Any]) -> str:
+    """One line for the accelerator: identical GPUs grouped, each group with its memory, capability and bf16."""
+    if "torch_error" in accelerator:
+        return f"- GPUs: unknown, torch does not import ({accelerator['torch_error']})"
+    builds = [f"CUDA {accelerator['cuda_build']}"] if accelerator["cuda_build"] else []
+    builds += [f"ROCm {accelerator['rocm_build']}"] if accelerator["rocm_build"] else []
+    built = f"torch built for {', '.join(builds)}" if builds else "a CPU build of torch"
+    if accelerator["mps_built"]:
+        built += ", MPS " + ("available" if accelerator["mps_available"] else "built, not available")
+    groups = Counter(
+        f"{g['name']} ({g['memory_gib']} GiB, capability {g['capability']}, bf16: {_yes(g['bf16'])})"
+        for g in accelerator["gpus"]
+    )
+    if not groups:
+        error = f"; {accelerator['gpu_error']}" if "gpu_error" in accelerator else ""
+        return f"- GPUs: none visible ({built}{error})"
+    return f"- GPUs: {', '.join(f'{n}× {gpu}' for gpu, n in groups.items())}; {built}"
 
 
 def format_report(info: dict[str, Any]) -> str:
     """``collect()``'s dict as the text ``psgrpo env`` prints: a Markdown list to paste, then problems and notes."""
     cpu, accelerator = info["cpu"], info["accelerator"]
-    bf16 = cpu["native_bf16"]
+    cores = f"{cpu['cores']} cores" + (
+        f" usable of {cpu['cores_total']}"
+        if cpu["cores_total"] and cpu["cores_total"] != cpu["cores"]
+        else ""
+    )
+    bf16 = _yes(cpu["native_bf16"]) + (f" (set by {cpu['bf16_override']})" if "bf16_override" in cpu else "")
     lines = [
         "Paste this into a bug report, with the command you ran and its output:",
         "",
         f"- psgrpo: {info['psgrpo']}",
         f"- Python: {info['python']}",
         f"- platform: {info['platform']}",
-        f"- CPU: {cpu['model']}, {cpu['cores']} cores, native bf16: "
-        + ("yes" if bf16 is True else "no" if bf16 is False else bf16),
+        f"- CPU: {cpu['model']}, {cores}, native bf16: {bf16}",
+        _gpu_line(accelerator) if accelerator else "- GPUs: unknown, torch is not installed",
     ]
-    if not accelerator:
-        lines.append("- accelerator: torch is not installed")
-    elif accelerator.get("gpus"):
-        gpus = ", ".join(
-            f"{g['name']} ({g['memory_gib']} GiB, sm {g['capability']})" for g in accelerator["gpus"]
-        )
-        bf16_gpu = "yes" if accelerator.get("bf16") else "no"
-        lines.append(
-            f"- GPUs: {len(accelerator['gpus'])}× {gpus}; CUDA {accelerator['cuda_build']}, bf16: {bf16_gpu}"
-        )
-    else:
-        built = accelerator["cuda_build"]
-        lines.append(
-            "- GPUs: none visible"
-            + (f" (torch built for CUDA {built})" if built else " (a CPU build of torch)")
-            + ("; MPS available" if accelerator.get("mps_available") else "")
-        )
     lines += [f"- {name}: {version or 'not installed'}" for name, version in info["packages"].items()]
     extras = [f"{name} {version}" for name, version in info["optional"].items() if version]
     lines.append(f"- optional: {', '.join(extras) if extras else 'none installed'}")
-    lines += ["", "Problems (outside the ranges psgrpo declares):" if info["problems"] else "Problems: none."]
+    lines += ["", "Problems:" if info["problems"] else "Problems: none."]
     lines += [f"- {p}" for p in info["problems"]]
     if info["notes"]:
         lines += ["", "Notes:"] + [f"- {n}" for n in info["notes"]]
