@@ -29,6 +29,9 @@ from psgrpo.commands.env import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
+TORCH = importlib.metadata.version(
+    "torch"
+)  # the distribution's version: PyPI's CUDA builds have no "+cu130" here
 
 REQUIREMENTS = [
     "trl<1.17,>=1.16",
@@ -157,13 +160,13 @@ def test_env_prints_every_required_package_and_no_problem_in_the_test_environmen
         if parsed.marker is None:
             assert f"- {canonicalize_name(parsed.name)}: " in out
     assert "Problems: none." in out
-    assert f"- torch: {torch.__version__}" in out
+    assert f"- torch: {TORCH}" in out
 
 
 def test_env_json_is_one_object_with_the_same_facts(capsys):
     assert main(["env", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["packages"]["torch"] == torch.__version__ and info["problems"] == []
+    assert info["packages"]["torch"] == TORCH and info["problems"] == []
     assert info["python"] == ".".join(map(str, sys.version_info[:3]))
     assert (
         "pytest" not in info["optional"] and "pytest" not in info["packages"]
@@ -176,10 +179,7 @@ def test_problems_and_notes_reach_the_report(monkeypatch):
     monkeypatch.setattr(env_command, "TESTED", {"torch": ("2.0", "2.1")})
     report = format_report(collect())
     assert "Problems:\n- transformers 5.3.0 is installed; psgrpo needs transformers<6,>=5.6" in report
-    assert (
-        f"Notes:\n- torch {torch.__version__} is newer than the newest tested (2.1): allowed, untested"
-        in report
-    )
+    assert f"Notes:\n- torch {TORCH} is newer than the newest tested (2.1): allowed, untested" in report
 
 
 def test_a_version_above_its_declared_range_is_a_problem_not_also_a_note(monkeypatch):
@@ -267,10 +267,7 @@ def test_env_reports_a_torch_that_does_not_import_instead_of_failing():
         "sys.meta_path.insert(0, Broken())"
     )
     assert result.returncode == 0, result.stderr
-    assert (
-        f"- torch {torch.__version__} is installed but does not import: OSError: libcudnn.so.9"
-        in result.stdout
-    )
+    assert f"- torch {TORCH} is installed but does not import: OSError: libcudnn.so.9" in result.stdout
     assert "- GPUs: unknown, torch does not import (OSError: libcudnn.so.9" in result.stdout
 
 
