@@ -205,6 +205,39 @@ def test_the_fresh_arm_tests_redraw_and_their_preregistered_results_hold(
     assert row in printed and printed.endswith(verdict)
 
 
+N0 = (
+    "ps-ref-bin-n0=--method ps --step_scorer reference "
+    """--step_scorer_kwargs '{"correct_weight": 0.0, "reference_weight": 1.0, "neutral_score": 0.0}'"""
+)
+
+
+def test_neutral_zero_at_240_redraws_with_its_borrowed_controls_and_its_preregistered_test_holds(
+    tmp_path, import_experiment, capsys
+):
+    """hard-240-neutral0: ps-ref-bin with neutral_score 0 against the grpo (and ps-ref-bin) runs kept in
+    hard-240-garbled-confirm, seeds 46-53: the lead at 240 steps lasts (confirmed), not level within ±2 points."""
+    seeds = [str(seed) for seed in range(46, 54)]
+    out = redraw(
+        "hard-240-neutral0",
+        tmp_path,
+        ["--config", "configs/arith_hard.yaml", "--bf16", "true", "--max_steps", "240", "--eval_every", "120",
+         "--max_eval_examples", "1000", "--eval_batch_size", "250", "--save_strategy", "no", "--report_to", "none",
+         "--diagnostics", "true", "--seeds", *seeds, "--arms", "grpo=--method grpo", BIN, N0],
+        ("hard-240-garbled-confirm", "*-seed*"),
+    )  # fmt: skip
+    assert accuracies(out / "curves.csv") == accuracies(RUNS / "hard-240-neutral0" / "curves.csv")
+    capsys.readouterr()
+    import_experiment("preregistered").main(
+        [str(out / "curves.csv"), "--treatment", "ps-ref-bin-n0", "--seeds", *seeds, "--final_step", "240",
+         "--level", "0.95", "--equivalence_margin", "0.02"]
+    )  # fmt: skip
+    printed = capsys.readouterr().out.strip()
+    assert printed == (RUNS / "hard-240-neutral0" / "preregistered.md").read_text().strip()
+    assert "| final | 240 | 240 | 8 | +0.031 [+0.019, +0.043] |" in printed and printed.endswith(
+        "| **yes** | no |"
+    )
+
+
 def test_tree_on_arith_hard_redraws_and_its_preregistered_test_holds(tmp_path):
     """experiments/runs/tree-hard: the primary report (grpo and tree only) and the report with ps-ref-bin."""
     flags = ["--config", "configs/arith_hard.yaml", "--max_steps", "60", "--eval_every", "30",

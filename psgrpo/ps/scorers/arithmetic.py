@@ -155,7 +155,9 @@ class ArithmeticVerifier:
     Args:
         correct_weight: weight of the fraction of a step's equations that hold.
         necessary_weight: weight of the step being necessary (on the dependency path to the answer).
-        neutral_score: score of a step with no equation.
+        neutral_score: score of a step with no equation (default 0.5, for prose steps). 0 where every step
+            should be an equation (arith): an unreadable step then earns no more than a wrong one, and a
+            policy has no reason to drift into such steps (docs/results.md, arith-hard at 240 steps).
         rel_tol: relative tolerance of ``lhs = rhs`` (besides rounding to the decimals written).
     """
 

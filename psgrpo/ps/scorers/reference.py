@@ -648,7 +648,9 @@ class ReferenceVerifier(ArithmeticVerifier):
     Args:
         correct_weight: weight of the fraction of a step's equations that hold.
         reference_weight: weight of the step reaching a reference value.
-        neutral_score: score of a step with no equation.
+        neutral_score: score of a step with no equation (default 0.5, for prose steps). 0 where every step
+            should be an equation (arith): an unreadable step then earns no more than a wrong one, and a
+            policy has no reason to drift into such steps (docs/results.md, arith-hard at 240 steps).
         rel_tol: relative tolerance of ``lhs = rhs``.
         final_step_reaches_answer: the last step with equations must reach the gold answer to be
             on reference (default True; see the module docstring). False judges every step on its
