@@ -695,6 +695,13 @@ def test_inspect_checks_its_split_and_rows_before_the_model_loads(
         == 2
     )
     assert f"--first_prompt 5 is past the end of {gsm8k}/test (2 rows)" in error_line(capsys)
+    # arith's rows are generated: an index far past any real use is refused before a million are made
+    assert main(["inspect", "--first_prompt", "999999", "--output_dir", str(tmp_path / "k")]) == 2
+    assert error_line(capsys).startswith(
+        "psgrpo: error: --first_prompt 999999 --num_prompts 4: arith's rows are generated in order, and psgrpo "
+        "inspect reads at most the first 100,000 (pick a --first_prompt below 99,997)"
+    )
+    assert not (tmp_path / "k").exists()
 
 
 @pytest.mark.parametrize(
