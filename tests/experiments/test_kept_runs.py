@@ -211,31 +211,40 @@ N0 = (
 )
 
 
-def test_neutral_zero_at_240_redraws_with_its_borrowed_controls_and_its_preregistered_test_holds(
-    tmp_path, import_experiment, capsys
+NEUTRAL_ZERO_TESTS = [  # (kept folder, seeds, controls borrowed from another folder, the test's row, verdict)
+    ("hard-240-neutral0", range(46, 54), ("hard-240-garbled-confirm", "*-seed*"),
+     "| final | 240 | 240 | 8 | +0.031 [+0.019, +0.043] |", "| **yes** | no |"),
+    ("hard-240-neutral0-fresh", range(54, 62), None, "| final | 240 | 240 | 8 | +0.023 [+0.004, +0.042] |",
+     "| **yes** | no |"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, seeds, borrowed, row, verdict", NEUTRAL_ZERO_TESTS)
+def test_neutral_zero_at_240_redraws_and_its_preregistered_test_holds(
+    name, seeds, borrowed, row, verdict, tmp_path, import_experiment, capsys
 ):
-    """hard-240-neutral0: ps-ref-bin with neutral_score 0 against the grpo (and ps-ref-bin) runs kept in
-    hard-240-garbled-confirm, seeds 46-53: the lead at 240 steps lasts (confirmed), not level within ±2 points."""
-    seeds = [str(seed) for seed in range(46, 54)]
+    """ps-ref-bin with neutral_score 0 against grpo at 240 steps on arith-hard: hard-240-neutral0 against the
+    grpo (and ps-ref-bin) runs kept in hard-240-garbled-confirm, seeds 46-53 (the lead lasts, confirmed with
+    reused controls); hard-240-neutral0-fresh, both arms fresh, seeds 54-61 (the lead lasts, replicated)."""
+    seed_args = [str(seed) for seed in seeds]
     out = redraw(
-        "hard-240-neutral0",
+        name,
         tmp_path,
         ["--config", "configs/arith_hard.yaml", "--bf16", "true", "--max_steps", "240", "--eval_every", "120",
          "--max_eval_examples", "1000", "--eval_batch_size", "250", "--save_strategy", "no", "--report_to", "none",
-         "--diagnostics", "true", "--seeds", *seeds, "--arms", "grpo=--method grpo", BIN, N0],
-        ("hard-240-garbled-confirm", "*-seed*"),
+         "--diagnostics", "true", "--seeds", *seed_args, "--arms", "grpo=--method grpo",
+         *([BIN] if borrowed else []), N0],
+        borrowed,
     )  # fmt: skip
-    assert accuracies(out / "curves.csv") == accuracies(RUNS / "hard-240-neutral0" / "curves.csv")
+    assert accuracies(out / "curves.csv") == accuracies(RUNS / name / "curves.csv")
     capsys.readouterr()
     import_experiment("preregistered").main(
-        [str(out / "curves.csv"), "--treatment", "ps-ref-bin-n0", "--seeds", *seeds, "--final_step", "240",
+        [str(out / "curves.csv"), "--treatment", "ps-ref-bin-n0", "--seeds", *seed_args, "--final_step", "240",
          "--level", "0.95", "--equivalence_margin", "0.02"]
     )  # fmt: skip
     printed = capsys.readouterr().out.strip()
-    assert printed == (RUNS / "hard-240-neutral0" / "preregistered.md").read_text().strip()
-    assert "| final | 240 | 240 | 8 | +0.031 [+0.019, +0.043] |" in printed and printed.endswith(
-        "| **yes** | no |"
-    )
+    assert printed == (RUNS / name / "preregistered.md").read_text().strip()
+    assert row in printed and printed.endswith(verdict)
 
 
 def test_tree_on_arith_hard_redraws_and_its_preregistered_test_holds(tmp_path):
