@@ -57,25 +57,40 @@ def flags_under(
     return out
 
 
-def read_rows(data: Path, predictions: Path) -> list[tuple[list[str], dict[str, Any]]]:
-    """Each scored prediction with its solution's steps (joined on ``id``; solutions without a gold are left out)."""
-    steps = {}
-    for n, line in enumerate(data.read_text().splitlines(), start=1):
-        if line.strip():
-            row = json.loads(line)
-            if "id" not in row or "steps" not in row:
-                raise SystemExit(f"{data}:{n}: expected a ProcessBench row with 'id' and 'steps'")
-            steps[row["id"]] = row["steps"]
-    rows = []
-    for n, line in enumerate(predictions.read_text().splitlines(), start=1):
+def _json_lines(path: Path, needs: tuple[str, ...]) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` of each non-blank line; one line naming the place for bad JSON or a missing field."""
+    out = []
+    for n, line in enumerate(path.read_text().splitlines(), start=1):
         if not line.strip():
             continue
-        prediction = json.loads(line)
-        if prediction.get("flags") is None:  # no gold problem found: score-steps skipped it
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise SystemExit(f"{path}:{n}: not a JSON object ({err.msg})") from None
+        missing = [key for key in needs if not isinstance(row, dict) or key not in row]
+        if missing:
+            raise SystemExit(
+                f"{path}:{n}: expected the fields {', '.join(needs)}; missing {', '.join(missing)}"
+            )
+        out.append((n, row))
+    return out
+
+
+def read_rows(data: Path, predictions: Path) -> list[tuple[list[str], dict[str, Any]]]:
+    """Each scored prediction with its solution's steps (joined on ``id``; solutions without a gold are left out)."""
+    steps = {row["id"]: row["steps"] for _, row in _json_lines(data, ("id", "steps"))}
+    rows = []
+    for n, prediction in _json_lines(predictions, ("id", "label", "scores", "flags")):
+        if prediction["flags"] is None:  # no gold problem found: score-steps skipped it
             continue
         if prediction["id"] not in steps:
             raise SystemExit(
                 f"{predictions}:{n}: id {prediction['id']!r} is not in {data}; pass the file score-steps read"
+            )
+        if len(prediction["scores"]) != len(steps[prediction["id"]]):
+            raise SystemExit(
+                f"{predictions}:{n}: {len(prediction['scores'])} step scores for a solution of "
+                f"{len(steps[prediction['id']])} steps in {data}; pass the file score-steps read"
             )
         rows.append((steps[prediction["id"]], prediction))
     return rows

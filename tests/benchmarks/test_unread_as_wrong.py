@@ -4,6 +4,7 @@ table re-read from a real ``score-steps`` run (the reference verifier against a 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -59,9 +60,24 @@ def test_the_table_re_reads_a_real_score_steps_run(uw, tmp_path: Path, capsys) -
     assert "| as scored | 1.000 (" in printed and "| every unread step | 0.000 (" in printed
 
 
-def test_a_prediction_whose_id_is_not_in_the_data_is_one_line(uw, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("data_line", "prediction_line", "message"),
+    [
+        ({"id": "a", "steps": ["x"]}, {"id": "b", "label": -1, "scores": [0.5], "flags": [False]}, "id 'b' is not in"),
+        ({"id": "a", "steps": ["x"]}, {"id": "a", "label": -1, "scores": [0.5, 1.0], "flags": [False, False]},
+         "2 step scores for a solution of 1 steps"),
+        ({"id": "a"}, {"id": "a", "label": -1, "scores": [0.5], "flags": [False]}, "data.jsonl:1: expected the fields id, steps; missing steps"),
+        ({"id": "a", "steps": ["x"]}, {"id": "a", "label": -1}, "predictions.jsonl:1: expected the fields id, label, scores, flags; missing scores, flags"),
+        ({"id": "a", "steps": ["x"]}, "{not json", "predictions.jsonl:1: not a JSON object"),
+    ],
+)  # fmt: skip
+def test_a_bad_line_is_one_line_naming_the_file_and_line(
+    uw, tmp_path: Path, data_line, prediction_line, message
+) -> None:
     data, predictions = tmp_path / "data.jsonl", tmp_path / "predictions.jsonl"
-    data.write_text(json.dumps({"id": "a", "problem": PROBLEM, "steps": ["x"], "label": -1}) + "\n")
-    predictions.write_text(json.dumps({"id": "b", "label": -1, "scores": [0.5], "flags": [False]}) + "\n")
-    with pytest.raises(SystemExit, match="id 'b' is not in"):
+    data.write_text(json.dumps(data_line) + "\n")
+    predictions.write_text(
+        (prediction_line if isinstance(prediction_line, str) else json.dumps(prediction_line)) + "\n"
+    )
+    with pytest.raises(SystemExit, match=re.escape(message)):
         uw.main(["--data", str(data), "--predictions", str(predictions)])

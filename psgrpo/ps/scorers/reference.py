@@ -651,8 +651,8 @@ class ReferenceVerifier(ArithmeticVerifier):
         neutral_score: score of a step with no equation (default 0.5, for prose steps). 0 where every step
             should be an equation (arith): an unreadable step then earns no more than a wrong one, and a
             policy has no reason to drift into such steps (docs/results.md, arith-hard at 240 steps).
-            Not on GSM8K text, whose correct solutions restate numbers in prose: as wrong, unread steps
-            would drop the labelled dev files' F1 from 0.803 to 0.49 (docs/scorers.md).
+            Not on GSM8K text, whose correct solutions restate numbers in prose: scored as wrong, unread
+            steps would put most first flags too early (docs/scorers.md).
         rel_tol: relative tolerance of ``lhs = rhs``.
         final_step_reaches_answer: the last step with equations must reach the gold answer to be
             on reference (default True; see the module docstring). False judges every step on its
