@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from psgrpo.data.step_labels import read_labelled_solutions
+from psgrpo.data.validation import DatasetValidationError
 from psgrpo.eval.first_error import f1_interval, first_error_metrics
 from psgrpo.ps.scorers.equations import plain_step
 from psgrpo.ps.scorers.expressions import tokenize
@@ -58,7 +60,8 @@ def flags_under(
 
 
 def _json_lines(path: Path, needs: tuple[str, ...]) -> list[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` of each non-blank line; one line naming the place for bad JSON or a missing field."""
+    """``(line number, object)`` of each non-blank line of ``score-steps``' predictions; one line naming the place
+    for bad JSON or a missing field."""
     out = []
     for n, line in enumerate(path.read_text().splitlines(), start=1):
         if not line.strip():
@@ -78,7 +81,10 @@ def _json_lines(path: Path, needs: tuple[str, ...]) -> list[tuple[int, dict[str,
 
 def read_rows(data: Path, predictions: Path) -> list[tuple[list[str], dict[str, Any]]]:
     """Each scored prediction with its solution's steps (joined on ``id``; solutions without a gold are left out)."""
-    steps = {row["id"]: row["steps"] for _, row in _json_lines(data, ("id", "steps"))}
+    try:  # the reader score-steps read it with: the same checks, the same ids
+        steps = {solution.id: solution.steps for solution in read_labelled_solutions(data)}
+    except DatasetValidationError as err:
+        raise SystemExit(str(err)) from None
     rows = []
     for n, prediction in _json_lines(predictions, ("id", "label", "scores", "flags")):
         if prediction["flags"] is None:  # no gold problem found: score-steps skipped it

@@ -63,12 +63,12 @@ def test_the_table_re_reads_a_real_score_steps_run(uw, tmp_path: Path, capsys) -
 @pytest.mark.parametrize(
     ("data_line", "prediction_line", "message"),
     [
-        ({"id": "a", "steps": ["x"]}, {"id": "b", "label": -1, "scores": [0.5], "flags": [False]}, "id 'b' is not in"),
-        ({"id": "a", "steps": ["x"]}, {"id": "a", "label": -1, "scores": [0.5, 1.0], "flags": [False, False]},
+        ({"id": "a", "problem": "p", "steps": ["x"], "label": -1}, {"id": "b", "label": -1, "scores": [0.5], "flags": [False]}, "id 'b' is not in"),
+        ({"id": "a", "problem": "p", "steps": ["x"], "label": -1}, {"id": "a", "label": -1, "scores": [0.5, 1.0], "flags": [False, False]},
          "2 step scores for a solution of 1 steps"),
-        ({"id": "a"}, {"id": "a", "label": -1, "scores": [0.5], "flags": [False]}, "data.jsonl:1: expected the fields id, steps; missing steps"),
-        ({"id": "a", "steps": ["x"]}, {"id": "a", "label": -1}, "predictions.jsonl:1: expected the fields id, label, scores, flags; missing scores, flags"),
-        ({"id": "a", "steps": ["x"]}, "{not json", "predictions.jsonl:1: not a JSON object"),
+        ({"id": "a", "problem": "p", "label": -1}, {"id": "a", "label": -1, "scores": [0.5], "flags": [False]}, "data.jsonl, line 1, field 'steps'"),
+        ({"id": "a", "problem": "p", "steps": ["x"], "label": -1}, {"id": "a", "label": -1}, "predictions.jsonl:1: expected the fields id, label, scores, flags; missing scores, flags"),
+        ({"id": "a", "problem": "p", "steps": ["x"], "label": -1}, "{not json", "predictions.jsonl:1: not a JSON object"),
     ],
 )  # fmt: skip
 def test_a_bad_line_is_one_line_naming_the_file_and_line(
