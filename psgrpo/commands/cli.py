@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from psgrpo.config.kernel_caches import bound_kernel_caches
 from psgrpo.config.options import METHODS
 
 SUBCOMMANDS = {
@@ -127,6 +128,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     silence_unactionable_warnings()
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in SUBCOMMANDS:
         return _usage(argv)
+    try:  # before any command imports torch: both caches read their variable once
+        bound_kernel_caches()
+    except ValueError as err:  # `psgrpo env` lists it among its problems instead: it must always report
+        if argv[0] != "env":
+            print(f"psgrpo: error: {err}", file=sys.stderr)
+            return 2
     module_name, function_name = SUBCOMMANDS[argv[0]][0].split(":")
     command = getattr(importlib.import_module(module_name), function_name)
     try:

@@ -44,6 +44,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 import psgrpo
+from psgrpo.config.kernel_caches import IDEEP_CACHE_ENV, ONEDNN_CACHE_ENV, kernel_cache_problem
 
 TESTED: dict[str, tuple[str, str]] = {
     "python": ("3.11", "3.14"),
@@ -241,6 +242,8 @@ def _cpu() -> dict[str, Any]:
         info["native_bf16"], info["bf16_error"] = None, _error(err)
     if os.environ.get(NATIVE_BF16_ENV, "").strip():
         info["bf16_override"] = f"${NATIVE_BF16_ENV}={os.environ[NATIVE_BF16_ENV].strip()}"
+    # what this command runs with: `psgrpo` sets both where unset (psgrpo/config/kernel_caches.py)
+    info["kernel_caches"] = {name: os.environ.get(name) for name in (ONEDNN_CACHE_ENV, IDEEP_CACHE_ENV)}
     return info
 
 
@@ -298,6 +301,9 @@ def collect() -> dict[str, Any]:
         )
     if cpu["native_bf16"] is None and "torch_error" not in accelerator:
         problems.append(f"native bf16 cannot be decided: {cpu['bf16_error']}")
+    cache_problem = kernel_cache_problem()
+    if cache_problem is not None:
+        problems.append(cache_problem)
     flagged = {canonicalize_name(p.split(" ", 1)[0]) for p in problems}  # outside its range: not a note too
     versions = {
         name: v
@@ -356,6 +362,8 @@ def format_report(info: dict[str, Any]) -> str:
         f"- Python: {info['python']}",
         f"- platform: {info['platform']}",
         f"- CPU: {cpu['model']}, {cores}, native bf16: {bf16}",
+        "- CPU kernel caches: "
+        + ", ".join(f"${name}={value or 'unset'}" for name, value in cpu["kernel_caches"].items()),
         _gpu_line(accelerator) if accelerator else "- GPUs: unknown, torch is not installed",
     ]
     lines += [f"- {name}: {version or 'not installed'}" for name, version in info["packages"].items()]
