@@ -95,8 +95,9 @@ def run_variant(
 ) -> dict[str, Any]:
     """One ``psgrpo train`` run of ``config`` under variant ``name`` in a fresh process, watched from here.
 
-    Returns the highest RSS (MiB) sampled during each step (every ``poll_seconds``), the peak RSS, the median ``step_time`` (s) over logged steps
-    past the first, and the run's wall time (s).
+    Returns the highest RSS (MiB) sampled during each step (every ``poll_seconds``; steps logged within
+    one poll share its sample), the peak RSS (MiB), the median ``step_time`` (s) over logged steps past
+    the first, and the run's wall time (s).
     """
     bf16, variables = VARIANTS[name]
     env = {k: v for k, v in os.environ.items() if k not in ENV_KNOBS}
@@ -107,28 +108,32 @@ def run_variant(
             sys.executable, "-m", "psgrpo", "train", "--config", config,
             "--bf16", "true" if bf16 else "false", "--max_steps", str(steps), "--logging_steps", "1",
             "--save_strategy", "no", "--report_to", "none", "--eval_before_after", "false",
-            "--output_dir", out, *extra,
+            "--output_dir", str(Path(out) / "run"), *extra,
         ]  # fmt: skip
+        metrics, log_path = Path(out) / "run" / "metrics.jsonl", Path(out) / "stderr.txt"
+        seen, rss_at_step, peak, window, seen_env = 0, {}, 0.0, 0.0, None
         start = time.perf_counter()
-        process = subprocess.Popen(
-            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
-        metrics, seen, rss_at_step, peak, window = Path(out) / "metrics.jsonl", 0, {}, 0.0, 0.0
-        seen_env = None
-        while process.poll() is None:
-            time.sleep(poll_seconds)
-            knobs = _knobs_of(process.pid)  # read while it trains (read at once, it raced the exec)
-            seen_env = seen_env if knobs is None else knobs
-            window = max(window, _status_mib(process.pid, "VmRSS") or 0.0)
-            peak = max(peak, _status_mib(process.pid, "VmHWM") or 0.0)
-            logs, seen = _logged_steps(metrics, seen)
-            for log in logs:
-                if "step_time" in log:  # the highest RSS sampled since the step before was logged
-                    rss_at_step[int(log["step"])], window = round(window), 0.0
-        stderr = process.stderr.read() if process.stderr else ""
+        with log_path.open("w") as stderr:  # a file, not a pipe: a full pipe would stall the run
+            process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+            while process.poll() is None:
+                time.sleep(poll_seconds)
+                knobs = _knobs_of(process.pid)  # read while it trains (read at once, it raced the exec)
+                seen_env = seen_env if knobs is None else knobs
+                window = max(window, _status_mib(process.pid, "VmRSS") or 0.0)
+                peak = max(peak, _status_mib(process.pid, "VmHWM") or 0.0)
+                logs, seen = _logged_steps(metrics, seen)
+                steps_logged = [int(log["step"]) for log in logs if "step_time" in log]
+                for step in steps_logged:  # the highest RSS sampled since the step before was logged
+                    rss_at_step[step] = round(window)
+                window = 0.0 if steps_logged else window
         if process.returncode != 0:
-            raise SystemExit(f"variant {name}: psgrpo train exited {process.returncode}:\n{stderr[-3000:]}")
+            raise SystemExit(
+                f"variant {name}: psgrpo train exited {process.returncode}:\n{log_path.read_text()[-3000:]}"
+            )
         logs, _ = _logged_steps(metrics, 0)
+        for log in logs:  # steps logged after the last poll: that poll's sample
+            if "step_time" in log and int(log["step"]) not in rss_at_step:
+                rss_at_step[int(log["step"])] = round(window)
     step_times = [log["step_time"] for log in logs if "step_time" in log][1:]
     return {
         "bf16": bf16,
@@ -163,6 +168,7 @@ def table(report: dict[str, Any], marks: Sequence[int]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run the chosen variants one after another; print the table, write ``--output``; returns the report."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -28,6 +28,7 @@ from trl.import_utils import is_vllm_available
 from psgrpo.advantages import ADVANTAGE_ESTIMATORS
 from psgrpo.checkpoints.trainer_mixin import CheckpointMixin
 from psgrpo.compatibility import has_token_credit
+from psgrpo.config.kernel_caches import bound_kernel_caches
 from psgrpo.config.precision import log_precision
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.credit import CreditRecord, ProcessSignal, SignalOutput, StepRecord, process_term_metrics
@@ -94,6 +95,7 @@ class ProcessGRPOTrainer(
         **kwargs: Any,
     ):
         ignore_trl_deprecations()  # transformers' FutureWarnings for TRL's own gradient checkpointing calls
+        bound_kernel_caches()  # before training's first bf16 matmul on a CPU: memory stays flat (its module)
         if args is None:
             args = ProcessGRPOConfig(output_dir="psgrpo-output")
         if not isinstance(args, ProcessGRPOConfig):

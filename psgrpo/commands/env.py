@@ -44,7 +44,12 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 import psgrpo
-from psgrpo.config.kernel_caches import IDEEP_CACHE_ENV, ONEDNN_CACHE_ENV, kernel_cache_problem
+from psgrpo.config.kernel_caches import (
+    IDEEP_CACHE_ENV,
+    ONEDNN_CACHE_ENV,
+    ONEDNN_LEGACY_ENV,
+    kernel_cache_problem,
+)
 
 TESTED: dict[str, tuple[str, str]] = {
     "python": ("3.11", "3.14"),
@@ -244,6 +249,8 @@ def _cpu() -> dict[str, Any]:
         info["bf16_override"] = f"${NATIVE_BF16_ENV}={os.environ[NATIVE_BF16_ENV].strip()}"
     # what this command runs with: `psgrpo` sets both where unset (psgrpo/config/kernel_caches.py)
     info["kernel_caches"] = {name: os.environ.get(name) for name in (ONEDNN_CACHE_ENV, IDEEP_CACHE_ENV)}
+    if ONEDNN_LEGACY_ENV in os.environ:
+        info["kernel_caches"][ONEDNN_LEGACY_ENV] = os.environ[ONEDNN_LEGACY_ENV]
     return info
 
 
@@ -363,7 +370,10 @@ def format_report(info: dict[str, Any]) -> str:
         f"- platform: {info['platform']}",
         f"- CPU: {cpu['model']}, {cores}, native bf16: {bf16}",
         "- CPU kernel caches: "
-        + ", ".join(f"${name}={value or 'unset'}" for name, value in cpu["kernel_caches"].items()),
+        + ", ".join(
+            f"${name}={'unset' if value is None else (value if value.strip() else repr(value))}"
+            for name, value in cpu["kernel_caches"].items()
+        ),
         _gpu_line(accelerator) if accelerator else "- GPUs: unknown, torch is not installed",
     ]
     lines += [f"- {name}: {version or 'not installed'}" for name, version in info["packages"].items()]

@@ -8,6 +8,7 @@
 - :mod:`~psgrpo.config.checks`: the cross-field checks ``__post_init__`` runs (one clear line per
   mistake, before a model loads).
 - :mod:`~psgrpo.config.precision`: bf16 / ``use_cpu`` by machine (GPU, CPU with or without native bf16).
+- :mod:`~psgrpo.config.kernel_caches`: PyTorch's CPU kernel caches bounded, so a bf16 run's memory stays flat.
 - :mod:`~psgrpo.config.parsing`: YAML recipes and command-line flags, layered, for the commands.
 
 ``from psgrpo.config import ProcessGRPOConfig`` (and ``from psgrpo import ProcessGRPOConfig``) resolve
