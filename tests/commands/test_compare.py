@@ -420,3 +420,33 @@ def test_runs_go_seed_by_seed_so_a_stopped_comparison_leaves_whole_pairs(tmp_pat
     ]
     assert main(["compare", *flags]) == 130
     assert trained == ["grpo-seed0", "ps-seed0", "grpo-seed1"]
+
+
+@pytest.mark.parametrize("method", ["grpo", "ps", "vps", "tree"])
+def test_a_finished_run_leaves_no_trainer_or_model_alive(tmp_path, monkeypatch, method):
+    """compare trains its runs in one process: anything a run leaves reachable adds to every later run."""
+    import gc
+    import weakref
+
+    import psgrpo.trainer
+    from psgrpo.commands.train import train
+
+    made = []
+    init = psgrpo.trainer.ProcessGRPOTrainer.__init__
+
+    def recording_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.extend([weakref.ref(self), weakref.ref(self.model)])
+
+    monkeypatch.setattr(psgrpo.trainer.ProcessGRPOTrainer, "__init__", recording_init)
+    train(
+        [
+            "--method", method, "--max_steps", "2", "--heldout_eval_steps", "1", "--max_eval_examples", "2",
+            "--eval_max_new_tokens", "8", "--per_device_train_batch_size", "8", "--max_completion_length", "8",
+            "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true",
+            "--output_dir", str(tmp_path / method),
+        ]
+    )  # fmt: skip
+    assert (tmp_path / method / "report.json").exists() and len(made) == 2
+    gc.collect()
+    assert [ref() for ref in made] == [None, None]  # the trainer (its optimizer, its buffers) and its model
