@@ -422,6 +422,7 @@ def test_runs_go_seed_by_seed_so_a_stopped_comparison_leaves_whole_pairs(tmp_pat
     assert trained == ["grpo-seed0", "ps-seed0", "grpo-seed1"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["grpo", "ps", "vps", "tree"])
 def test_a_finished_run_leaves_no_trainer_or_model_alive(tmp_path, monkeypatch, method):
     """compare trains its runs in one process: anything a run leaves reachable adds to every later run."""
