@@ -272,3 +272,12 @@ def test_every_kept_run_holds_what_compare_reads(name):
         assert {"compare_run.json", "metrics.jsonl", "report.json"} <= {p.name for p in run.iterdir()}, run
         seed = run.name.rpartition("-seed")[2]
         assert json.loads((run / "compare_run.json").read_text())["flags"]["seed"] == [seed], run
+
+
+def test_the_index_marks_exactly_the_folders_that_keep_their_runs():
+    """experiments/README.md's table says "(runs kept" (", in progress)" too) exactly on the rows of the
+    folders that have ``runs/``, which its text tells readers to look for."""
+    index = (RUNS.parent / "README.md").read_text()
+    rows = [line for line in index.splitlines() if line.startswith("| `")]
+    marked = {row.split("`")[1] for row in rows if "(runs kept" in row.split("|")[1]}
+    assert marked == {p.name for p in RUNS.iterdir() if (p / "runs").is_dir()}
