@@ -7,7 +7,7 @@ Mixed into :class:`~psgrpo.trainer.ProcessGRPOTrainer` in front of ``trl.GRPOTra
   error (:func:`~psgrpo.checkpoints.atomic.resolve_resume_checkpoint`).
 * ``_save_checkpoint``: transformers and TRL write into the staging root ``partial-checkpoint-N``
   (``_get_output_dir`` points there while saving), then :meth:`_save_checkpoint_extras` adds
-  psgrpo's state, every process waits for the others, and the main process commits (marker,
+  psgrpo's state (and ``run_record``, what ``psgrpo train`` trains on, as ``psgrpo_task.json``), every process waits for the others, and the main process commits (marker,
   fsync, rename) and rotates (:mod:`psgrpo.checkpoints.atomic`).
 * Rollout state, one file per process: TRL's micro-step counter ``_step`` (it decides when to
   generate; TRL restarts it at 0 on resume) and, when the checkpoint falls inside a generation
@@ -38,6 +38,7 @@ from psgrpo.checkpoints.atomic import (
     staging_root,
 )
 from psgrpo.checkpoints.sampler import EpochRepeatSampler
+from psgrpo.eval.trained_on import write_record
 
 ROLLOUT_FILE = "psgrpo_rollout.pt"
 
@@ -69,6 +70,10 @@ class CheckpointMixin:
     """Checkpoint overrides of ``trl.GRPOTrainer``; subclasses add state with :meth:`_save_checkpoint_extras`."""
 
     _checkpoint_staging: Path | None = None
+    run_record: dict[str, Any] | None = None
+    """The task and method the run trains on (:func:`psgrpo.eval.trained_on.run_record`; ``psgrpo train`` sets
+    it), written into every checkpoint before its commit: ``psgrpo eval`` reads it, and a resume with another
+    ``--method`` or ``--dataset`` is refused on it. ``None`` (the Python API's default) writes none."""
 
     def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any) -> Any:
         checkpoint = resolve_resume_checkpoint(resume_from_checkpoint, self.args.output_dir)
@@ -118,6 +123,8 @@ class CheckpointMixin:
         checkpoint.mkdir(parents=True, exist_ok=True)
         name = rollout_file(self.accelerator.process_index, self.accelerator.num_processes)
         torch.save(state, checkpoint / name)
+        if self.run_record is not None and self.args.should_save:
+            write_record(checkpoint, self.run_record)
 
     def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
         super()._load_optimizer_and_scheduler(checkpoint)

@@ -87,7 +87,7 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
     from psgrpo.distributed import parameters_sharded
     from psgrpo.eval.generation import evaluate_model
     from psgrpo.eval.heldout import HeldOutEvalCallback
-    from psgrpo.eval.trained_on import task_record_callback, write_task_record
+    from psgrpo.eval.trained_on import run_record, write_task_record
     from psgrpo.loading import load_policy
     from psgrpo.trainer import ProcessGRPOTrainer
 
@@ -130,9 +130,7 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
     )
-    trainer.add_callback(
-        task_record_callback(task, args.method)
-    )  # each checkpoint names its task, for psgrpo eval
+    trainer.run_record = run_record(task, args.method)  # each checkpoint names its task, for eval and resume
     if task.heldout_eval_steps:
         trainer.add_callback(
             HeldOutEvalCallback(

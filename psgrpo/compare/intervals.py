@@ -18,7 +18,8 @@ from dataclasses import dataclass
 T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
          2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
          2.045, 2.042)  # fmt: skip
-"""Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: 1.96), as printed in tables."""
+"""Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom, as printed in tables (beyond them,
+:func:`t_quantile` computes it: 2.021 at 40, not the normal's 1.96)."""
 
 
 def _check_degrees(degrees_of_freedom: int) -> None:
@@ -29,9 +30,11 @@ def _check_degrees(degrees_of_freedom: int) -> None:
 
 
 def t_quantile_95(degrees_of_freedom: int) -> float:
-    """The 0.975 quantile of Student's t with ``degrees_of_freedom`` ≥ 1 (:data:`T_975`)."""
+    """The 0.975 quantile of Student's t with ``degrees_of_freedom`` ≥ 1 (:data:`T_975`, then :func:`t_quantile`)."""
     _check_degrees(degrees_of_freedom)
-    return T_975[degrees_of_freedom - 1] if degrees_of_freedom <= len(T_975) else 1.96
+    if degrees_of_freedom <= len(T_975):
+        return T_975[degrees_of_freedom - 1]
+    return t_quantile(0.95, degrees_of_freedom)
 
 
 def _continued_fraction(a: float, b: float, x: float) -> float:

@@ -1,7 +1,8 @@
 """What a checkpoint was trained on, and which checkpoint of a run directory ``psgrpo eval`` reads.
 
 ``psgrpo train`` writes :data:`TASK_RECORD` (the task options: dataset, splits, prompt format) into its
-output directory and into every checkpoint it saves (:class:`TaskRecordCallback`). ``psgrpo eval``
+output directory and into every checkpoint it saves (the trainer's ``run_record``, written into the staged
+checkpoint before its commit, so a complete checkpoint always holds it). ``psgrpo eval``
 reads it (:func:`read_task_record`, from the checkpoint or the run directory around it) and evaluates
 on that task unless ``--dataset`` (or a ``--config`` that sets it) says otherwise, saying so in one
 line: an ``arith-hard`` checkpoint used to be evaluated on ``arith/test`` without a word.
@@ -47,16 +48,25 @@ def task_record(task: Any) -> dict[str, Any]:
     return {name: getattr(task, name) for name in RECORDED_FIELDS if hasattr(task, name)}
 
 
-def write_task_record(directory: str | Path, task: Any, method: str | None = None) -> Path:
-    """Write :data:`TASK_RECORD` for ``task`` into ``directory`` (created if missing); return its path.
+def run_record(task: Any, method: str | None = None) -> dict[str, Any]:
+    """What :data:`TASK_RECORD` holds for a run: :func:`task_record` and ``method`` (the run's ``--method``).
 
-    ``method`` (the run's ``--method``) is recorded beside the task fields: ``psgrpo eval`` does not apply it, and
-    ``psgrpo train --resume_from_checkpoint`` refuses to continue the run with another one."""
+    ``psgrpo eval`` does not apply the method; ``psgrpo train --resume_from_checkpoint`` refuses to continue the
+    run with another one."""
+    return task_record(task) | ({"method": method} if method is not None else {})
+
+
+def write_record(directory: str | Path, record: Mapping[str, Any]) -> Path:
+    """Write ``record`` as :data:`TASK_RECORD` into ``directory`` (created if missing); return its path."""
     path = Path(directory) / TASK_RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = task_record(task) | ({"method": method} if method is not None else {})
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    path.write_text(json.dumps(dict(record), indent=2) + "\n")
     return path
+
+
+def write_task_record(directory: str | Path, task: Any, method: str | None = None) -> Path:
+    """Write :data:`TASK_RECORD` for ``task`` (and ``method``, :func:`run_record`) into ``directory``."""
+    return write_record(directory, run_record(task, method))
 
 
 def read_run_record(directory: str | Path) -> dict[str, Any]:
@@ -150,20 +160,3 @@ def resolve_eval_checkpoint(
         verb,
     )
     return str(newest)
-
-
-def task_record_callback(task: Any, method: str | None = None) -> Any:
-    """A ``TrainerCallback`` that writes :data:`TASK_RECORD` (and ``method``) into every checkpoint when it is saved."""
-    from transformers import TrainerCallback
-
-    from psgrpo.checkpoints.atomic import checkpoint_name
-
-    class TaskRecordCallback(TrainerCallback):
-        """Writes the task record into ``output_dir/checkpoint-N`` after each save."""
-
-        def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            checkpoint = Path(args.output_dir) / checkpoint_name(state.global_step)
-            if checkpoint.is_dir() and state.is_world_process_zero:
-                write_task_record(checkpoint, task, method)
-
-    return TaskRecordCallback()

@@ -13,6 +13,7 @@ from psgrpo.checkpoints.sampler import EpochRepeatSampler
 from psgrpo.checkpoints.trainer_mixin import ROLLOUT_FILE
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
+from psgrpo.eval.trained_on import TASK_RECORD, read_run_record
 from psgrpo.techniques.state import STATE_FILE
 from psgrpo.trainer import ProcessGRPOTrainer
 
@@ -60,6 +61,22 @@ def test_checkpoints_are_committed_with_rollout_and_technique_state(tmp_path, ti
     at_cycle_start = torch.load(out / "checkpoint-2" / ROLLOUT_FILE, weights_only=True)
     assert at_cycle_start["step"] == 2 and at_cycle_start["buffered_inputs"] is None  # regenerated anyway
     assert at_cycle_start["completion_tokens_seen"] == trainer.completion_tokens_seen > 0
+
+
+def test_the_run_record_is_part_of_each_committed_checkpoint(tmp_path, tiny_model, char_tokenizer):
+    """psgrpo train's task record is written before the commit and listed in the marker: a checkpoint that counts
+    as complete always names its task and method (a resume with another method is refused on it)."""
+    trainer = _trainer(tmp_path, tiny_model, char_tokenizer)
+    trainer.run_record = {"dataset": "arith", "method": "ps"}
+    trainer.train()
+    for step in (1, 2):
+        checkpoint = tmp_path / "out" / f"checkpoint-{step}"
+        assert TASK_RECORD in json.loads((checkpoint / MARKER).read_text())["files"]
+        assert read_run_record(checkpoint) == {"dataset": "arith", "method": "ps"}
+    _trainer(
+        tmp_path / "api", tiny_model, char_tokenizer, max_steps=1
+    ).train()  # the Python API: none written
+    assert not (tmp_path / "api" / "out" / "checkpoint-1" / TASK_RECORD).exists()
 
 
 def test_save_total_limit_keeps_only_the_committed_checkpoint(tmp_path, tiny_model, char_tokenizer):

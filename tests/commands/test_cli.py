@@ -168,6 +168,11 @@ def test_default_train_runs_on_the_embedded_checkpoint(tmp_path, capsys):
     assert (out / "checkpoint-2" / "model.safetensors").exists()  # checkpoints are written
     for directory in (out, out / "checkpoint-2"):  # psgrpo eval reads what each was trained on
         assert json.loads((directory / "psgrpo_task.json").read_text())["dataset"] == "arith"
+    # written before the commit: part of what makes the checkpoint complete
+    assert (
+        "psgrpo_task.json"
+        in json.loads((out / "checkpoint-2" / "psgrpo_checkpoint.json").read_text())["files"]
+    )
 
 
 def test_embedded_checkpoint_is_committed_and_loads():

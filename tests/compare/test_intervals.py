@@ -20,7 +20,11 @@ from psgrpo.compare.intervals import (
 
 def test_t_quantiles_and_mean_interval_by_hand():
     assert t_quantile_95(1) == 12.706 and t_quantile_95(4) == 2.776 and t_quantile_95(30) == 2.042
-    assert t_quantile_95(200) == 1.96
+    # beyond the table Student's t still, not the normal's 1.96 (31+ seeds would get too narrow an interval)
+    assert t_quantile_95(40) == pytest.approx(2.021, abs=5e-4) and t_quantile_95(200) == pytest.approx(
+        1.972, abs=5e-4
+    )
+    assert t_quantile_95(31) < t_quantile_95(30)
     with pytest.raises(ValueError):
         t_quantile_95(0)
     interval = mean_interval([0.50, 0.55, 0.60, 0.65, 0.70])  # n = 5: stdev 0.0790569, t(4) = 2.776

@@ -17,8 +17,9 @@ from psgrpo.eval.trained_on import (
     apply_task_record,
     read_task_record,
     resolve_eval_checkpoint,
+    run_record,
     task_record,
-    task_record_callback,
+    write_record,
     write_task_record,
 )
 
@@ -77,19 +78,13 @@ def test_only_incomplete_checkpoints_name_what_to_pass(tmp_path):
         resolve_eval_checkpoint(str(tmp_path))
 
 
-def test_the_callback_writes_the_record_into_each_saved_checkpoint(tmp_path):
-    from transformers import TrainerControl, TrainerState
-
-    (tmp_path / "checkpoint-4").mkdir()
-    state = TrainerState(global_step=4, is_world_process_zero=True)
-    task_record_callback(HARD, "ps").on_save(
-        SimpleNamespace(output_dir=str(tmp_path)), state, TrainerControl()
-    )
+def test_the_run_record_names_the_method_and_eval_applies_only_the_task(tmp_path):
+    """What the trainer writes into each checkpoint (tests/checkpoints/test_checkpoint_mixin.py saves one)."""
+    write_record(tmp_path / "checkpoint-4", run_record(HARD, "ps"))
     record = json.loads((tmp_path / "checkpoint-4" / TASK_RECORD).read_text())
     assert record["dataset"] == "arith-hard" and record["method"] == "ps"  # the method, for resuming
-    assert read_task_record(tmp_path / "checkpoint-4")[0] == task_record(
-        HARD
-    )  # eval applies the task fields only
+    assert read_task_record(tmp_path / "checkpoint-4")[0] == task_record(HARD)
+    assert "method" not in run_record(HARD)
 
 
 def test_eval_of_a_run_directory_uses_its_newest_checkpoint_and_its_task(
