@@ -5,10 +5,13 @@ A scorer returns one number per step; to compare it with people's labels of the 
 step is the first flagged one (-1 when none is):
 
 - **rule-based verifiers** (:class:`~psgrpo.ps.scorers.arithmetic.ArithmeticVerifier` and its
-  subclasses: ``arithmetic``, ``reference``): a step is flagged when it states an equation and
+  subclasses: ``arithmetic``, ``reference``): a step is flagged when the scorer judged it and it
   scores below the scorer's full score, :func:`full_score` (``correct_weight + necessary_weight``,
-  plus ``reference_weight`` for ``reference``). A step without equations gets the neutral score
-  and is never flagged, whatever that score is. ``--flag_below`` is not used.
+  plus ``reference_weight`` for ``reference``). A step the scorer did not judge (no equation it
+  reads) gets the neutral score and is never flagged, whatever that score is. Judged are the steps
+  with equations and, for ``reference``, the few it blames in words (a claim after the last
+  equation, a conclusion stating a wrong answer, an announced wrong operation: score 0).
+  ``--flag_below`` is not used.
 - **any other scorer** (a process reward model, a registered callable): a step is flagged when
   its score is below ``flag_below`` (default 0.5, a PRM's "more likely wrong than right").
 
@@ -30,9 +33,10 @@ from psgrpo.ps.scorers.base import Prompt, validate_step_scores
 
 FLAG_RULE = (
     "A step is flagged (called wrong) as follows; the predicted first wrong step is the first flagged one, or -1. "
-    "Rule-based scorers ('arithmetic', 'reference'): the step states an equation and scores below the scorer's "
-    "full score (correct_weight + necessary_weight, + reference_weight for 'reference'); a step without "
-    "equations (neutral score) is never flagged. Any other scorer ('prm', a registered callable): the step "
+    "Rule-based scorers ('arithmetic', 'reference'): the scorer judged the step (it states an equation, or "
+    "'reference' blames it in words) and it scores below the scorer's full score (correct_weight + "
+    "necessary_weight, + reference_weight for 'reference'); a step the scorer did not judge (neutral score) "
+    "is never flagged. Any other scorer ('prm', a registered callable): the step "
     "scores below --flag_below."
 )
 """:data:`FLAG_RULE` in one paragraph, for ``--help`` and the summary."""

@@ -81,3 +81,17 @@ def test_reference_reads_gold_columns_and_shares_its_counts():
     assert result.flags == [[False, False, True]]  # $20 is not a gold value
     counts = scorer.pop_counts()  # the copy's counting reached the scorer's own counts
     assert counts["steps"] == 3 and counts["no_equation"] == 1
+
+
+def test_reference_flags_the_claim_it_blames_in_words_and_not_a_neutral_step():
+    """A step without equations is flagged when 'reference' judges it (a claim after the last equation, short of
+    the gold answer: score 0), and not when it is merely unread (neutral score)."""
+    scorer = ReferenceVerifier(correct_weight=0.0, reference_weight=1.0)
+    gold = "They have 35-18-3=<<35-18-3=14>>14 left.\nEach of 7 kids gets 14/7=<<14/7=2>>2\n#### 2"
+    columns = {"answer": ["2", "2"], "solution": [gold, gold]}
+    short = ["They have 35 - 18 - 3 = 14 s'mores left.", "So each kid can have 14 S'mores."]
+    done = ["They have 35 - 18 - 3 = 14 s'mores left.", "We need to share them.", "14 / 7 = 2 each."]
+    result = score_and_flag(scorer, ["q", "q"], [short, done], columns)
+    assert result.scores == [[1.0, 0.0], [1.0, 0.5, 1.0]]
+    assert result.flags == [[False, True], [False, False, False]]
+    assert result.neutral == [[False, False], [False, True, False]]
