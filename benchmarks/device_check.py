@@ -694,7 +694,10 @@ def stop_on_sigterm(signum: int, frame: Any) -> None:
 
 def write_report(report: dict[str, Any], work: Path, report_dir: str | None) -> str:
     """Write device_check.json and .md (the targets from gpu_check's summary so far), copy them with gpu_check's
-    JSON and the logs to ``report_dir``; return the markdown (a one-line note if it could not be made)."""
+    JSON and the logs to ``report_dir``; return the markdown (a one-line note if it could not be made).
+
+    A part's files are copied only once it has started in this call: on a machine still warm from an earlier
+    call, ``output_dir`` holds that call's logs, which must not come back as this one's."""
     summary = report["parts"]["gpu_check"].get("report", {}).get("summary", {})
     report["targets"] = target_rows(summary)
     report["wall_s"] = seconds_since_start()
@@ -707,14 +710,19 @@ def write_report(report: dict[str, Any], work: Path, report_dir: str | None) -> 
     if report_dir:
         target = Path(report_dir)
         target.mkdir(parents=True, exist_ok=True)
-        for source in (
-            work / "device_check.json",
-            work / "device_check.md",
-            work / "gpu_check" / "gpu_check.json",
-            work / "tests.log",
-            work / "gpu_check.log",
-            work / "generation.log",
-        ):
+        started = {
+            name
+            for name, part in report["parts"].items()
+            if part.get("status") not in (NOT_ASKED, NOT_REACHED)
+        }
+        part_files = {
+            "gpu_check": [work / "gpu_check" / "gpu_check.json", work / "gpu_check.log"],
+            "tests": [work / "tests.log"],
+            "generation": [work / "generation.log"],
+        }
+        sources = [work / "device_check.json", work / "device_check.md"]
+        sources += [path for name, paths in part_files.items() if name in started for path in paths]
+        for source in sources:
             if source.is_file():
                 shutil.copy(source, target / source.name)
     return text

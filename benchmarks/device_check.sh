@@ -11,8 +11,8 @@
 #
 #   bash benchmarks/device_wheels.sh                         # first, here, where PyPI is reachable (fills .cache/)
 #   bash benchmarks/device_check.sh --report_dir "$OUT"       # on the GPU machine, .cache carried along
-#   bash benchmarks/device_check.sh --cpu-smoke               # here: the whole script on CPU, small (~5 min)
-#   bash benchmarks/device_check.sh --report_dir "$OUT" --parts gpu_check --sections grpo-static trl-static tree-static
+#   bash benchmarks/device_check.sh --cpu-smoke               # here: the whole script on CPU, small (~2.5 min)
+#   bash benchmarks/device_check.sh --report_dir "$OUT" --parts gpu_check --sections grpo-static trl-static tree-static grpo trl
 #                                                             # a second call: the sections a budget cut
 #   bash benchmarks/device_check.sh --help                    # every option
 set -euo pipefail

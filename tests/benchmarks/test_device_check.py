@@ -581,3 +581,27 @@ def test_a_check_stopped_with_sigterm_still_writes_what_it_has(tmp_path):
     report = json.loads((out / "device_check.json").read_text())
     assert report["parts"]["tests"] == {"status": "started, did not finish"}
     assert report["parts"]["gpu_check"] == {"status": "not reached"}
+
+
+def test_the_report_dir_gets_no_log_of_a_part_this_call_did_not_start(device_check, tmp_path):
+    """A second call on a warm machine (--parts gpu_check) must not bring back the first call's test log."""
+    work, out = tmp_path / "work", tmp_path / "out"
+    (work / "gpu_check").mkdir(parents=True)
+    for name in ("tests.log", "gpu_check.log", "generation.log"):
+        (work / name).write_text("an earlier call's\n")
+    (work / "gpu_check" / "gpu_check.json").write_text("{}")
+    report = {
+        "parts": {
+            "tests": {"status": device_check.NOT_ASKED},
+            "gpu_check": {"status": device_check.RUNNING},
+            "generation": {"status": device_check.NOT_REACHED},
+        },
+        "requirements": {"missing": [], "mismatched": []},
+    }
+    device_check.write_report(report, work, str(out))
+    assert sorted(p.name for p in out.iterdir()) == [
+        "device_check.json",
+        "device_check.md",
+        "gpu_check.json",
+        "gpu_check.log",
+    ]
