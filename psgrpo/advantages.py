@@ -29,6 +29,7 @@ Register a new one with::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -58,23 +59,34 @@ def estimator_name(method: str, advantage_estimator: str | None = None) -> str:
     return method if advantage_estimator is None else advantage_estimator
 
 
-def group_has_variance(advantages: torch.Tensor, num_generations: int) -> torch.Tensor:
+def group_has_variance(
+    advantages: torch.Tensor, num_generations: int, scorable: torch.Tensor | None = None
+) -> torch.Tensor:
     """Whether each completion's group had unequal rewards, read off its outcome advantages.
 
     Equal rewards give every member the *same* advantage, but not always exactly 0: float32
     rounding of the group mean leaves e.g. −6e-4 after division by (std + 1e-4). So the test
-    is "members' advantages differ", never "an advantage is non-zero".
+    is "members' advantages differ", never "an advantage is non-zero". A row no reward function
+    scored gets A = 0 from TRL whatever the others' residue, so only ``scorable`` members are compared.
 
     Args:
         advantages: (N,) outcome advantages of the whole generation batch, groups of
             ``num_generations`` consecutive rows.
+        num_generations: G.
+        scorable: (N,) bool, False for rows every reward function skipped (``None``: all scorable).
 
     Returns:
-        (N,) bool, the same value for all members of a group.
+        (N,) bool, the same value for all members of a group (False with fewer than 2 scorable members).
     """
     grouped = advantages.view(-1, num_generations)
-    spread = grouped.max(dim=1).values - grouped.min(dim=1).values
-    return (spread > 0).repeat_interleave(num_generations)
+    if scorable is None:
+        spread = grouped.max(dim=1).values - grouped.min(dim=1).values
+        return (spread > 0).repeat_interleave(num_generations)
+    keep = scorable.to(advantages.device).view(-1, num_generations)
+    high = grouped.masked_fill(~keep, -math.inf).max(dim=1).values
+    low = grouped.masked_fill(~keep, math.inf).min(dim=1).values
+    varied = (keep.sum(dim=1) >= 2) & (high > low)
+    return varied.repeat_interleave(num_generations)
 
 
 @ADVANTAGE_ESTIMATORS.register("grpo")
@@ -184,7 +196,7 @@ def step_credit(step_advantages: torch.Tensor, step_mask: torch.Tensor, temperat
     Returns:
         (B, S) r̃ on real steps, 0 on padding.
     """
-    return step_advantages * step_mask
+    return step_advantages.masked_fill(step_mask == 0, 0.0)  # not a product: NaN · 0 is NaN
 
 
 @PS_MODES.register("reward_to_go")
@@ -214,8 +226,8 @@ def reward_to_go(step_advantages: torch.Tensor, step_mask: torch.Tensor) -> torc
     Returns:
         (B, S) reverse cumulative sum over real steps, 0 on padding.
     """
-    masked = step_advantages * step_mask
-    return masked.flip(1).cumsum(1).flip(1) * step_mask
+    masked = step_advantages.masked_fill(step_mask == 0, 0.0)  # a product would spread a NaN of the padding
+    return masked.flip(1).cumsum(1).flip(1).masked_fill(step_mask == 0, 0.0)
 
 
 @PS_MODES.register("min")

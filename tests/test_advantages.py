@@ -94,6 +94,18 @@ def test_group_has_variance_on_a_nonzero_constant_group():
     assert advantages.group_has_variance(adv, 4).tolist() == [False] * 4 + [True] * 4
 
 
+def test_group_has_variance_leaves_out_rows_no_reward_function_scored():
+    """TRL gives an unscorable row A = 0 while its equal-reward siblings keep a rounding residue (−2.4e-3
+    for 2.7844529): compared with them it looked like variance, so vps_zero_variance='drop' kept the group."""
+    adv = torch.tensor([-2.4e-3, -2.4e-3, -2.4e-3, 0.0, 0.5, -0.5, 0.0, 0.0, 0.3, 0.0, 0.0, 0.0])
+    scorable = torch.tensor([True, True, True, False, True, True, True, False, True, False, False, False])
+    assert advantages.group_has_variance(adv, 4).tolist()[:4] == [True] * 4  # the bug, without the mask
+    flags = advantages.group_has_variance(adv, 4, scorable)
+    assert flags.tolist() == [False] * 4 + [True] * 4 + [False] * 4  # one scorable member: no variance
+    assert torch.equal(advantages.group_has_variance(adv, 4, torch.ones(12, dtype=torch.bool)),
+                       advantages.group_has_variance(adv, 4))  # fmt: skip
+
+
 # -----------------------------------------------------------------------------
 # the one core of segment credit (ps, vps and tree are segment_credit with their own values)
 

@@ -276,3 +276,17 @@ def test_every_ps_mode_is_registered_and_keeps_padding_at_zero():
     torch.testing.assert_close(
         PS_MODES.get("reward_to_go")(scores, mask, 0.1)[0], torch.tensor([1.5, 1.0, 2.0])
     )
+
+
+@pytest.mark.parametrize("padding", [math.nan, math.inf, -math.inf])
+def test_every_ps_mode_reads_nothing_from_the_padding(padding):
+    """The modes' contract, "any value where step_mask is 0": a NaN there (a product would make NaN · 0 = NaN,
+    and reward_to_go's cumulative sum would carry it to every real step) changes no credit."""
+    scores = torch.tensor([[0.5, -1.0, 2.0], [1.5, 0.7, -3.0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
+    dirty = scores.clone()
+    dirty[1, 2] = padding
+    for name in PS_MODES:
+        torch.testing.assert_close(
+            PS_MODES.get(name)(dirty, mask, 0.1), PS_MODES.get(name)(scores, mask, 0.1)
+        )

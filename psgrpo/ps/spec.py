@@ -56,6 +56,12 @@ def check_ps_options(config: Any) -> None:
     check_number("ps_lambda", config.ps_lambda, low=0.0)
     check_number("ps_outcome_weight", config.ps_outcome_weight, low=0.0)
     check_number("ps_min_temperature", config.ps_min_temperature, low=0.0, low_open=True)
+    own_estimator = config.method == "ps" and config.advantage_estimator in (None, "ps")
+    if own_estimator and config.ps_lambda == 0 and config.ps_outcome_weight == 0:
+        raise ValueError(
+            "--ps_lambda 0 with --ps_outcome_weight 0 gives every token an advantage of 0 (only a KL term would "
+            "train): keep one above 0 (--ps_lambda 0 --ps_outcome_weight 1 is outcome GRPO)"
+        )
     for name in ("segmenter_kwargs", "step_scorer_kwargs"):
         setattr(config, name, json_object_option(name, getattr(config, name)))
     check_registered("segmenter", config.segmenter, SEGMENTERS)

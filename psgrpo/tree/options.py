@@ -66,8 +66,8 @@ class TreeOptions:
         default=1.0,
         metadata={
             "help": "λ, weight of the tree's segment advantage ΔV_k/σ = (V(node) − V(parent)) / σ, σ being the "
-            "std TRL divides A_i by (method 'tree'; default 1.0). 0 gives outcome GRPO on tree-sampled "
-            "completions; lower it (e.g. 0.5) with tree_outcome_weight 1 to keep the advantages near GRPO's scale."
+            "std TRL divides A_i by (method 'tree'; default 1.0). 0 with tree_outcome_weight 1 gives outcome GRPO "
+            "on tree-sampled completions (0 with the default weight 0 is refused: nothing would train); lower it (e.g. 0.5) with tree_outcome_weight 1 to keep the advantages near GRPO's scale."
         },
     )
 
@@ -113,6 +113,12 @@ def check_tree_options(config: Any) -> None:
 
 def check_tree_method(config: Any) -> None:
     """With ``method='tree'`` (its spec calls this): the combinations tree sampling cannot serve."""
+    own_estimator = config.advantage_estimator in (None, "tree")
+    if own_estimator and config.tree_lambda == 0 and config.tree_outcome_weight == 0:
+        raise ValueError(
+            "--tree_lambda 0 with --tree_outcome_weight 0 (its default) gives every token an advantage of 0 (only "
+            "a KL term would train): for outcome GRPO on tree-sampled completions add --tree_outcome_weight 1"
+        )
     branching = config.tree_branching  # normalised by check_tree_options
     leaves = math.prod(branching)
     if leaves != config.num_generations:

@@ -94,6 +94,9 @@ class VpsSignal:
         eos_token_ids: ids that end a completion (anything else at the end means truncated).
         temperature: the sampling temperature; entropies and probes divide logits by it, as TRL does.
         segmenter: the PS segmenter, for ``vps_boundaries="markers"``.
+        rewards_per_func: returns the batch's (N, F) rewards of every process (the trainer's
+            ``step_record.rewards_per_func``), so rows no reward function scored are left out of the
+            "group has reward variance" test; ``None``: every row counts.
     """
 
     def __init__(
@@ -104,8 +107,10 @@ class VpsSignal:
         eos_token_ids: list[int],
         temperature: float,
         segmenter: Any = None,
+        rewards_per_func: Callable[[], torch.Tensor] | None = None,
     ) -> None:
         self.config, self.tokenizer, self.accelerator = config, tokenizer, accelerator
+        self.rewards_per_func = rewards_per_func
         self.eos_token_ids, self.temperature, self.segmenter = eos_token_ids, temperature, segmenter
         self.answer_open = tokenizer(config.vps_answer_marker, add_special_tokens=False)["input_ids"]
         self.whitespace = whitespace_token_ids(tokenizer) if config.vps_snap_to_whitespace else None
@@ -161,7 +166,11 @@ class VpsSignal:
         check_finite("the VPS confidences log C_k", probes.log_confidence, step, valid=real)
 
         truncated = truncated_rows(completion_ids, completion_mask, self.eos_token_ids)
-        has_variance = group_has_variance(self.accelerator.gather(output["advantages"]), num_generations)
+        rewards = self.rewards_per_func() if self.rewards_per_func is not None else None
+        scorable = None if rewards is None else ~torch.isnan(rewards).all(dim=1)
+        has_variance = group_has_variance(
+            self.accelerator.gather(output["advantages"]), num_generations, scorable
+        )
         confidence = probes.log_confidence.exp() if config.vps_log_form else probes.confidence
         metrics = confidence_metrics(probes.confidence, boundaries, self.accelerator)
         metrics["vps/probe_seconds"] = probe_seconds

@@ -59,7 +59,13 @@ def build_signal(trainer: Any, step_scorer: Any) -> Any:
     markers = args.vps_boundaries == "markers"
     segmenter = get_segmenter(args.segmenter, **args.segmenter_kwargs) if markers else None
     return VpsSignal(
-        args, trainer._tokenizer, trainer.accelerator, trainer.eos_token_ids, trainer.temperature, segmenter
+        args,
+        trainer._tokenizer,
+        trainer.accelerator,
+        trainer.eos_token_ids,
+        trainer.temperature,
+        segmenter,
+        lambda: trainer.step_record.rewards_per_func,  # this batch's record (psgrpo.credit.StepRecord)
     )
 
 

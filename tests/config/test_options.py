@@ -112,6 +112,10 @@ def test_check_number_accepts():
         ),  # TRL's own float fields too
         ({"vps_alpha": -0.5}, r"vps_alpha=-0.5 is outside its range"),
         ({"ps_min_temperature": 0.0}, "ps_min_temperature=0.0 is outside its range"),
+        (  # every advantage would be 0 (helper review, 2026-12-07)
+            {"method": "ps", "ps_lambda": 0.0, "ps_outcome_weight": 0.0},
+            r"--ps_lambda 0 with --ps_outcome_weight 0 gives every token an advantage of 0",
+        ),
         ({"vps_entropy_quantile": 1.5}, "vps_entropy_quantile=1.5 is outside its range"),
         ({"vps_entropy_tolerance": 1.0}, "vps_entropy_tolerance=1.0 is outside its range"),
         ({"vps_max_segments": 0}, "vps_max_segments=0 is outside its range"),

@@ -162,6 +162,10 @@ def test_segment_entropies_are_the_policys_at_each_new_token(tmp_path, char_toke
         ({"memory_bank": True}, "method='tree' cannot be combined with memory_bank"),
         ({"reward_norm_momentum": 0.99}, "method='tree' cannot be combined with reward_norm_momentum"),
         ({"tree_lambda": -1.0}, r"tree_lambda=-1.0 is outside its range"),
+        (
+            {"tree_lambda": 0.0},
+            r"--tree_lambda 0 with --tree_outcome_weight 0 .* add --tree_outcome_weight 1",
+        ),
         ({"tree_boundaries": "steps"}, r"tree_boundaries.*'steps'.*tokens.*lines.*entropy"),
     ],
 )

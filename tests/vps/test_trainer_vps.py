@@ -118,3 +118,27 @@ def test_gold_suffix_names_the_row_with_an_empty_solution(tmp_path, char_tokeniz
     with pytest.raises(ValueError, match=r"column 'solution'; row 0 of this batch has '  '"):
         _run(tmp_path, char_tokenizer, dataset=Dataset.from_dict(rows), vps_probe="gold_suffix",
              vps_boundaries="markers")  # fmt: skip
+
+
+def equal_or_unscored(completions, **_):
+    """Every group's first three rows the same reward (2.7844529, whose float32 group mean leaves a residue in
+    TRL's advantages), the fourth unscored (None: TRL gives it A = 0)."""
+    return [None if i % 4 == 3 else 2.7844529 for i in range(len(completions))]
+
+
+@pytest.mark.slow
+def test_drop_leaves_out_groups_whose_scored_rows_are_equal_despite_an_unscored_row(tmp_path, char_tokenizer):
+    """vps_zero_variance='drop': a group of equal rewards gets no credit, also when a row was not scored."""
+    args = tiny_run_args(tmp_path, method="vps", vps_min_segment_tokens=2, vps_zero_variance="drop")
+    trainer = ProcessGRPOTrainer(
+        model=build_tiny_model(char_tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64),
+        reward_funcs=[equal_or_unscored],
+        args=ProcessGRPOConfig(**args),
+        train_dataset=make_arith_dataset("train", n=16),
+        processing_class=char_tokenizer,
+    )
+    outputs = record_batches(trainer)
+    trainer.train()
+    residue = trainer.last_credit.outcome_advantages
+    assert residue.abs().max() > 0  # the rounding residue the old test mistook for variance
+    assert torch.all(outputs[0]["advantages"] == 0)
