@@ -78,7 +78,7 @@ class ProcessGRPOConfig(PsOptions, VpsOptions, TreeOptions, GRPOConfig):
         default=1e-2,
         metadata={
             "help": "Relative tolerance for 'numerically close' answers: |pred-gold| <= tol*max(1,|gold|) (default "
-            "0.01). Set 0 to give credit to exact answers only."
+            "0.01; from a gold of 100 on, an answer off by one is 'close'). Set 0 to give credit to exact answers only."
         },
     )
 

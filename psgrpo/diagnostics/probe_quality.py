@@ -65,6 +65,7 @@ from psgrpo.diagnostics.measures import (
     segment_labels,
     signal_quality,
 )
+from psgrpo.eval.generation import prompt_ids
 from psgrpo.ps.segmentation import token_offsets
 from psgrpo.ps.signal import normalize_step_scores
 from psgrpo.rewards.functions import correctness_reward, format_reward
@@ -144,7 +145,7 @@ def _tokenize(tokenizer, cases: Sequence[Case]) -> None:
             tokenizer.eos_token_id
         ]
         case.ids = {
-            "prompt": tokenizer(case.prompt, add_special_tokens=False)["input_ids"],
+            "prompt": prompt_ids(tokenizer, case.prompt),  # as training and evaluation tokenize it
             "completion": completion,
         }
 

@@ -30,10 +30,11 @@ BACKENDS = ("hf", "vllm")
 """Generation backends: ``hf`` (``model.generate``, default) and ``vllm`` (optional extra)."""
 
 
-def _prompt_ids(tokenizer: PreTrainedTokenizerBase, prompt: str | list[dict[str, Any]]) -> list[int]:
-    """Token ids of one prompt; conversational prompts go through the chat template."""
+def prompt_ids(tokenizer: PreTrainedTokenizerBase, prompt: str | list[dict[str, Any]]) -> list[int]:
+    """Token ids of one prompt, as TRL's training tokenizes it: a plain prompt with the tokenizer's special
+    tokens (a BOS, for tokenizers that add one: Llama, Gemma), a conversation through the chat template."""
     if isinstance(prompt, str):
-        return tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        return tokenizer(prompt)["input_ids"]
     return tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=True)[
         "input_ids"
     ]
@@ -77,7 +78,7 @@ def generate_completions(
     for start in tqdm(
         range(0, len(prompts), prompts_per_batch), desc="generate", disable=not show_progress, leave=False
     ):
-        batch = [_prompt_ids(tokenizer, p) for p in prompts[start : start + prompts_per_batch]]
+        batch = [prompt_ids(tokenizer, p) for p in prompts[start : start + prompts_per_batch]]
         width = max(len(ids) for ids in batch)
         input_ids = torch.tensor([[pad_id] * (width - len(ids)) + ids for ids in batch], device=device)
         attention_mask = torch.tensor(
@@ -257,7 +258,7 @@ def evaluate_samples(
             )
         texts, lengths = generate_with_vllm(
             model,
-            [_prompt_ids(tokenizer, p) for p in prompts],
+            [prompt_ids(tokenizer, p) for p in prompts],
             num_samples=num_samples,
             max_new_tokens=max_new_tokens,
             do_sample=do_sample,

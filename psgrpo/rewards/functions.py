@@ -52,7 +52,8 @@ FORMAT_TAGS = (REASONING_OPEN, REASONING_CLOSE, ANSWER_OPEN, ANSWER_CLOSE)
 EXACT_REWARD = 2.0
 CLOSE_REWARD = 1.5
 DEFAULT_REL_TOL = 1e-2
-"""Close-credit tolerance: absolute 0.01 for |gold| <= 1 (two-decimal rounding), 1% beyond."""
+"""Close-credit tolerance: absolute 0.01 for |gold| <= 1 (two-decimal rounding), 1% of |gold| beyond, so from a
+gold of 100 on an answer off by one earns the close reward (``correctness_rel_tol 0`` turns it off)."""
 TAG_REWARD = 0.2
 STRICT_FORMAT_REWARD = 0.8
 MATH_VERIFY_TIMEOUT_S = 5
@@ -138,21 +139,41 @@ def extract_answer(text: str) -> str | None:
 
 Grade = Literal["exact", "close", "wrong"]
 
-_UNITS_RE = re.compile(r"^(?P<number>.*?\d)\s+(?P<units>[A-Za-z][A-Za-z.\s]*)$")
+_EMPHASIS_RE = re.compile(r"^(?P<mark>[*_]{1,3}|`)(?P<inner>[^*_`]+)(?P=mark)$")
+"""A whole answer in Markdown emphasis or code: ``**18**``, ``*$18*``, ``` `18` ```."""
+_UNITS_RE = re.compile(
+    r"^(?P<number>.*?\d%?)\$?(?:\s+|(?=[/(]))(?P<units>[(/]?[^\W\d_][^\W\d_\s.,'’\-/()²³%]*"
+    r"(?:[\s.,'’\-/()²³%]+[^\W\d_][^\W\d_\s.,'’\-/()²³%]*)*[)²³]?)[.!]?$"
+)
+"""A number, then unit words: letters with spaces, ``.``, ``,``, ``-``, ``/``, ``'``, brackets, ``²``/``³``, ``%``
+between them, and no digit (``5 apples``, ``$18/hour``, ``163 Post-it notes``, ``18 (dollars)``, ``18 m²``)."""
+_TRAILING_SIGN_RE = re.compile(r"^(?P<number>.*?\d)\s?\$[.!]?$")
+"""An amount with the dollar sign after it: ``350$``."""
 _NOT_UNITS = {"or", "and"}
+"""Words that make unit text a second quantity or a hedge (``4 apples and 3 pears``; ``3 or 4`` has a digit)."""
 
 
 def _parse_number_with_units(text: str) -> Fraction | None:
-    """``parse_number``, also accepting trailing unit words (``5 apples``, ``18 dollars``).
+    """``parse_number``, also accepting the ways people write one amount with its units.
 
-    The units must be letters only (no digits) and may not contain ``or``/``and``, so ``3 or 4`` and
-    ``4 apples and 3 pears`` are not numbers.
+    Unit words after the number (``5 apples``, ``18 dollars.``, ``$18/hour``, ``163 Post-it notes``,
+    ``18 (dollars)``, ``18 m²``, ``10% more``), a dollar sign after it (``350$``) and Markdown emphasis
+    around it (``**18**``). The units hold no digit and none of :data:`_NOT_UNITS`, so ``3 or 4``,
+    ``18 (or 17)`` and ``4 apples and 3 pears`` are not numbers.
     """
+    text = text.strip()
     value = parse_number(text)
     if value is not None:
         return value
-    match = _UNITS_RE.match(text.strip())
-    if match is None or _NOT_UNITS & set(match["units"].lower().replace(".", " ").split()):
+    if (emphasis := _EMPHASIS_RE.match(text)) is not None:
+        return _parse_number_with_units(emphasis["inner"])
+    if (sign_after := _TRAILING_SIGN_RE.match(text)) is not None:
+        return parse_number(sign_after["number"])
+    match = _UNITS_RE.match(text)
+    if match is None:
+        return None
+    words = re.split(r"[^\w]+", match["units"].lower())
+    if _NOT_UNITS.intersection(words):
         return None
     return parse_number(match["number"])
 

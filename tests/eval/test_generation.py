@@ -15,6 +15,7 @@ from psgrpo.eval.generation import (
     evaluate_model,
     evaluate_samples,
     generate_completions,
+    prompt_ids,
     score_completions,
     score_samples,
 )
@@ -257,9 +258,7 @@ def test_vllm_backend_plumbing(monkeypatch, char_tokenizer):
         "seed": 3,
     }
     requests = fake.calls["generate"]["requests"]
-    assert requests == [
-        {"prompt_token_ids": char_tokenizer(p, add_special_tokens=False)["input_ids"]} for p in data["prompt"]
-    ]
+    assert requests == [{"prompt_token_ids": char_tokenizer(p)["input_ids"]} for p in data["prompt"]]
     assert [r["answer"] for r in result.samples] == ["00", "01", "10", "11"]  # prompt-major
     assert [r["tokens"] for r in result.samples] == [1, 2, 1, 2]
     # prompt 0 (gold 5) has no right answer; prompt 1 (gold 10) has one, as sample 0
@@ -280,3 +279,21 @@ def test_vllm_backend_needs_a_checkpoint_path(monkeypatch, tiny_model, char_toke
     data = Dataset.from_dict({"prompt": ["x"], "answer": ["1"]})
     with pytest.raises(TypeError, match="checkpoint path or hub id"):
         evaluate_samples(tiny_model, char_tokenizer, data, backend="vllm", show_progress=False)
+
+
+def test_a_plain_prompt_is_tokenized_as_trl_trains_on_it():
+    """TRL's rollout tokenizes a plain prompt with the tokenizer's special tokens (``processing_class(text=...)``):
+    evaluation did without them, so a model whose tokenizer adds a BOS (Llama, Gemma) was evaluated on
+    prompts it never saw in training."""
+    from tokenizers.processors import TemplateProcessing
+
+    from psgrpo.tiny.tokenizer import build_char_tokenizer
+
+    tokenizer = build_char_tokenizer()
+    bos = tokenizer.eos_token  # any special token: the char tokenizer has no BOS of its own
+    tokenizer._tokenizer.post_processor = TemplateProcessing(
+        single=f"{bos} $A", special_tokens=[(bos, tokenizer.convert_tokens_to_ids(bos))]
+    )
+    trl_training = tokenizer(text=["What is 2 + 3?"])["input_ids"][0]  # trl GRPOTrainer._generate_single_turn
+    assert trl_training[0] == tokenizer.convert_tokens_to_ids(bos)
+    assert prompt_ids(tokenizer, "What is 2 + 3?") == trl_training

@@ -104,6 +104,24 @@ def test_extract_answer(text, expected):
         ("\\$18", "18"),
         ("0.5", "\\frac{1}{2}"),  # LaTeX gold
         ("\\sqrt{4}", "2"),
+        # as models write one amount in real GSM8K solutions (issue-free since 2026-12-07; were graded wrong)
+        ("**18**", "18"),
+        ("**$18**", "18"),
+        ("`18`", "18"),
+        ("$18/hour", "18"),
+        ("40 birds/day", "40"),
+        ("163 Post-it notes", "163"),
+        ("3 tune-ups", "3"),
+        ("18 e-books.", "18"),
+        ("18 (dollars)", "18"),
+        ("18 m²", "18"),
+        ("5 hours, total", "5"),
+        ("350$", "350"),
+        ("350$ left", "350"),
+        ("10.0% more.", "10"),
+        ("$106.0 to Benedict.", "106"),
+        ("60 times.", "60"),
+        ("18 students' books", "18"),
     ],
 )
 def test_grade_exact(pred, gold):
@@ -121,6 +139,13 @@ def test_grade_exact(pred, gold):
         ("3, 4", "4"),
         ("1, 2, 3, 4", "4"),
         ("4 apples and 3 pears", "4"),
+        (
+            "18 (or 17)",
+            "18",
+        ),  # a hedge in brackets is not read as its first number (math-verify reads the last)
+        ("17 dollars or 18 dollars", "18"),
+        ("17 apples, 18 pears", "18"),
+        ("36 hours of TV and reading", "36"),  # "and" in the units: read as two quantities
         ("\\pm 4", "4"),
         ("\\frac{3}{5}", "0.75"),
         ("banana", "4"),
