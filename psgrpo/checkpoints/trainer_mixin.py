@@ -13,7 +13,8 @@ Mixed into :class:`~psgrpo.trainer.ProcessGRPOTrainer` in front of ``trl.GRPOTra
   generate; TRL restarts it at 0 on resume) and, when the checkpoint falls inside a generation
   cycle (``steps_per_generation`` or ``num_iterations`` > 1), the buffered generation batches the
   next steps train on. Without them a resumed run would generate anew with the current policy.
-* ``_get_train_sampler``: TRL's sampler, made epoch-addressable (:mod:`psgrpo.checkpoints.sampler`).
+* ``_get_train_sampler``: TRL's sampler, made epoch-addressable (:mod:`psgrpo.checkpoints.sampler`);
+  ``_run_epoch`` gives it the epoch itself, through any wrapper (a resumed epoch on several processes).
 
 Everything else is transformers' own checkpoint: weights, optimizer, LR scheduler, RNG states
 (restored before the first resumed batch is generated), trainer state.
@@ -37,7 +38,7 @@ from psgrpo.checkpoints.atomic import (
     rotate_checkpoints,
     staging_root,
 )
-from psgrpo.checkpoints.sampler import EpochRepeatSampler
+from psgrpo.checkpoints.sampler import EpochRepeatSampler, set_sampler_epoch
 from psgrpo.eval.trained_on import write_record
 
 ROLLOUT_FILE = "psgrpo_rollout.pt"
@@ -150,3 +151,10 @@ class CheckpointMixin:
     def _get_train_sampler(self, dataset: Any = None) -> Any:
         sampler = super()._get_train_sampler(dataset)
         return EpochRepeatSampler.like(sampler) if type(sampler) is RepeatSampler else sampler
+
+    def _run_epoch(self, *args: Any, **kwargs: Any) -> Any:
+        # transformers' and accelerate's set_epoch stop at the SkipBatchSampler of a resumed epoch on several
+        # processes: the sampler would shuffle as in epoch 0 (and the curriculum restart its pool)
+        if "epoch" in kwargs and kwargs.get("train_dataloader") is not None:
+            set_sampler_epoch(kwargs["train_dataloader"], kwargs["epoch"])
+        return super()._run_epoch(*args, **kwargs)
