@@ -11,7 +11,9 @@ first failure raises :class:`NonFiniteError` naming the quantity, the step and t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -52,9 +54,49 @@ def check_finite(
 
 
 def check_rewards(rewards_per_func: torch.Tensor, names: Sequence[str], step: int) -> None:
-    """Rewards (N, F) of the whole batch: NaN is TRL's "unscorable" marker, ±inf names the reward function."""
+    """Rewards (N, F) of the whole batch: NaN is TRL's "unscorable" marker (a ``None`` the function returned),
+    ±inf names the reward function (an infinite value, or a NaN it returned itself: :func:`nan_as_infinite`)."""
     for column, name in enumerate(names):
-        check_finite(f"reward function {name!r}", rewards_per_func[:, column], step, allow_nan=True)
+        rows = bad_rows(rewards_per_func[:, column].detach(), allow_nan=True)
+        if rows:
+            shown = ", ".join(map(str, rows[:10])) + (" …" if len(rows) > 10 else "")
+            raise NonFiniteError(
+                f"step {step}: reward function {name!r} returned NaN or an infinite value for rows {shown} (return "
+                "None for a row it cannot score); the step was stopped before the optimizer moved, so the weights "
+                "and the last checkpoint are unchanged"
+            )
+
+
+def nan_as_infinite(reward_func: Callable[..., Any]) -> Callable[..., Any]:
+    """``reward_func`` with a NaN it returns handed on as ``inf``, so :func:`check_rewards` stops the step.
+
+    TRL turns a ``None`` reward into NaN, its "unscorable" marker, after the function returns; a NaN the
+    function returned itself would pass as unscorable, so it is made infinite before TRL sees it (and the check
+    runs on the gathered rewards, on every process together). Sync and async functions alike; the name is kept.
+    """
+
+    def mark(values: Any) -> Any:
+        if isinstance(values, (list, tuple)):
+            return [math.inf if isinstance(v, float) and math.isnan(v) else v for v in values]
+        return values
+
+    from trl.trainer.utils import (
+        is_async_callable,  # also a partial or a callable object with an async __call__
+    )
+
+    if is_async_callable(reward_func):
+
+        @functools.wraps(reward_func)
+        async def checked_async(*args: Any, **kwargs: Any) -> Any:
+            return mark(await reward_func(*args, **kwargs))
+
+        return checked_async
+
+    @functools.wraps(reward_func)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        return mark(reward_func(*args, **kwargs))
+
+    return checked
 
 
 def check_loss_and_gradients(loss: torch.Tensor, model: torch.nn.Module, accelerator: Any, step: int) -> None:

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from torch import nn
 from trl import GRPOTrainer
 from trl.import_utils import is_vllm_available
 
@@ -40,7 +41,7 @@ from psgrpo.generation import (
     enable_compiled_generation,
     tidy_input_grad_hooks,
 )
-from psgrpo.guards import check_finite, check_loss_and_gradients, check_rewards
+from psgrpo.guards import check_finite, check_loss_and_gradients, check_rewards, nan_as_infinite
 from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
 from psgrpo.methods import estimator_for, estimator_options, get_method
 from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
@@ -130,6 +131,11 @@ class ProcessGRPOTrainer(
         if isinstance(model, str):  # "embedded:arith" → the committed checkpoint, loaded offline by TRL
             model = resolve_checkpoint(model)
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
+        # a NaN a reward function returns must not pass as TRL's "unscorable" (guards.check_rewards)
+        self.reward_funcs = [
+            f if isinstance(f, nn.Module) or not callable(f) else nan_as_infinite(f)
+            for f in self.reward_funcs
+        ]
         tidy_input_grad_hooks(self)  # TRL's rollouts would add a hook to the embeddings per step
         self.compile_watch: CompileWatch | None = None
         if args.compiled_generation:  # static cache + compiled decoding (psgrpo/generation.py)

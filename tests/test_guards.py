@@ -11,7 +11,7 @@ from transformers import AutoModelForCausalLM, TrainerCallback
 
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
-from psgrpo.guards import NonFiniteError, bad_rows, check_finite, check_rewards
+from psgrpo.guards import NonFiniteError, bad_rows, check_finite, check_rewards, nan_as_infinite
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.trainer import ProcessGRPOTrainer
 
@@ -29,10 +29,47 @@ def test_messages_name_the_quantity_step_and_rows():
         check_finite("the loss", torch.tensor([0.0, math.nan]), step=7)
     rewards = torch.tensor([[1.0, math.nan], [math.inf, 0.0]])  # NaN: TRL's "unscorable", allowed
     with pytest.raises(
-        NonFiniteError, match=r"reward function 'correctness' holds an infinite value in rows 1"
+        NonFiniteError, match=r"reward function 'correctness' returned NaN or an infinite value for rows 1"
     ):
         check_rewards(rewards, ["correctness", "format"], step=3)
     check_rewards(torch.tensor([[1.0, math.nan]]), ["correctness", "format"], step=3)
+
+
+def test_a_nan_the_function_returns_is_not_taken_for_trls_unscorable_none():
+    import asyncio
+
+    def reward(completions, **_):
+        return [1.0, math.nan, None]
+
+    async def async_reward(completions, **_):
+        return [math.nan, 2.0]
+
+    checked = nan_as_infinite(reward)
+    assert checked.__name__ == "reward" and checked([]) == [1.0, math.inf, None]
+    checked_async = nan_as_infinite(async_reward)
+    assert asyncio.iscoroutinefunction(checked_async) and checked_async.__name__ == "async_reward"
+    assert asyncio.run(checked_async([])) == [math.inf, 2.0]
+
+
+def returns_nan_for_row_two(completions, **_):
+    return [math.nan if i == 2 else 1.0 for i in range(len(completions))]
+
+
+def skips_row_two(completions, **_):
+    return [None if i == 2 else float(i % 2) for i in range(len(completions))]
+
+
+@pytest.mark.slow
+def test_a_reward_function_returning_nan_stops_the_step_and_none_does_not(tmp_path, char_tokenizer):
+    """TRL reads None as NaN, "unscorable"; a NaN the function returned used to pass as that, silently."""
+    trainer = _trainer(
+        tmp_path / "nan", char_tokenizer, returns_nan_for_row_two, max_steps=1, save_strategy="no"
+    )
+    with pytest.raises(
+        NonFiniteError, match=r"reward function 'returns_nan_for_row_two' returned NaN .* rows 2"
+    ):
+        trainer.train()
+    _trainer(tmp_path / "none", char_tokenizer, skips_row_two, max_steps=1, save_strategy="no").train()
 
 
 def _trainer(tmp_path, char_tokenizer, reward, **overrides):
@@ -87,7 +124,7 @@ def test_an_infinite_reward_stops_the_step_before_the_optimizer(tmp_path, char_t
     )
     with pytest.raises(
         NonFiniteError,
-        match=r"step 1: reward function 'explodes_at_step_two' holds an infinite value in rows 3",
+        match=r"step 1: reward function 'explodes_at_step_two' returned NaN or an infinite value for rows 3",
     ):
         trainer.train()
     assert trainer.state.global_step == 1
