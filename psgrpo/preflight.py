@@ -105,15 +105,26 @@ def earlier_run(path: str | os.PathLike[str] | None) -> list[str]:
 
 def check_no_earlier_run(path: str | os.PathLike[str] | None, resume: str | None) -> None:
     """Refuse to train into ``path`` when it holds an earlier run (:func:`earlier_run`), unless ``resume`` (the
-    checkpoint :func:`check_resume_target` resolved, or ``None``) continues it.
+    checkpoint :func:`check_resume_target` resolved, or ``None``) continues it: a checkpoint of ``path`` itself.
+    A checkpoint of another run may be resumed into a new or empty ``path``, not over a run it holds.
 
     Raises:
         FileExistsError: naming the directory, what it holds, and the ways on (resuming only where a complete
             checkpoint exists).
     """
-    found = earlier_run(path) if resume is None else []
+    if path is None:
+        return
+    continues = (
+        resume is not None and Path(resume).expanduser().resolve().parent == Path(path).expanduser().resolve()
+    )
+    found = [] if continues else earlier_run(path)
     if not found:
         return
+    if resume is not None:
+        raise FileExistsError(
+            f"--output_dir {path}: already holds another run ({', '.join(found)}); resuming {resume} there would "
+            "overwrite it and mix the two runs' logs: give a new --output_dir, or resume that run's own checkpoint"
+        )
     raise FileExistsError(
         f"--output_dir {path}: already holds a run ({', '.join(found)}); training there would overwrite what it "
         f"holds and mix the two runs' logs: {ways_on(path)}"

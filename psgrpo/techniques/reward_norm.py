@@ -7,7 +7,9 @@ Each generation batch (all processes gathered, so every rank holds the same stat
     σ² ← m · σ² + (1 − m) · var_b + m (1 − m) · δ²
 
 (the mean and variance of the mixture "old history with weight m, this batch with weight 1 − m";
-the first batch initialises μ = mean_b, σ² = var_b). The rewards are then replaced by
+the first batch initialises μ = mean_b, σ² = var_b, and so does every batch while σ² is still 0: batches of
+equal rewards, common at the start with sparse success, carry no scale, and a σ² grown from 0 at rate 1 − m
+would divide the first rewards that vary by a σ about ten times too small). The rewards are then replaced by
 r̂ = (r − μ) / (σ + eps) before the group advantages A_i = (r̂_i − mean_group r̂) / scale are formed.
 
 Note what survives the group advantage: subtracting μ cancels in every group, and with
@@ -53,7 +55,7 @@ class RunningRewardStats:
             return
         batch_mean = values.mean().item()
         batch_var = values.var(unbiased=False).item()
-        if self.updates == 0:
+        if self.updates == 0 or self.var == 0.0:  # no spread seen yet: nothing to average with
             self.mean, self.var = batch_mean, batch_var
         else:
             m = self.momentum

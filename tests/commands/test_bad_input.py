@@ -565,6 +565,14 @@ def test_a_folder_with_other_files_or_a_compare_spec_is_not_an_earlier_run(tmp_p
         (out / f"checkpoint-{n}").mkdir()
     assert earlier_run(out) == ["checkpoint-9", "checkpoint-10"]  # the newest two, by step
     check_no_earlier_run(out, str(out / "checkpoint-10"))  # resuming it is what the folder is for
+    other = (
+        tmp_path / "other" / "checkpoint-5"
+    )  # another run's checkpoint: into a new folder, not over this run
+    check_no_earlier_run(tmp_path / "new", str(other))
+    with pytest.raises(
+        FileExistsError, match=r"already holds another run \(checkpoint-9, checkpoint-10\); resuming"
+    ):
+        check_no_earlier_run(out, str(other))
 
 
 def test_resuming_with_another_method_or_dataset_is_refused(tmp_path, capsys, no_model_loads):

@@ -24,6 +24,20 @@ def test_ema_hand_computed():
     torch.testing.assert_close(normalized, torch.tensor([0.0, math.sqrt(2.75) / (math.sqrt(2.75) + EPS)]))
 
 
+def test_batches_of_equal_rewards_do_not_seed_the_scale():
+    """Sparse success: all-wrong batches first. σ² grown from 0 at rate 1 − m made the first rewards that vary
+    about ten times too large (max advantage 24.7 instead of 2.6 at m = 0.99, 1 in 8 correct)."""
+    stats = RunningRewardStats(momentum=0.99)
+    for _ in range(3):
+        stats.update(torch.zeros(8))
+    assert stats.var == 0.0
+    one_in_eight = torch.tensor([2.0] + [0.0] * 7)
+    stats.update(one_in_eight)
+    assert stats.std == pytest.approx(one_in_eight.std(unbiased=False).item())
+    stats.update(torch.zeros(8))  # once the scale is known, an equal batch is averaged in as usual
+    assert 0 < stats.var < one_in_eight.var(unbiased=False).item()
+
+
 def test_nan_ignored_and_empty_batch():
     stats = RunningRewardStats(momentum=0.9)
     stats.update(torch.tensor([float("nan"), 2.0, 4.0]))
@@ -49,15 +63,16 @@ def test_momentum_range_and_state_round_trip():
     b=st.lists(st.floats(-10, 10), min_size=1, max_size=8),
 )
 def test_two_batches_give_mixture_moments(m, a, b):
-    """After two batches: the mean/variance of the mixture (first batch weight m, second 1 − m)."""
+    """After two batches: the mean/variance of the mixture (first batch weight m, second 1 − m), or the second
+    batch's own when the first had no spread (equal rewards carry no scale)."""
     stats = RunningRewardStats(momentum=m)
     ta, tb = torch.tensor(a, dtype=torch.float64), torch.tensor(b, dtype=torch.float64)
     stats.update(ta)
     stats.update(tb)
     ma, mb = ta.mean().item(), tb.mean().item()
     va, vb = ta.var(unbiased=False).item(), tb.var(unbiased=False).item()
-    mean = m * ma + (1 - m) * mb
-    var = m * (va + (ma - mean) ** 2) + (1 - m) * (vb + (mb - mean) ** 2)
+    mean = m * ma + (1 - m) * mb if va > 0 else mb
+    var = m * (va + (ma - mean) ** 2) + (1 - m) * (vb + (mb - mean) ** 2) if va > 0 else vb
     assert stats.mean == pytest.approx(mean, abs=1e-9)
     assert stats.var == pytest.approx(var, abs=1e-8)
 
