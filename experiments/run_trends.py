@@ -24,7 +24,6 @@ held-out accuracy at steps 120 and 240.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +32,7 @@ from preregistered import values_at
 
 from psgrpo.compare.intervals import Interval, mean_interval
 from psgrpo.compare.report import read_curves_csv
+from psgrpo.metrics_log import read_metrics
 
 
 def lead_trends(
@@ -77,11 +77,11 @@ def metric_windows(
     metrics: Path, metric: str, windows: Sequence[tuple[int, int]]
 ) -> tuple[list[float | None], float | None]:
     """Mean of ``metric`` over each window's logged steps (None where none), and its last logged value."""
-    logged = []
-    for line in metrics.read_text().splitlines():
-        record = json.loads(line)
-        if metric in record and "step" in record:
-            logged.append((int(record["step"]), float(record[metric])))
+    logged = [
+        (int(record["step"]), float(record[metric]))
+        for record in read_metrics(metrics.parent)
+        if metric in record and "step" in record
+    ]
     means = []
     for first, last in windows:
         values = [v for step, v in logged if first <= step <= last]
@@ -101,7 +101,22 @@ def report(
     """The markdown this script prints (see the module docstring); the lead table only with a treatment."""
     lines: list[str] = []
     if treatment is not None and from_step is not None and to_step is not None:
-        trends = lead_trends(read_curves_csv(folder / "curves.csv"), treatment, control, from_step, to_step)
+        rows = read_curves_csv(folder / "curves.csv")
+        trends = lead_trends(rows, treatment, control, from_step, to_step)
+        used = len(next(iter(trends.values()))[1])
+        seen = sorted({row["seed"] for row in rows if row["method"] in (treatment, control)})
+        if used < len(seen):  # the intersection the pairs need: say who is left out, never silently
+            kept = set.intersection(
+                *(
+                    set(values_at(rows, arm, step, "accuracy"))
+                    for arm in (treatment, control)
+                    for step in (from_step, to_step)
+                )
+            )
+            lines += [
+                f"Left out (an arm lacks step {from_step} or {to_step}): seeds {', '.join(str(s) for s in seen if s not in kept)}.",
+                "",
+            ]
         lines += [
             f"| from step {from_step} to {to_step} (points) | mean [95 % t] | per seed |",
             "|---|---|---|",
@@ -116,6 +131,9 @@ def report(
         span = " | ".join(f"steps {a}-{b}" for a, b in windows)
         lines += [f"| run | `{metric}`: {span} | last |", "|---|" + "---|" * (len(windows) + 1)]
         for run in sorted((folder / "runs").glob("*/metrics.jsonl")):
+            if not (run.parent / "report.json").is_file():  # still training, or cut short: not a result
+                lines.append(f"| {run.parent.name} | unfinished (no report.json) |")
+                continue
             means, last = metric_windows(run, metric, windows)
             cells = " | ".join("—" if m is None else f"{m:.3f}" for m in means)
             lines.append(f"| {run.parent.name} | {cells} | {'—' if last is None else f'{last:.3f}'} |")

@@ -32,11 +32,27 @@ class JsonlMetricsCallback(TrainerCallback):
 
 
 def read_metrics(output_dir: str | Path) -> list[dict[str, Any]]:
-    """The records of ``output_dir/metrics.jsonl`` in order (``[]`` when there is none)."""
+    """The records of ``output_dir/metrics.jsonl`` in order (``[]`` when there is none).
+
+    Raises:
+        ValueError: a line that is not one JSON record, naming the file and the line (a run killed while
+            writing leaves its last line cut).
+    """
     path = Path(output_dir) / METRICS_FILE
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            raise ValueError(
+                f"{path}, line {number}: not a JSON record ({err.msg}); a run killed while writing leaves its last "
+                "line cut: delete that line, or the run's folder to train it again"
+            ) from None
+    return records
 
 
 def _to_json(value: Any) -> Any:

@@ -42,6 +42,7 @@ from psgrpo.compare.report import (
     markdown_report,
     reference_accuracy,
     summarize,
+    uneven_final_steps,
     write_curves_csv,
 )
 from psgrpo.compare.settings import (
@@ -255,6 +256,16 @@ def _next_action(run_dir: Path, spec: dict[str, Any], claimed: bool) -> str:
     return "done" if finished_run(run_dir, spec) else "train"
 
 
+def _finished_since(run_dir: Path, spec: dict[str, Any]) -> bool:
+    """Whether a run unfinished at planning time (trained here, or by another process meanwhile) is now a finished
+    run of ``spec``; one another process finished with other settings is left out with a warning, not reported."""
+    try:
+        return finished_run(run_dir, spec)
+    except ValueError as mismatch:
+        logger.warning("left out of this report: %s", mismatch)
+        return False
+
+
 def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
     """``psgrpo compare``: run every (method, seed), then write curves.csv, compare.png, compare.md.
 
@@ -338,8 +349,8 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
         )
     done = [
         (label, seed, run_dir)
-        for label, seed, run_dir, _, _, finished in plan
-        if finished or (not cfg.report_only and (run_dir / "report.json").exists())
+        for label, seed, run_dir, _, spec, finished in plan
+        if finished or (not cfg.report_only and _finished_since(run_dir, spec))
     ]
     if not done and cfg.report_only:
         raise ValueError(
@@ -355,6 +366,9 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
     done.sort(key=lambda run: (arm_order.index(run[0]), cfg.seeds.index(run[1])))  # curves.csv: arm by arm
     rows = [row for label, seed, run_dir in done for row in _run_rows(label, seed, run_dir)]
     write_curves_csv(rows, root / "curves.csv")
+    uneven = uneven_final_steps(rows)
+    for line in uneven:
+        logger.warning("compare.md: %s", line)
     command = shlex.join(["psgrpo", "compare", *argv])
     problems = int(max((row.get("n", 0) for row in rows), default=0)) or None  # held-out rows per evaluation
     report = markdown_report(
@@ -363,6 +377,7 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
         reference_accuracy(rows),
         heldout_problems=problems,
         sections=[
+            *([f"**Warning.** {line}." for line in uneven] + [""] if uneven else []),
             *step_table(rows),
             *familywise_table(rows),
             *error_table(rows),

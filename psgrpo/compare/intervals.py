@@ -123,6 +123,8 @@ def mean_interval(values: Sequence[float], level: float = 0.95) -> Interval:
     (t from :data:`T_975` at 95%, else :func:`t_quantile`; n − 1 degrees of freedom)."""
     if not values:
         raise ValueError("a mean needs at least one value")
+    if any(math.isnan(v) for v in values):  # statistics.stdev fails on NaN with an AttributeError
+        raise ValueError(f"a mean interval needs numbers, got NaN among {list(values)}")
     n = len(values)
     mean = statistics.fmean(values)
     if n < 2:

@@ -144,6 +144,30 @@ def _final_by_seed(rows: Iterable[dict[str, Any]], method: str, column: str) -> 
     return {seed: float(row[column]) for seed, row in last.items() if row.get(column) is not None}
 
 
+def uneven_final_steps(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """One line per arm whose seeds' last evaluations fall at different steps (a run cut short, a missing
+    record): its "final" accuracy and paired Δ then mix steps. ``[]`` when every arm's seeds end together."""
+    last: dict[str, dict[int, int]] = {}
+    for row in rows:
+        seeds = last.setdefault(row["method"], {})
+        seeds[row["seed"]] = max(seeds.get(row["seed"], row["step"]), row["step"])
+    lines = []
+    for method, by_seed in last.items():
+        steps = sorted(set(by_seed.values()))
+        if len(steps) > 1:
+            ends = "; ".join(
+                f"step {step}: seed{'s' if n > 1 else ''} {', '.join(map(str, ss))}"
+                for step in steps
+                for ss in [sorted(s for s, e in by_seed.items() if e == step)]
+                for n in [len(ss)]
+            )
+            lines.append(
+                f"{method}: its seeds' last evaluations fall at different steps ({ends}), so its final accuracy "
+                "and paired Δ mix steps; the step-by-step table pairs at each step"
+            )
+    return lines
+
+
 @dataclass(frozen=True)
 class CurvePoint:
     """One evaluation step of a method, aggregated over seeds (``n`` = seeds with a value there).

@@ -451,3 +451,26 @@ def test_a_finished_run_leaves_no_trainer_or_model_alive(tmp_path, monkeypatch, 
     assert (tmp_path / method / "report.json").exists() and len(made) == 2
     gc.collect()
     assert [ref() for ref in made] == [None, None]  # the trainer (its optimizer, its buffers) and its model
+
+
+def test_a_run_another_process_finished_with_other_settings_is_left_out(tmp_path, caplog):
+    """A run busy at planning time and finished meanwhile by another compare enters the report only when its
+    settings are this comparison's (it used to enter unchecked, under a warning saying it was left out)."""
+    from psgrpo.commands.compare import _finished_since
+
+    run_dir = tmp_path / "runs" / "grpo-seed0"
+    run_dir.mkdir(parents=True)
+    spec = {"recipe": {}, "flags": {"learning_rate": ["3e-5"], "seed": ["0"]}}
+    assert not _finished_since(run_dir, spec)  # not finished
+    (run_dir / "report.json").write_text("{}")
+    (run_dir / "compare_run.json").write_text(
+        json.dumps({"recipe": {}, "flags": {**spec["flags"], "learning_rate": ["1e-3"]}})
+    )
+    caplog.set_level(logging.WARNING, logger="psgrpo.commands.compare")
+    assert not _finished_since(run_dir, spec)
+    assert any(
+        "left out of this report" in r.getMessage() and "learning_rate" in r.getMessage()
+        for r in caplog.records
+    )
+    (run_dir / "compare_run.json").write_text(json.dumps(spec))
+    assert _finished_since(run_dir, spec)

@@ -66,3 +66,8 @@ def test_a_wider_level_gives_a_wider_interval():
 @given(st.floats(0.5, 0.9999), st.integers(1, 60))
 def test_quantile_inverts_coverage(level, df):
     assert t_coverage(t_quantile(level, df), df) == pytest.approx(level, abs=1e-9)
+
+
+def test_a_nan_value_is_a_clear_error():
+    with pytest.raises(ValueError, match="a mean interval needs numbers, got NaN"):
+        mean_interval([0.3, float("nan"), 0.2])

@@ -23,6 +23,7 @@ from psgrpo.compare.report import (
     seed_curve,
     steps_to_reach,
     summarize,
+    uneven_final_steps,
     write_curves_csv,
 )
 
@@ -235,3 +236,18 @@ def test_seed_curve_bounds_hold(points):
     rows = [{"method": "m", "seed": seed, "step": step, "accuracy": acc} for seed, step, acc in points]
     for p in seed_curve(rows, "m", "accuracy"):
         assert p.low - 1e-12 <= p.mean <= p.high + 1e-12
+
+
+def test_an_arm_whose_seeds_end_at_different_steps_is_named():
+    """A run missing its last evaluation made "final" mix steps without a word (a review found it, 2026-12-07)."""
+    rows = [
+        {"method": m, "seed": s, "step": step, "accuracy": 0.5}
+        for m in ("grpo", "ps")
+        for s in (0, 1, 2)
+        for step in (0, 30, 60)
+        if not (m == "grpo" and s == 2 and step == 60)
+    ]
+    assert uneven_final_steps([r for r in rows if r["method"] == "ps"]) == []
+    (line,) = uneven_final_steps(rows)
+    assert line.startswith("grpo: its seeds' last evaluations fall at different steps (step 30: seed 2; "
+                           "step 60: seeds 0, 1)")  # fmt: skip

@@ -79,6 +79,14 @@ def test_bad_input_is_a_usage_error(prereg, tmp_path, capsys):
     with pytest.raises(SystemExit):
         prereg.main([str(bad), "--treatment", "x", "--seeds", "1", "--final_step", "60"])
     assert "line 2" in capsys.readouterr().err
+    with pytest.raises(
+        SystemExit
+    ) as exit_info:  # a percentage for a probability: a usage error, not "incomplete"
+        prereg.main([str(bad), "--treatment", "x", "--seeds", "1", "--final_step", "60", "--level", "97.5"])
+    assert (
+        exit_info.value.code == 2
+        and "--level is a probability strictly between 0 and 1" in capsys.readouterr().err
+    )
 
 
 def test_an_equivalence_margin_says_whether_the_arms_end_level(prereg, tmp_path, capsys):

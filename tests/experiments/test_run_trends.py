@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from psgrpo.compare.intervals import mean_interval
-from psgrpo.compare.report import write_curves_csv
+from psgrpo.compare.report import read_curves_csv, write_curves_csv
 
 KEPT = Path(__file__).resolve().parents[2] / "experiments" / "runs" / "hard-240-confirm"
 
@@ -34,6 +34,7 @@ def _folder(tmp_path: Path) -> Path:
     run.mkdir(parents=True)
     records = [{"step": 0, "heldout/accuracy": 0.2}] + [{"step": s, "m": s / 100} for s in (5, 10, 15, 20)]
     (run / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    (run / "report.json").write_text("{}")  # finished
     return tmp_path
 
 
@@ -107,3 +108,25 @@ def test_bad_input_is_one_line(trends, tmp_path, capsys, extra, message):
         trends.main([str(_folder(tmp_path)), "--treatment", "ps", *extra])
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_left_out_seed_an_unfinished_run_and_a_cut_line_are_named(trends, tmp_path, capsys):
+    """Found by a review (2026-12-07): a seed missing a step was dropped without a word, a run still training
+    entered the metric table, and a cut metrics.jsonl line ended in an unnamed JSON error."""
+    folder = _folder(tmp_path)
+    rows = read_curves_csv(folder / "curves.csv")
+    write_curves_csv([r for r in rows if not (r["seed"] == 2 and r["step"] == 20)], folder / "curves.csv")
+    training = folder / "runs" / "grpo-seed1"
+    training.mkdir()
+    (training / "metrics.jsonl").write_text('{"step": 5, "m": 0.1}\n')
+    argv = [str(folder), "--treatment", "ps", "--from_step", "10", "--to_step", "20", "--metric", "m",
+            "--windows", "5-10"]  # fmt: skip
+    assert trends.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Left out (an arm lacks step 10 or 20): seeds 2." in out
+    assert "| grpo-seed1 | unfinished (no report.json) |" in out
+    with (folder / "runs" / "ps-seed1" / "metrics.jsonl").open("a") as f:
+        f.write('{"step": 25, "m": 0.')  # a run killed mid-write
+    with pytest.raises(SystemExit):
+        trends.main(argv)
+    assert "ps-seed1/metrics.jsonl, line 6: not a JSON record" in capsys.readouterr().err
