@@ -70,7 +70,7 @@ from psgrpo.ps.segmentation import token_offsets
 from psgrpo.ps.signal import normalize_step_scores
 from psgrpo.rewards.functions import correctness_reward, format_reward
 from psgrpo.techniques.reward_norm import group_advantages
-from psgrpo.vps.boundaries import answer_span_start, segment_index_from_boundaries, select_boundaries
+from psgrpo.vps.boundaries import answer_marker_token, segment_index_from_boundaries, select_boundaries
 from psgrpo.vps.cached import cached_confidence
 from psgrpo.vps.gold_suffix import gold_suffix_texts, suffix_confidence
 from psgrpo.vps.packed import packed_confidence
@@ -198,7 +198,8 @@ class Probed:
 
 def probe(model, tokenizer, cases: Sequence[Case], kind: str, chunk_size: int = 32) -> Probed:
     """Boundaries of ``kind`` for every case, C at each, and each segment's wrong/correct label."""
-    offsets = [token_offsets(tokenizer, c.ids["completion"])[1] for c in cases]
+    decoded = [token_offsets(tokenizer, c.ids["completion"]) for c in cases]
+    offsets = [spans for _, spans in decoded]
     batch = _probe_batch(tokenizer, cases, model.device)
     if kind in ("step_end", "gold_suffix"):
         ends = [[o[1] for o in off] for off in offsets]
@@ -208,12 +209,11 @@ def probe(model, tokenizer, cases: Sequence[Case], kind: str, chunk_size: int = 
         else:
             result = packed_confidence(model, batch, boundaries, temperature=1.0, chunk_size=chunk_size)
     elif kind in ("entropy", "entropy_snapped"):
-        answer_open = tokenizer("<answer>", add_special_tokens=False)["input_ids"]
 
         def choose(entropies: torch.Tensor, row: int) -> list[int]:
             case = cases[row]
             snap = number_safe_cuts(case.completion, offsets[row]) if kind == "entropy_snapped" else None
-            protect = answer_span_start(case.ids["completion"], answer_open)
+            protect = answer_marker_token(*decoded[row], "<answer>")
             return select_boundaries(entropies.float().cpu(), protect_from=protect, snap_positions=snap)
 
         traj = cached_confidence(model, batch, choose, temperature=1.0, chunk_size=chunk_size)

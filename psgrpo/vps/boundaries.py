@@ -213,17 +213,24 @@ def spans_from_boundaries(boundaries: Sequence[int], n_tokens: int) -> list[tupl
     return list(zip(starts, [*starts[1:], n_tokens], strict=True))
 
 
-def answer_span_start(completion_ids: Sequence[int], answer_open_ids: Sequence[int]) -> int | None:
-    """Index of the first occurrence of the token sequence ``answer_open_ids`` (e.g. the ids of
-    ``<answer>``) in ``completion_ids``, or None. Use it as ``protect_from``."""
-    needle = list(answer_open_ids)
-    if not needle:
-        raise ValueError("answer_open_ids must not be empty")
-    hay = list(completion_ids)
-    for start in range(len(hay) - len(needle) + 1):
-        if hay[start : start + len(needle)] == needle:
-            return start
-    return None
+def answer_marker_token(text: str, offsets: Sequence[tuple[int, int]], marker: str) -> int | None:
+    """The token holding the first character of ``marker``'s first occurrence in ``text`` (``<answer>``), or None.
+    Use it as ``protect_from``.
+
+    Found in the text, not as the marker's own token ids: a BPE tokenizer merges the tag's edges with its
+    neighbours in running text (Qwen2.5 writes ``</reasoning><answer>`` with a ``'><'`` token, ``<answer>\\n``
+    with ``'>\\n'``), so the ids of ``<answer>`` alone are often not in the completion at all.
+
+    Args:
+        text: the completion's text; ``offsets``: each token's character span in it
+            (:func:`psgrpo.ps.segmentation.token_offsets`); ``marker``: non-empty.
+    """
+    if not marker:
+        raise ValueError("the answer marker must not be empty")
+    at = text.find(marker)
+    if at < 0:
+        return None
+    return next((i for i, (_, end) in enumerate(offsets) if end > at), None)
 
 
 def segment_index_from_boundaries(boundaries: list[list[int]], lengths: list[int], T: int) -> torch.Tensor:

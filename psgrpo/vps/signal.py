@@ -28,10 +28,10 @@ from psgrpo.advantages import group_has_variance
 from psgrpo.credit import SignalOutput
 from psgrpo.distributed import local_rows, max_over_processes
 from psgrpo.guards import check_finite
-from psgrpo.ps.segmentation import segment_completions
+from psgrpo.ps.segmentation import segment_completions, token_offsets
 from psgrpo.timing import device_seconds
 from psgrpo.vps.boundaries import (
-    answer_span_start,
+    answer_marker_token,
     boundaries_from_spans,
     segment_index_from_boundaries,
     select_boundaries,
@@ -112,7 +112,6 @@ class VpsSignal:
         self.config, self.tokenizer, self.accelerator = config, tokenizer, accelerator
         self.rewards_per_func = rewards_per_func
         self.eos_token_ids, self.temperature, self.segmenter = eos_token_ids, temperature, segmenter
-        self.answer_open = tokenizer(config.vps_answer_marker, add_special_tokens=False)["input_ids"]
         self.whitespace = whitespace_token_ids(tokenizer) if config.vps_snap_to_whitespace else None
         strategies: dict[tuple[str, str], ProbeStrategy] = {
             ("entropy", "answer"): self.probe_answer_cached,
@@ -336,7 +335,9 @@ class VpsSignal:
             max_segments=config.vps_max_segments,
             quantile=config.vps_entropy_quantile,
             min_segment_tokens=config.vps_min_segment_tokens,
-            protect_from=answer_span_start(completion, self.answer_open),
+            protect_from=answer_marker_token(
+                *token_offsets(self.tokenizer, completion), config.vps_answer_marker
+            ),
             snap_positions=snap,
             jitter=config.vps_boundary_jitter,
             generator=generator,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from psgrpo.vps.boundaries import (
     DEFAULT_ENTROPY_TOLERANCE,
     ENTROPY_FLOOR,
-    answer_span_start,
+    answer_marker_token,
     boundaries_from_spans,
     entropy_levels,
     segment_index_from_boundaries,
@@ -299,13 +299,36 @@ def test_spans_from_boundaries_inverts_boundaries_from_spans(case):
     assert boundaries_from_spans(spans) == sorted(cuts)
 
 
-def test_answer_span_start():
-    assert answer_span_start([5, 1, 2, 3, 1, 2, 3], [1, 2, 3]) == 1
-    assert answer_span_start([5, 1, 2, 4], [1, 2, 3]) is None
-    assert answer_span_start([1, 2], [1, 2, 3]) is None
-    assert answer_span_start([9, 9, 7], [7]) == 2
+def test_answer_marker_token_is_the_token_holding_the_markers_first_character():
+    offsets = [(0, 3), (3, 5), (5, 9), (9, 11), (11, 11)]  # "abc", "d<", "answ", "er", EOS (empty)
+    assert answer_marker_token("abcd<answer", offsets, "<answer>") is None
+    assert answer_marker_token("abcd<answer>", [(0, 3), (3, 5), (5, 12)], "<answer>") == 1
+    assert answer_marker_token("<answer><answer>", [(0, 8), (8, 16)], "<answer>") == 0  # the first one
     with pytest.raises(ValueError):
-        answer_span_start([1], [])
+        answer_marker_token("x", [(0, 1)], "")
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "<reasoning>\n3 plus 4 makes 7.\n</reasoning><answer>7</answer>",  # '><' merges the tags
+        "<reasoning>\n3 plus 4 makes 7.\n</reasoning>\n<answer>\n7\n</answer>",  # '>\n'
+        "<reasoning>\n3 plus 4 makes 7.\n</reasoning>\n\n<answer>7</answer>",
+        "3 plus 4 makes 7. <answer>7</answer>",  # ' <'
+        "<reasoning>\n3 plus 4 makes 7.\n</reasoning>\n<answer>7</answer>",
+    ],
+)
+def test_the_answer_is_found_however_qwens_tokenizer_merges_the_tag(qwen_tokenizer, completion):
+    """Searched as the ids of "<answer>" alone, the tag was missed in 4 of these 5 layouts (a review,
+    2026-12-07), and VPS cut inside the model's own answer, scoring a gold answer it had already written."""
+    from psgrpo.ps.segmentation import token_offsets
+
+    ids = qwen_tokenizer(completion, add_special_tokens=False)["input_ids"]
+    text, offsets = token_offsets(qwen_tokenizer, ids)
+    token = answer_marker_token(text, offsets, "<answer>")
+    start, end = offsets[token]
+    assert start <= completion.index("<answer>") < end  # the token holding its "<"
+    assert "<answer>" not in qwen_tokenizer.decode(ids[:token])
 
 
 def test_segment_index_hand_example_and_padding():
