@@ -63,11 +63,15 @@ def compiled_generation_error(config: Any) -> str | None:
             "compiled_generation=True compiles transformers' generate; with use_vllm=True vLLM generates (and "
             "compiles its own graphs): drop one of them"
         )
-    if getattr(config, "use_transformers_paged", False):
-        return (
-            "compiled_generation=True needs transformers' generate with a static cache; "
-            "use_transformers_paged=True uses paged continuous batching instead: drop one of them"
-        )
+    for flag in (
+        "use_transformers_paged",
+        "use_transformers_continuous_batching",
+    ):  # the flag given, old or new
+        if getattr(config, flag, False):
+            return (
+                "compiled_generation=True needs transformers' generate with a static cache; "
+                f"{flag}=True uses paged continuous batching instead: drop one of them"
+            )
     chosen = {
         "cache_implementation": config.cache_implementation,
         "generation_kwargs['cache_implementation']": (config.generation_kwargs or {}).get(
@@ -240,9 +244,12 @@ def _size_cache_per_rollout(trainer: Any) -> None:
     TRL's ``_generate_single_turn``, so stock TRL and psgrpo get it alike; tree's levels run inside it)."""
     generate = trainer._generate_single_turn
 
+    multiple = getattr(trainer, "pad_to_multiple_of", None) or 1  # TRL pads the prompts to it before generate
+
     @functools.wraps(generate)
     def sized(prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> Any:
-        ceiling = cache_ceiling([len(p) for p in prompt_ids], trainer.max_completion_length)
+        padded = [-(-len(p) // multiple) * multiple for p in prompt_ids]
+        ceiling = cache_ceiling(padded, trainer.max_completion_length)
         trainer.generation_config.max_cache_len = max(ceiling, trainer.generation_config.max_cache_len or 0)
         return generate(prompt_ids, *args, **kwargs)
 

@@ -133,6 +133,10 @@ def test_decoding_runs_through_the_compiled_forward_where_transformers_compiles(
     [
         ({"use_vllm": True}, "use_vllm"),
         ({"use_transformers_paged": True}, "use_transformers_paged"),
+        (
+            {"use_transformers_continuous_batching": True},
+            "use_transformers_continuous_batching",
+        ),  # TRL 1.16's name
         ({"cache_implementation": "dynamic"}, "cache_implementation='dynamic'"),
         (
             {"generation_kwargs": {"cache_implementation": "offloaded"}},
@@ -487,3 +491,21 @@ def test_a_patched_model_still_pickles(char_tokenizer):
     twin.enable_input_require_grads()
     twin.enable_input_require_grads()
     assert _input_grad_hooks(twin) == 1 and _input_grad_hooks(model) == 0
+
+
+def test_the_cache_is_sized_for_the_prompts_as_trl_pads_them():
+    """TRL pads prompts to pad_to_multiple_of before generate: a 200-token prompt is 256 long there, so a
+    ceiling from 200 (512 with 300 new tokens) was short and transformers sized the cache off the grid."""
+    from types import SimpleNamespace
+
+    from psgrpo.generation import _size_cache_per_rollout
+
+    trainer = SimpleNamespace(
+        max_completion_length=300,
+        pad_to_multiple_of=64,
+        generation_config=SimpleNamespace(max_cache_len=None),
+        _generate_single_turn=lambda prompt_ids, *a, **k: None,
+    )
+    _size_cache_per_rollout(trainer)
+    trainer._generate_single_turn([[0] * 200, [0] * 10])
+    assert trainer.generation_config.max_cache_len == cache_ceiling([256, 64], 300) >= 256 + 300

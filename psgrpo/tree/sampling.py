@@ -72,21 +72,25 @@ def entropy_cut(entropies: Sequence[float]) -> int:
 
 @contextmanager
 def max_new_tokens(trainer: Any, n: int) -> Iterator[None]:
-    """TRL's generation config (and the kwargs it writes into the model's) limited to ``n`` new tokens, and
-    with ``use_vllm`` the ``max_tokens`` TRL's vLLM generation sends (its ``max_completion_length``)."""
-    config, kwargs = trainer.generation_config, trainer.generation_kwargs
-    vllm = trainer.vllm_generation if getattr(trainer, "use_vllm", False) else None
-    previous = config.max_new_tokens, kwargs.get("max_new_tokens")
-    previous_vllm = vllm.max_completion_length if vllm is not None else None
-    config.max_new_tokens, kwargs["max_new_tokens"] = n, n
-    if vllm is not None:
+    """TRL's generation config (and the kwargs it writes into the model's) limited to ``n`` new tokens, or with
+    ``use_vllm`` the ``max_tokens`` TRL's vLLM generation sends (its ``max_completion_length``): TRL builds no
+    generation config on its vLLM path."""
+    if getattr(trainer, "use_vllm", False):
+        vllm = trainer.vllm_generation
+        previous_vllm = vllm.max_completion_length
         vllm.max_completion_length = n
+        try:
+            yield
+        finally:
+            vllm.max_completion_length = previous_vllm
+        return
+    config, kwargs = trainer.generation_config, trainer.generation_kwargs
+    previous = config.max_new_tokens, kwargs.get("max_new_tokens")
+    config.max_new_tokens, kwargs["max_new_tokens"] = n, n
     try:
         yield
     finally:
         config.max_new_tokens, kwargs["max_new_tokens"] = previous
-        if vllm is not None:
-            vllm.max_completion_length = previous_vllm
 
 
 def expand(nodes: list[Node], factor: int) -> list[Node]:

@@ -129,20 +129,24 @@ class TreeSignal:
 def tree_metrics(path_values: torch.Tensor, gains: torch.Tensor, branching: list[int]) -> dict[str, float]:
     """Whole-batch statistics of the tree's credit (already over all processes' rows).
 
-    ``tree/depth``; ``tree/abs_gain_level_k``: mean |ΔV_k / σ| of level k over the leaves (how much credit
-    each level gives); ``tree/split_node_frac``: the share of nodes with ≥ 2 leaves whose leaves' rewards
-    differ, i.e. the branchings that carry a signal.
+    ``tree/depth``; ``tree/abs_gain_level_k``: mean |ΔV_k / σ| of level k over the scorable leaves (how much
+    credit each level gives; an unscorable leaf gets none); ``tree/split_node_frac``: the share of nodes with
+    ≥ 2 leaves whose scorable leaves' rewards differ, i.e. the branchings that carry a signal.
     """
     metrics = {"tree/depth": float(len(branching))}
-    for level in range(gains.shape[1]):
-        metrics[f"tree/abs_gain_level_{level}"] = gains[:, level].abs().mean().item()
     rewards = path_values[:, -1]
+    scorable = ~torch.isnan(rewards)
+    for level in range(gains.shape[1]):
+        kept = gains[scorable, level].abs()
+        metrics[f"tree/abs_gain_level_{level}"] = kept.mean().item() if kept.numel() else 0.0
     split, nodes = 0, 0
     for stride in [math.prod(branching), *tree_strides(branching)[:-1]]:  # the prompt, then the inner levels
         if stride < 2:
             continue
         grouped = rewards.view(-1, stride)
-        spread = torch.nan_to_num(grouped.amax(1) - grouped.amin(1), nan=0.0)
+        high = grouped.nan_to_num(nan=-math.inf).amax(1)  # NaN (unscorable) leaves left out of the spread
+        low = grouped.nan_to_num(nan=math.inf).amin(1)
+        spread = torch.nan_to_num(high - low, nan=0.0, neginf=0.0, posinf=0.0)
         split += int((spread > 0).sum())
         nodes += grouped.shape[0]
     metrics["tree/split_node_frac"] = split / nodes if nodes else 0.0

@@ -269,6 +269,7 @@ def vllm_sampler(*args, **kwargs) -> Sampler:
     sampler = Sampler(*args, **kwargs)
     sampler.use_vllm = True
     sampler.vllm_generation = ScriptedVllm(sampler.max_completion_length)
+    del sampler.generation_config, sampler.generation_kwargs  # TRL builds neither on its vLLM path
     return sampler
 
 

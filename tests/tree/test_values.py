@@ -224,3 +224,18 @@ def test_tree_metrics_count_the_branchings_that_carry_a_signal():
     std = rewards[:4].std().item() + 1e-4
     assert metrics["tree/abs_gain_level_0"] == pytest.approx((4 * 0.5 / std) / 8, rel=1e-5)
     assert metrics["tree/abs_gain_level_1"] == pytest.approx((2 * 1.0 / std) / 8, rel=1e-5)
+
+
+def test_tree_metrics_leave_unscorable_leaves_out():
+    """[1, 0, NaN, 1]: the prompt's scorable leaves differ (a split), and the unscorable leaf's level gains (which
+    the estimator never gives it) are not averaged in (a review found both miscounted, 2026-12-07)."""
+    from psgrpo.tree.signal import tree_metrics
+
+    rewards = torch.tensor([1.0, 0.0, math.nan, 1.0])
+    values = tree_path_values(rewards, [2, 2])
+    gains = scaled_gains(values, reward_scale(rewards, 4, "group"))
+    metrics = tree_metrics(values, gains, [2, 2])
+    # split: the prompt and root 0 (1 vs 0); root 1 has one scorable leaf
+    assert metrics["tree/split_node_frac"] == pytest.approx(2 / 3)
+    scorable = [0, 1, 3]
+    assert metrics["tree/abs_gain_level_0"] == pytest.approx(gains[scorable, 0].abs().mean().item())
