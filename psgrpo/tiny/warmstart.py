@@ -132,6 +132,14 @@ class WarmstartConfig:
 
     def __post_init__(self) -> None:
         check_choice("dataset", self.dataset, ArithVariant)
+        check_number("target_accuracy", self.target_accuracy, low=0.0, high=1.0)
+        check_number("learning_rate", self.learning_rate, low=0.0, low_open=True)
+        for name in ("eval_every", "validation_examples", "max_steps", "per_device_train_batch_size"):
+            check_number(name, getattr(self, name), low=1)
+        check_number("num_train_examples", self.num_train_examples, low=1, allow_none=True)
+        check_number("eval_examples", self.eval_examples, low=1)
+        check_number("hidden_size", self.hidden_size, low=1)
+        check_number("num_layers", self.num_layers, low=1)
         check_number("early_answer_prob", self.early_answer_prob, low=0.0, high=1.0)
         check_number("early_answer_wrong_prob", self.early_answer_wrong_prob, low=0.0, high=1.0)
         check_number("max_new_tokens", self.max_new_tokens, low=1)
@@ -171,6 +179,7 @@ def warmstart(cfg: WarmstartConfig) -> dict[str, float]:
     The checkpoint is written to a temporary folder first and moved into place only when
     complete, so an interrupted run never leaves a half-written checkpoint behind.
     """
+    check_replaceable(cfg.output_dir)  # before training: it would be wiped at the end
     start = time.perf_counter()
     if cfg.init_from is None:
         tokenizer = build_char_tokenizer()
@@ -181,7 +190,11 @@ def warmstart(cfg: WarmstartConfig) -> dict[str, float]:
         from psgrpo.loading import load_model_and_tokenizer
 
         model, tokenizer = load_model_and_tokenizer(cfg.init_from)
-    n_train = cfg.num_train_examples or cfg.max_steps * cfg.per_device_train_batch_size
+    n_train = (
+        cfg.num_train_examples
+        if cfg.num_train_examples is not None
+        else cfg.max_steps * cfg.per_device_train_batch_size
+    )
     train = sft_dataset(cfg, n_train)
     stopper = StopAtAccuracy(
         model,
@@ -240,6 +253,32 @@ def sft_dataset(cfg: WarmstartConfig, n: int) -> Dataset:
         prompts, problems, random.Random(cfg.seed), cfg.early_answer_prob, cfg.early_answer_wrong_prob
     )
     return Dataset.from_list(rows)
+
+
+def check_replaceable(output_dir: str | Path) -> None:
+    """Refuse an ``output_dir`` that :func:`save_checkpoint` would wipe but that holds more than a warm-start
+    checkpoint (a training run, a repository, anything with folders): it replaces the folder whole.
+
+    Raises:
+        FileExistsError: naming the folder and what it holds.
+    """
+    from psgrpo.preflight import earlier_run
+
+    path = Path(output_dir).expanduser()
+    if not path.exists() or not any(path.iterdir()):
+        return
+    found = [name for name in earlier_run(path) if name != "model.safetensors"] + [
+        f"{p.name}/" for p in sorted(path.iterdir()) if p.is_dir()
+    ][:3]
+    if not (path / "config.json").is_file():
+        found.append("no config.json")
+    if (path / "psgrpo_task.json").is_file():
+        found.append("psgrpo_task.json")
+    if found:
+        raise FileExistsError(
+            f"--output_dir {output_dir}: holds more than a warm-start checkpoint ({', '.join(dict.fromkeys(found))}); "
+            "warmstart replaces its output folder whole, so give a new --output_dir"
+        )
 
 
 def save_checkpoint(model, tokenizer, output_dir: Path) -> None:

@@ -7,7 +7,7 @@ import json
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from psgrpo.commands.cli import main
-from psgrpo.tiny.warmstart import WarmstartConfig, save_checkpoint, warmstart
+from psgrpo.tiny.warmstart import WarmstartConfig, check_replaceable, save_checkpoint, warmstart
 
 
 def test_warmstart_writes_a_reloadable_checkpoint(tmp_path):
@@ -88,6 +88,30 @@ def test_warmstart_config_rejects_bad_options():
         WarmstartConfig(dataset="gsm8k")
     with pytest.raises(ValueError, match=r"early_answer_wrong_prob=2 is outside its range \[0.0, 1.0\]"):
         WarmstartConfig(early_answer_wrong_prob=2)
+    for field, value in [("eval_every", 0), ("max_steps", -5), ("per_device_train_batch_size", 0),
+                         ("validation_examples", -1), ("num_train_examples", 0), ("target_accuracy", float("nan")),
+                         ("learning_rate", float("nan")), ("learning_rate", 0.0)]:  # fmt: skip
+        with pytest.raises(ValueError, match=rf"{field}="):  # eval_every 0 divided by zero after a step
+            WarmstartConfig(**{field: value})
+
+
+def test_warmstart_refuses_to_wipe_a_folder_that_holds_more_than_a_checkpoint(
+    tmp_path, tiny_model, char_tokenizer
+):
+    """It replaces its output folder whole: a training run or `.` there was deleted (a review, 2026-12-07)."""
+    import pytest
+
+    run = tmp_path / "run"
+    (run / "checkpoint-50").mkdir(parents=True)
+    (run / "metrics.jsonl").write_text("{}\n")
+    with pytest.raises(FileExistsError, match=r"--output_dir .*run: holds more than a warm-start checkpoint"):
+        check_replaceable(run)
+    with pytest.raises(FileExistsError, match="no config.json"):
+        check_replaceable(tmp_path)  # a folder of anything (here: run/)
+    check_replaceable(tmp_path / "new")
+    previous = tmp_path / "ckpt"  # an earlier warm start's output: replaced, as before
+    save_checkpoint(tiny_model, char_tokenizer, previous)
+    check_replaceable(previous)
 
 
 def quick_config(output_dir, **overrides) -> WarmstartConfig:
