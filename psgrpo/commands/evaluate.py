@@ -249,7 +249,7 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
     from psgrpo.eval.generation import evaluate_samples
     from psgrpo.eval.trained_on import apply_task_record, resolve_eval_checkpoint
     from psgrpo.loading import checkpoint_path, load_model_and_tokenizer, load_tokenizer, resolve_device
-    from psgrpo.preflight import check_output_dir, prepare_dataset_source
+    from psgrpo.preflight import check_output_dir, check_output_file, prepare_dataset_source
 
     parser = ConfigParser(
         (eval_task_config(), EvalConfig), prog="psgrpo eval", foreign_config_keys=training_options()
@@ -258,8 +258,9 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
     if cfg.backend == "hf":
         cfg.device = resolve_device(cfg.device)  # a GPU this machine lacks: one line, before anything loads
     check_output_dir(cfg.output_dir)
-    if cfg.output_file:
-        check_output_dir(Path(cfg.output_file).parent, option="--output_file's folder")
+    check_output_file(
+        cfg.output_file, "--output_file"
+    )  # a directory there: one line now, not after the evaluation
     checkpoint_path(
         cfg.model_name_or_path, run_dir_ok=True
     )  # a checkpoint never written: one line, no Hub lookup

@@ -120,12 +120,16 @@ def check_sampling_and_batch(config: Any) -> None:
 
 
 def check_training_length(config: Any) -> None:
-    """A learning rate of at least 0 and a training length that trains at least one step.
+    """A learning rate, KL coefficient and clip range of at least 0 and a training length of at least one step.
 
     transformers accepts ``max_steps=0`` (it then trains a whole step) and a negative learning
     rate (torch refuses it at the first optimizer step, after the model has loaded).
     """
     check_number("learning_rate", config.learning_rate, low=0.0)
+    # TRL checks neither: a negative β pays for drifting from the reference, a negative ε inverts the clip
+    check_number("beta", config.beta, low=0.0)
+    check_number("epsilon", config.epsilon, low=0.0)
+    check_number("epsilon_high", getattr(config, "epsilon_high", None), low=0.0, allow_none=True)
     if config.max_steps == 0 or config.max_steps < -1:
         raise ValueError(
             f"max_steps={config.max_steps} trains no step: give a positive number of optimizer steps, or -1 "

@@ -50,6 +50,7 @@ from typing import Any
 
 from trl import TrlParser
 
+from psgrpo.config.kernel_caches import kernel_cache_problem
 from psgrpo.config.short_help import HELP_ALL, short_help
 
 UNUSED_ARGUMENTS = re.compile(r"Some specified arguments are not used by the HfArgumentParser: (\[.*\])")
@@ -137,8 +138,12 @@ class ConfigParser(TrlParser):
         self.pending_notes = []  # logged once the whole command line has parsed
         try:
             config = self.load_layers(paths)
-            for key, value in (config.pop("env", None) or {}).items():  # TRL's `env:` mapping
-                os.environ[key] = str(value)
+            env = {key: str(value) for key, value in (config.pop("env", None) or {}).items()}  # TRL's `env:`
+            if (
+                problem := kernel_cache_problem(env)
+            ) is not None:  # the CLI checked the shell's before parsing
+                raise ConfigError(f"{self.config_sources.get('env', 'config file')}: env: {problem}")
+            os.environ.update(env)
             remaining = self.set_defaults_with_config(**config) if config else []
             if remaining and fail_with_unknown_args and not return_remaining_strings:
                 files = sorted({self.config_sources.get(key[2:], "config file") for key in remaining[::2]})
@@ -249,12 +254,25 @@ class ConfigParser(TrlParser):
             kwargs, self.command_line, source=self.config_path, notes=self.pending_notes
         )
         known = {action.dest for action in self._actions}
-        if any(key in self.foreign_config_keys and key not in known for key in kwargs):
-            ignored = sorted(key for key in kwargs if key in self.foreign_config_keys)
-            self.pending_notes.append(
-                f"{self.prog}: {self.config_path} is another command's config; ignored: {', '.join(ignored)}"
+        # a file that sets a key only another command has (a training recipe given to eval) is that command's
+        # config: its keys this command shares (output_dir, temperature …) are ignored too, per file, so a later
+        # file of this command's own keeps its values
+        files = {
+            self.config_sources.get(key, self.config_path)
+            for key in kwargs
+            if key in self.foreign_config_keys and key not in known
+        }
+        if files:
+            ignored = sorted(
+                key
+                for key in kwargs
+                if key in self.foreign_config_keys and self.config_sources.get(key, self.config_path) in files
             )
-            kwargs = {key: value for key, value in kwargs.items() if key not in self.foreign_config_keys}
+            self.pending_notes.append(
+                f"{self.prog}: {', '.join(sorted(map(str, files)))} {'is' if len(files) == 1 else 'are'} another "
+                f"command's config; ignored: {', '.join(ignored)}"
+            )
+            kwargs = {key: value for key, value in kwargs.items() if key not in ignored}
         for action in self._actions:
             if action.dest not in kwargs:
                 continue

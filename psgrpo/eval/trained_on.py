@@ -81,10 +81,16 @@ def read_run_record(directory: str | Path) -> dict[str, Any]:
 
 
 def read_task_record(model_path: str | Path | None) -> tuple[dict[str, Any], Path] | None:
-    """``(recorded task fields, the file)`` for a local checkpoint: its own record, else its run directory's;
-    ``None`` for a Hub id, the embedded checkpoint, or a checkpoint trained without ``psgrpo train``."""
+    """``(recorded task fields, the file)`` for a local checkpoint: its own record, else its run directory's; for
+    ``embedded:NAME``, the task of that name it was warm-started on (``embedded:arith-hard`` → ``arith-hard``);
+    ``None`` for a Hub id, the default embedded checkpoint, or a checkpoint trained without ``psgrpo train``."""
     if model_path is None:
         return None
+    if str(model_path).startswith("embedded:"):
+        from psgrpo.tiny import EMBEDDED_CHECKPOINTS
+
+        name = str(model_path).removeprefix("embedded:")
+        return ({"dataset": name}, EMBEDDED_CHECKPOINTS[name]) if name in EMBEDDED_CHECKPOINTS else None
     local = Path(model_path).expanduser()
     for directory in (local, local.parent):
         path = directory / TASK_RECORD

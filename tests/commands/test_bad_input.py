@@ -249,6 +249,12 @@ def test_output_dir_that_cannot_be_written(kind, tmp_path, capsys, no_model_load
         (["inspect", "--num_prompts", "1"], "--output_dir", "is a file"),
         (["inspect", "--num_prompts", "1"], "--output_file", "is a directory"),
         (["inspect", "--num_prompts", "1"], "--output_file", "its folder"),
+        (
+            ["eval", "--max_eval_examples", "1"],
+            "--output_file",
+            "is a directory",
+        ),  # was refused after evaluating
+        (["eval", "--max_eval_examples", "1"], "--output_file", "its folder"),
         (["diagnose", "--problems", "2"], "--output", "is a directory"),
         (["diagnose", "--problems", "2"], "--output", "its folder"),
         (["warmstart", "--max_steps", "1"], "--output_dir", "is a file"),

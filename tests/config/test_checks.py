@@ -20,6 +20,12 @@ def config(tmp_path, **fields):
         ({"max_steps": -3}, "max_steps=-3 trains no step"),
         ({"num_train_epochs": 0.0}, r"num_train_epochs=0.0 is outside its range \(0.0, inf\]"),
         ({"learning_rate": -1.0}, r"learning_rate=-1.0 is outside its range \[0.0, inf\]"),
+        (
+            {"beta": -0.04},
+            r"beta=-0.04 is outside its range \[0.0, inf\]",
+        ),  # rewarded drifting off the reference
+        ({"epsilon": -0.2}, r"epsilon=-0.2 is outside its range \[0.0, inf\]"),  # inverted the clip
+        ({"epsilon_high": -0.28}, r"epsilon_high=-0.28 is outside its range"),
         ({"method": "ps", "step_scorer": "prm"}, "step_scorer='prm' needs the process reward model"),
         (
             {"method": "ps", "step_scorer": "prm", "step_scorer_kwargs": {"model": "./prm-checkpoint"}},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import yaml
 from trl import ModelConfig
@@ -447,3 +449,41 @@ def test_the_dropped_kwargs_note_waits_for_a_command_line_that_parses(tmp_path, 
         _, args, _ = _train("--step_scorer", "arithmetic", "--output_dir", str(tmp_path))
     assert args.step_scorer_kwargs == {}
     assert f"{note} " in caplog.text and "so they are not used with step_scorer 'arithmetic'" in caplog.text
+
+
+def test_a_training_recipe_under_an_eval_config_drops_only_its_own_keys(tmp_path, caplog):
+    """``--config train.yaml --config ev.yaml``: ev.yaml's temperature and output_dir stay (they were dropped with
+    the recipe's, silently sampling at the recipe's temperature and writing nothing; a review, 2026-12-07)."""
+    from psgrpo.commands.evaluate import EvalConfig, training_options
+
+    recipe = tmp_path / "train.yaml"
+    recipe.write_text(
+        "method: ps\nlearning_rate: 3.0e-5\ndataset: arith-hard\noutput_dir: outputs/run\ntemperature: 1.0\n"
+    )
+    mine = tmp_path / "ev.yaml"
+    mine.write_text("do_sample: true\nnum_samples: 4\ntemperature: 0.7\noutput_dir: out/eval_hard\n")
+    parser = ConfigParser(
+        (TaskConfig, EvalConfig), prog="psgrpo eval", foreign_config_keys=training_options()
+    )
+    with caplog.at_level("INFO", logger="psgrpo"):
+        task, cfg = parser.parse_args_and_config(["--config", str(recipe), "--config", str(mine)])
+    assert (cfg.temperature, cfg.output_dir, cfg.do_sample, task.dataset) == (
+        0.7,
+        "out/eval_hard",
+        True,
+        "arith-hard",
+    )
+    assert f"{recipe} is another command's config; ignored: learning_rate, method" in caplog.text
+
+
+def test_a_kernel_cache_variable_in_a_recipes_env_is_checked_when_it_is_read(tmp_path, monkeypatch):
+    """The CLI checks the shell's LRU_CACHE_CAPACITY before parsing; one a YAML `env:` sets was only refused by the
+    trainer, after the model had loaded (a review, 2026-12-07). It is one line naming the file now."""
+    from psgrpo.loading import load_recipe
+
+    monkeypatch.delenv("LRU_CACHE_CAPACITY", raising=False)
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text('env: {LRU_CACHE_CAPACITY: "0"}\n')
+    with pytest.raises(ValueError, match=r"r.yaml: env: \$LRU_CACHE_CAPACITY='0': expected an integer >= 1"):
+        load_recipe(str(recipe))
+    assert "LRU_CACHE_CAPACITY" not in os.environ  # nothing set

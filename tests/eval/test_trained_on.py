@@ -48,6 +48,18 @@ def test_the_record_is_read_from_the_checkpoint_or_its_run_directory(tmp_path):
     assert read_task_record(None) is None and read_task_record(tmp_path / "elsewhere" / "x") is None
 
 
+def test_an_embedded_checkpoint_names_the_task_it_was_warm_started_on():
+    """``psgrpo eval --model_name_or_path embedded:arith-hard`` without --dataset evaluated on arith (a review)."""
+    from psgrpo.tiny import EMBEDDED_CHECKPOINTS
+
+    record, source = read_task_record("embedded:arith-hard")
+    assert record == {"dataset": "arith-hard"} and source == EMBEDDED_CHECKPOINTS["arith-hard"]
+    task = SimpleNamespace(dataset="arith", eval_split="test")
+    line = apply_task_record(task, "embedded:arith-hard", set(), "embedded:arith-hard")
+    assert task.dataset == "arith-hard" and "was trained on arith-hard" in line
+    assert read_task_record("embedded:nope") is None
+
+
 def test_the_record_applies_except_where_the_user_said_otherwise(tmp_path):
     write_task_record(tmp_path, HARD)
     task = SimpleNamespace(
