@@ -83,7 +83,8 @@ def check_ps_options(config: Any) -> None:
 
 def build_signal(trainer: Any, step_scorer: Any) -> Any:
     """The ``ps`` signal of ``trainer``: its segmenter and step scorer (``step_scorer``, a callable, wins
-    over ``args.step_scorer``), checked against the training dataset's columns."""
+    over ``args.step_scorer``), checked against the columns of the training and evaluation datasets (TRL's
+    evaluation scores its completions too)."""
     from psgrpo.ps.scorers import build_step_scorer, check_scorer_columns
     from psgrpo.ps.signal import PsSignal
 
@@ -94,6 +95,10 @@ def build_signal(trainer: Any, step_scorer: Any) -> Any:
         scorer_kwargs.setdefault("device", trainer.accelerator.device)
     scorer = build_step_scorer(step_scorer or args.step_scorer, **scorer_kwargs)
     check_scorer_columns(scorer, trainer.train_dataset)
+    evaluation = getattr(trainer, "eval_dataset", None)
+    named = evaluation.items() if isinstance(evaluation, dict) else [(None, evaluation)]
+    for name, dataset in named:
+        check_scorer_columns(scorer, dataset, "evaluation" if name is None else f"evaluation {name!r}")
     return PsSignal(args, trainer._tokenizer, trainer.accelerator, segmenter, scorer)
 
 

@@ -45,11 +45,12 @@ def build_step_scorer(spec: str | Callable[..., Any], **kwargs: Any) -> Callable
     return STEP_SCORERS.get(spec)(**kwargs)
 
 
-def check_scorer_columns(scorer: Any, dataset: Any) -> None:
+def check_scorer_columns(scorer: Any, dataset: Any, which: str = "training") -> None:
     """Fail before training when ``dataset`` lacks a column the scorer reads (its ``required_columns``).
 
-    A dataset that does not list its columns (a streamed one) is not checked here; the scorer then
-    raises on the first batch.
+    ``which`` names the dataset in the message (``training``, ``evaluation``, ``evaluation 'hard'``). A dataset
+    that does not list its columns (a streamed one) is not checked here; the scorer then raises on the first
+    batch.
     """
     required = getattr(scorer, "required_columns", ())
     columns = getattr(dataset, "column_names", None)
@@ -58,7 +59,7 @@ def check_scorer_columns(scorer: Any, dataset: Any) -> None:
     missing = [name for name in required if name not in columns]
     if missing:
         raise ValueError(
-            f"step scorer {type(scorer).__name__} reads the dataset columns {list(required)}, but the training "
+            f"step scorer {type(scorer).__name__} reads the dataset columns {list(required)}, but the {which} "
             f"dataset lacks {missing} (it has {list(columns)}); use a dataset with gold worked solutions (arith, "
             "GSM8K) or step_scorer 'arithmetic'"
         )

@@ -280,12 +280,16 @@ class PRMScorer:
         prefix = self._prefix(index, prompt)
         encoded = _Encoded(ids=self.tokenizer(prefix, add_special_tokens=True)["input_ids"])
         limit = self.max_length
-        for j, step in enumerate(steps):
+        for j, step in enumerate(
+            map(str.strip, steps)
+        ):  # the segmenters keep each step's newline: not the card's
             text = step if j == 0 else self.step_joiner + step
             piece = self.tokenizer.encode(text, add_special_tokens=False) + [self.separator_id]
             if limit is not None and len(encoded.ids) + len(piece) > limit:
                 if j > 0:
-                    encoded.num_cut = len(steps) - j
+                    encoded.num_cut += (
+                        len(steps) - j
+                    )  # with a first step cut short, every step counts (as `text`)
                     break
                 piece = piece[: limit - len(encoded.ids) - 1] + [self.separator_id]
                 encoded.num_cut = 1
@@ -309,7 +313,7 @@ class PRMScorer:
         the last character of its separator. Truncation as in ``tokens``."""
         text = self._prefix(index, prompt)
         ends = []
-        for j, step in enumerate(steps):
+        for j, step in enumerate(map(str.strip, steps)):
             text += (step if j == 0 else self.step_joiner + step) + self.step_separator
             ends.append(len(text))
         tokens = self.tokenizer(text, add_special_tokens=True, return_offsets_mapping=True)

@@ -384,3 +384,36 @@ def test_score_steps_runs_each_format(prm_format, tokenizer, lm_model, tc_model,
     summary = json.loads((out / "summary.json").read_text())
     assert summary["rows"] == 2 and summary["scorer"].startswith("PRMScorer(")
     assert "| prm | 2 (1 / 1) |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("prm_format", ["qwen2.5-math-prm", "math-shepherd", "trl"])
+def test_steps_as_the_segmenters_cut_them_score_as_the_model_card_writes_them(
+    prm_format, tokenizer, lm_model, tc_model, tmp_path
+):
+    """The segmenters keep each line's newline with its step; the cards join clean steps (`…=7<extra_0>Step 2`,
+    `…=7 ки\\nStep 2`). A review found `…=7\\n<extra_0>` and `…=7\\n ки` fed to the PRM (2026-12-07)."""
+    from psgrpo.ps.segmentation import get_segmenter
+
+    if prm_format == "qwen2.5-math-prm":
+        save_remote_code_prm(tokenizer, tmp_path / "qwen-prm")
+        scorer = PRMScorer(
+            str(tmp_path / "qwen-prm"), format=prm_format, trust_remote_code=True, device="cpu"
+        )
+    else:
+        scorer = PRMScorer(
+            lm_model if prm_format == "math-shepherd" else tc_model, tokenizer, format=prm_format
+        )
+    completion = "Step 1: 3 + 4 = 7\nStep 2: 7 * 2 = 14\nThe answer is 14."
+    cut = [completion[a:b] for a, b in get_segmenter("newline")(completion)]
+    assert cut[0].endswith("\n")  # as the segmenter hands steps over
+    clean = [step.strip() for step in cut]
+    assert scorer([QUESTION], [cut])[0] == pytest.approx(scorer([QUESTION], [clean])[0], abs=1e-6)
+
+
+@pytest.mark.parametrize("encoding", ["tokens", "text"])
+def test_both_encodings_count_the_steps_that_did_not_fit_alike(tc_model, tokenizer, encoding):
+    """With even the first step cut short, every step of the sample counts (tokens counted n - 1)."""
+    prefix = len(tokenizer(f"{QUESTION}\n\n", add_special_tokens=True)["input_ids"])
+    short = PRMScorer(tc_model, tokenizer, encoding=encoding, max_length=prefix + 2)
+    short([QUESTION], [STEPS[0]])
+    assert short.num_truncated_steps == len(STEPS[0])
