@@ -158,40 +158,70 @@ def reward_parts(
     weights: Sequence[float] | None = None,
     scale: str = "group",
     eps: float = 1e-4,
+    aggregation: str = "sum_then_normalize",
 ) -> torch.Tensor:
-    """The outcome advantages A_i split exactly into one signed part per reward function.
+    """The outcome advantages A_i split exactly into one signed part per reward function, as TRL forms A_i.
 
-    TRL's A_i = (r_i − mean_g r) / s with r_i = Σ_f w_f r_{f,i} and ``s`` the group std + eps
-    (``scale="group"``), the batch std + eps (``"batch"``) or 1 (``"none"``). Because the mean is
-    linear, A_i = Σ_f a_{f,i} with a_{f,i} = w_f (r_{f,i} − mean_g r_f) / s.
+    ``sum_then_normalize`` (TRL's default): A_i = (r_i − mean_g r) / s with r_i = Σ_f w_f r_{f,i} and ``s`` the
+    group std + eps (``scale="group"``), the batch std + eps (``"batch"``) or 1 (``"none"``); the mean is
+    linear, so A_i = Σ_f a_{f,i} with a_{f,i} = w_f (r_{f,i} − mean_g r_f) / s. ``normalize_then_sum``: each
+    function's rewards normalised per group first, n_{f,i} = (r_{f,i} − mean_g r_f) / (std_g r_f + eps), then
+    A_i = (Σ_f w_f n_{f,i} − mean_batch) / (std_batch + eps), split the same way. As in TRL, a reward a function
+    skipped (NaN) counts 0 in its row's sum, a row every function skipped is left out of every mean and std,
+    and its parts are 0 (its A_i).
 
     Args:
-        rewards_per_func: (N, F) raw rewards, groups of ``num_generations`` consecutive rows.
+        rewards_per_func: (N, F) raw rewards, groups of ``num_generations`` consecutive rows; NaN = skipped.
         weights: F reward weights (default all 1).
-        scale, eps: as TRL's ``scale_rewards`` (unbiased std, as ``torch.std``).
+        scale, eps: as TRL's ``scale_rewards`` (unbiased std, as ``torch.std``); ``aggregation``: TRL's
+            ``multi_objective_aggregation``.
 
     Returns:
         (N, F) float64 parts a_{f,i}; each row sums to A_i.
     """
+    from trl.trainer.utils import nanstd
+
     check_choice("scale", scale, TrlScaleRewards)
     n, f = rewards_per_func.shape
     if num_generations < 1 or n % num_generations:
         raise ValueError(f"{n} completions do not split into groups of num_generations={num_generations}")
     w = torch.tensor(list(weights) if weights is not None else [1.0] * f, dtype=torch.float64)
-    weighted = rewards_per_func.double() * w  # (N, F)
-    grouped = weighted.view(-1, num_generations, f)
-    centred = (grouped - grouped.mean(dim=1, keepdim=True)).view(n, f)
-    total = weighted.sum(1)
-    if scale == "group":
-        groups = total.view(-1, num_generations)
-        std = groups.std(dim=1) if num_generations > 1 else torch.zeros(groups.shape[0], dtype=torch.float64)
-        divisor = (std + eps).repeat_interleave(num_generations)
-    elif scale == "batch":
-        std = total.std() if n > 1 else torch.zeros((), dtype=torch.float64)
-        divisor = (std + eps).expand(n)
+    raw = rewards_per_func.detach().double().cpu()
+    unscorable = torch.isnan(raw).all(dim=1)  # (N,)
+    if aggregation == "normalize_then_sum":
+        grouped = raw.view(-1, num_generations, f)
+        std_k = (
+            nanstd(grouped, dim=1, keepdim=True)
+            if num_generations > 1
+            else torch.zeros(1, dtype=torch.float64)
+        )
+        raw = ((grouped - torch.nanmean(grouped, dim=1, keepdim=True)) / (std_k + eps)).view(n, f)
+    elif aggregation != "sum_then_normalize":
+        raise ValueError(
+            f"aggregation={aggregation!r}: expected 'sum_then_normalize' or 'normalize_then_sum'"
+        )
+    weighted = torch.nan_to_num(raw, nan=0.0) * w  # (N, F): a skipped reward counts 0, as TRL's nansum
+    weighted[unscorable] = torch.nan  # out of every mean and std below
+    total = weighted.sum(1)  # NaN on unscorable rows
+    if aggregation == "normalize_then_sum":
+        centred = weighted - torch.nanmean(weighted, dim=0, keepdim=True)
+        divisor = ((nanstd(total) if n > 1 else torch.zeros((), dtype=torch.float64)) + eps).expand(n)
     else:
-        divisor = torch.ones(n, dtype=torch.float64)
-    return centred / divisor.unsqueeze(1)
+        grouped = weighted.view(-1, num_generations, f)
+        centred = (grouped - torch.nanmean(grouped, dim=1, keepdim=True)).view(n, f)
+        if scale == "group":
+            groups = total.view(-1, num_generations)
+            std = (
+                nanstd(groups, dim=1)
+                if num_generations > 1
+                else torch.zeros(groups.shape[0], dtype=torch.float64)
+            )
+            divisor = (std + eps).repeat_interleave(num_generations)
+        elif scale == "batch":
+            divisor = ((nanstd(total) if n > 1 else torch.zeros((), dtype=torch.float64)) + eps).expand(n)
+        else:
+            divisor = torch.ones(n, dtype=torch.float64)
+    return torch.nan_to_num(centred / divisor.unsqueeze(1), nan=0.0)
 
 
 def reward_shares(
@@ -201,6 +231,7 @@ def reward_shares(
     weights: Sequence[float] | None = None,
     scale: str = "group",
     eps: float = 1e-4,
+    aggregation: str = "sum_then_normalize",
 ) -> dict[str, float]:
     """Which reward function the outcome advantages come from: Σ_i |a_{f,i}| / Σ_{f', i} |a_{f', i}|.
 
@@ -212,7 +243,7 @@ def reward_shares(
     """
     if len(names) != rewards_per_func.shape[1]:
         raise ValueError(f"{len(names)} names for {rewards_per_func.shape[1]} reward functions")
-    parts = reward_parts(rewards_per_func, num_generations, weights, scale, eps).abs().sum(0)
+    parts = reward_parts(rewards_per_func, num_generations, weights, scale, eps, aggregation).abs().sum(0)
     whole = parts.sum().item()
     return {
         name: (part / whole if whole > 0 else math.nan)
@@ -236,19 +267,23 @@ class GroupCorrectness:
     groups: int
 
 
-def group_correctness(correct: Sequence[bool], num_generations: int) -> GroupCorrectness:
+def group_correctness(correct: Sequence[bool | None], num_generations: int) -> GroupCorrectness:
     """Share of groups whose correctness is all equal, from one right/wrong flag per completion.
 
     Args:
-        correct: N flags, groups of ``num_generations`` consecutive rows.
+        correct: N flags, groups of ``num_generations`` consecutive rows; ``None`` for a completion the
+            correctness reward skipped (TRL gives it A = 0), left out of its group.
     """
     if num_generations < 1 or not correct or len(correct) % num_generations:
         raise ValueError(
             f"{len(correct)} completions do not split into groups of num_generations={num_generations}"
         )
-    groups = [correct[i : i + num_generations] for i in range(0, len(correct), num_generations)]
+    groups = [
+        [c for c in correct[i : i + num_generations] if c is not None]
+        for i in range(0, len(correct), num_generations)
+    ]
     wrong = sum(not any(g) for g in groups)
-    right = sum(all(g) for g in groups)
+    right = sum(bool(g) and all(g) for g in groups)
     return GroupCorrectness(
         (wrong + right) / len(groups), wrong / len(groups), right / len(groups), len(groups)
     )

@@ -69,26 +69,32 @@ def correctness_metrics(
     num_generations: int,
     scale_rewards: str,
     correct_value: float,
+    aggregation: str = "sum_then_normalize",
 ) -> dict[str, float]:
     """Group correctness and reward shares of the whole batch.
 
     Args:
-        rewards_per_func: (N, F) raw rewards of all processes' rows, groups of ``num_generations``.
+        rewards_per_func: (N, F) raw rewards of all processes' rows, groups of ``num_generations``; NaN where
+            a function skipped a row (TRL's marker).
         names, weights: the F reward functions' names and weights.
-        scale_rewards: TRL's option (``group`` / ``batch`` / ``none``).
+        scale_rewards: TRL's option (``group`` / ``batch`` / ``none``); ``aggregation``: its
+            ``multi_objective_aggregation``.
         correct_value: the correctness reward of a right answer (``correctness_exact``).
     """
-    rewards = torch.nan_to_num(rewards_per_func.detach().double().cpu(), nan=0.0)
+    rewards = rewards_per_func.detach().double().cpu()  # NaN = a reward the function skipped, as TRL reads it
     metrics = {}
     if CORRECTNESS in names:
-        correct = (rewards[:, list(names).index(CORRECTNESS)] == correct_value).tolist()
+        column = rewards[:, list(names).index(CORRECTNESS)].tolist()
+        correct = [None if math.isnan(v) else v == correct_value for v in column]
         groups = group_correctness(correct, num_generations)
         metrics |= {
             "all_equal_correct_frac": groups.all_equal,
             "all_wrong_frac": groups.all_wrong,
             "all_right_frac": groups.all_right,
         }
-    shares = reward_shares(rewards, num_generations, list(names), list(weights), scale_rewards)
+    shares = reward_shares(
+        rewards, num_generations, list(names), list(weights), scale_rewards, aggregation=aggregation
+    )
     metrics |= {f"reward_share/{name}": share for name, share in shares.items()}
     return metrics
 
@@ -191,6 +197,7 @@ class StepDiagnostics:
             num_generations,
             config.scale_rewards,
             config.correctness_exact,
+            aggregation=getattr(config, "multi_objective_aggregation", "sum_then_normalize"),
         )
         lengths = output["completion_mask"].sum(1).tolist()
         decoded = [

@@ -167,6 +167,55 @@ def test_reward_parts_add_up_to_trl_advantages(values, weights, scale):
         assert all(math.isnan(s) for s in shares.values())
 
 
+def trl_advantages(rewards_per_func, weights, g, scale, aggregation):
+    """trl 1.16 GRPOTrainer._compute_advantages' arithmetic (sum_then_normalize / normalize_then_sum), float64."""
+    from trl.trainer.utils import nanstd
+
+    w = torch.tensor(weights, dtype=torch.float64)
+    unscorable = torch.isnan(rewards_per_func).all(dim=1)
+    if aggregation == "sum_then_normalize":
+        rewards = (rewards_per_func * w).nansum(dim=1)
+        rewards[unscorable] = torch.nan
+        mean = torch.nanmean(rewards.view(-1, g), dim=1).repeat_interleave(g)
+        std = nanstd(rewards.view(-1, g), dim=1).repeat_interleave(g) if scale != "batch" else nanstd(rewards)
+        advantages = rewards - mean
+        if scale != "none":
+            advantages = advantages / (std + 1e-4)
+    else:
+        grouped = rewards_per_func.view(-1, g, rewards_per_func.shape[1])
+        reward_k = (grouped - torch.nanmean(grouped, dim=1, keepdim=True)) / (
+            nanstd(grouped, dim=1, keepdim=True) + 1e-4
+        )
+        rewards = (reward_k.view(-1, rewards_per_func.shape[1]) * w).nansum(dim=1)
+        rewards[unscorable] = torch.nan
+        advantages = (rewards - torch.nanmean(rewards)) / (nanstd(rewards) + 1e-4)
+    return torch.nan_to_num(advantages, nan=0.0)
+
+
+@given(
+    values=st.lists(st.sampled_from([0.0, 0.2, 0.8, 2.0, math.nan]), min_size=16, max_size=16),
+    weights=st.tuples(st.floats(0.1, 3.0), st.floats(0.1, 3.0)),
+    scale=st.sampled_from(["group", "batch", "none"]),
+    aggregation=st.sampled_from(["sum_then_normalize", "normalize_then_sum"]),
+)
+@settings(max_examples=200, deadline=None)
+def test_reward_parts_add_up_to_trls_advantages_with_skipped_rewards_and_either_aggregation(
+    values, weights, scale, aggregation
+):
+    """A skipped reward (NaN, a function's None) counts 0 in its row; a row every function skipped is left out
+    of the statistics and gets 0; normalize_then_sum normalises each function per group first. The parts used
+    to read NaN as a reward of 0 and to know only sum_then_normalize (a review, 2026-12-07)."""
+    rewards = torch.tensor(values, dtype=torch.float64).view(8, 2)
+    parts = reward_parts(rewards, 4, weights=weights, scale=scale, aggregation=aggregation)
+    expected = trl_advantages(rewards, weights, 4, scale, aggregation)
+    assert torch.allclose(parts.sum(1), expected, atol=1e-8)
+
+
+def test_group_correctness_leaves_out_completions_the_reward_skipped():
+    result = group_correctness([True, True, True, None, False, None, False, False], 4)
+    assert (result.all_right, result.all_wrong, result.all_equal) == (0.5, 0.5, 1.0)
+
+
 def test_reward_shares_errors():
     with pytest.raises(ValueError, match="1 names for 2 reward functions"):
         reward_shares(torch.zeros(4, 2), 2, ["a"])
