@@ -292,6 +292,7 @@ pre, .text { font: 12.5px/1.6 ui-monospace, SFMono-Regular, Menlo, Consolas, mon
 .reward b { color: var(--ink); font-weight: 600; }
 .note { font-size: 12px; color: #9a6700; background: #fff8c5; border-radius: 4px; padding: 1px 6px;
   margin-bottom: 6px; }
+.seg, .tok { unicode-bidi: isolate; }  /* a bidi control in model text (U+202E) reorders its own span only */
 .seg { border-radius: 3px; padding: 1px 0; box-decoration-break: clone; -webkit-box-decoration-break: clone; }
 .seg.nosig { color: #6e7781; }
 .cut { display: inline-block; font: 600 10.5px/1.3 system-ui, sans-serif; color: #fff; background: #24292f;

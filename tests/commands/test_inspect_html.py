@@ -131,6 +131,8 @@ def test_text_is_escaped():
     assert "1 &lt; 2 &amp; 3 &gt; 2" in doc and "&quot;x&quot; &amp; y" in doc
     assert "&lt;ΔC&gt; not applied" in doc and "&lt;embedded&gt;" in doc
     assert "&lt;|endoftext|&gt;" in doc
+    # model text may hold bidi controls (U+202E): each span isolates them, so they reorder that span only
+    assert ".seg, .tok { unicode-bidi: isolate; }" in doc
 
 
 def test_every_segment_token_and_probe_is_present_in_order():
