@@ -16,7 +16,8 @@ STAMP := $(VENV)/.installed-py$(PY_XY)
 # each worker one thread). `make test PYTEST_WORKERS=0` runs in one process.
 # (getconf, not nproc: GNU nproc answers $OMP_NUM_THREADS where it is set)
 PYTEST_WORKERS ?= $(shell n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); if [ $$n -gt 4 ]; then n=4; fi; if [ $$n -lt 2 ]; then n=0; fi; echo $$n)
-PYTEST := -m pytest -q -n $(or $(strip $(PYTEST_WORKERS)),0)
+# -rs: every skip with its reason in the summary (CI's log says why each test did not run)
+PYTEST := -m pytest -q -rs -n $(or $(strip $(PYTEST_WORKERS)),0)
 
 .PHONY: venv demo test test-fast test-min test-versions device-wheels device-rehearsal sharded-cpu lint warmstart check-fresh qwen-vocab clean
 
@@ -28,7 +29,8 @@ $(STAMP): pyproject.toml
 	# chooses the version, not the build: where pip's configuration offers a CPU wheel (this project's
 	# machines: a local find-links), that one; from PyPI alone, Linux gets the CUDA build of 2.13.0.
 	$(BIN)/pip install torch==2.13.0
-	$(BIN)/pip install -e ".[dev,plot]"
+	# torch held at 2.13.0 here too: no dependency's newer requirement may swap it for another (CUDA) build
+	$(BIN)/pip install -e ".[dev,plot]" torch==2.13.0
 	# Qwen2.5's vocabulary (Qwen's BPE ranks, read out of the qwen-agent wheel, never installed) for the
 	# tests and benchmarks that use the real tokenizer; offline, those tests skip and say why.
 	$(BIN)/python -m psgrpo.tiny.qwen_tokenizer || echo "Qwen vocabulary not fetched: its tests will be skipped"
