@@ -376,11 +376,19 @@ def prepare_dataset_source(dataset: str) -> None:
 SHARED_METHOD_OPTIONS = frozenset({"vps_answer_column"})
 """Prefixed options that other code reads whatever the method (``psgrpo inspect`` reads the gold answer column)."""
 
+ALSO_READ_BY = {"segmenter": {"vps"}, "segmenter_kwargs": {"vps"}}
+"""A method section's named options that another method reads too (``vps_boundaries: markers`` cuts at the
+PS segmenter's step ends)."""
 
-def other_methods_options(method: str, given: Collection[str]) -> dict[str, str]:
+
+def other_methods_options(method: str, given: Collection[str], typed: Collection[str] = ()) -> dict[str, str]:
     """``option → its method`` for the options in ``given`` that carry another method's prefix (``ps_``, ``vps_``,
     ``tree_``, a registered method's own) and that ``method`` therefore ignores. An option belongs to the method
-    with the longest matching prefix, so a method ``ps_v2`` with prefix ``ps_v2_`` owns ``ps_v2_alpha``."""
+    with the longest matching prefix, so a method ``ps_v2`` with prefix ``ps_v2_`` owns ``ps_v2_alpha``.
+
+    A section's options named without a prefix (``step_scorer``, ``segmenter`` …) count only where ``typed`` on
+    the command line: recipes set them for every method (``--method vps --step_scorer arithmetic`` is warned,
+    the GSM8K recipe's ``step_scorer: reference`` under ``--method vps`` is not)."""
     from psgrpo.methods import all_methods
 
     prefixes = sorted(
@@ -392,11 +400,17 @@ def other_methods_options(method: str, given: Collection[str]) -> dict[str, str]
         ),
         key=lambda item: -len(item[0]),
     )
+    named = {
+        field: spec.name for spec in all_methods() for field in spec.section_fields if not field.endswith("_")
+    }
     unused = {}
-    for option in sorted(given):
+    for option in sorted({*given, *typed}):
         owner = next((name for prefix, name in prefixes if option.startswith(prefix)), None)
+        if owner is None and option in typed and option in named:
+            owner = named[option]
         if owner is not None and owner != method and option not in SHARED_METHOD_OPTIONS:
-            unused[option] = owner
+            if method not in ALSO_READ_BY.get(option, ()):
+                unused[option] = owner
     return unused
 
 

@@ -155,6 +155,33 @@ class ProcessGRPOTrainer(
         if args.process_index == 0:  # last: every check of the input has passed, so a refusal stays one line
             log_precision(args)
 
+    def create_model_card(
+        self,
+        model_name: str | None = None,
+        dataset_name: str | None = None,
+        tags: str | list[str] | None = None,
+    ) -> None:
+        """TRL's draft card (``output_dir/README.md``), naming psgrpo's method and tagged ``psgrpo``; a run that
+        started from a local checkpoint says so, where TRL's template writes ``[None](https://huggingface.co/None)``
+        and ``pipeline(model="None")``."""
+        method = self.method_spec
+        tags = [*([tags] if isinstance(tags, str) else tags or []), "psgrpo", f"psgrpo-{method.name}"]
+        super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
+        card = Path(self.args.output_dir) / "README.md"
+        if not self.is_world_process_zero() or not card.is_file():
+            return
+        text = card.read_text()
+        text = text.replace(
+            "a fine-tuned version of [None](https://huggingface.co/None)",
+            "fine-tuned from a local checkpoint",
+        )
+        text = text.replace('model="None"', f'model="{self.hub_model_id or self.args.output_dir}"')
+        text = text.replace(
+            f"This model was trained with {self._name}",
+            f"This model was trained with {self._name} and psgrpo's `{method.name}` credit ({method.summary})",
+        )
+        card.write_text(text)
+
     def _build_signal(self, step_scorer: Any) -> ProcessSignal | None:
         """The method's signal stage (``None`` without one, as for ``grpo``), built by its spec."""
         build = self.method_spec.signal

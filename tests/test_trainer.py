@@ -6,6 +6,7 @@ Every other TRL option with every method: tests/test_compatibility.py.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -104,6 +105,27 @@ def test_default_reward_funcs_from_config(tmp_path, char_tokenizer, tiny_model):
         processing_class=char_tokenizer,
     )
     assert trainer.reward_func_names == ["correctness_reward", "strict_format_reward"]
+
+
+def test_the_model_card_names_the_method_and_no_none_model(tmp_path, char_tokenizer, tiny_model):
+    """TRL's card for a model started from a local checkpoint linked `[None](https://huggingface.co/None)` and
+    showed `pipeline(model="None")`; a `ps` run said only "trained with GRPO" (a newcomer's trial, 2026-12-07)."""
+    from psgrpo.tiny import CHECKPOINT_DIR
+
+    tiny_model.config._name_or_path = str(CHECKPOINT_DIR)  # as the embedded checkpoint loads
+    args = ProcessGRPOConfig(method="ps", **_common_args(tmp_path, "card"))
+    trainer = ProcessGRPOTrainer(
+        model=tiny_model,
+        args=args,
+        train_dataset=make_arith_dataset("train", n=8),
+        processing_class=char_tokenizer,
+    )
+    Path(args.output_dir).mkdir(parents=True, exist_ok=True)
+    trainer.create_model_card(model_name="card")
+    card = (Path(args.output_dir) / "README.md").read_text()
+    assert "None" not in card and "fine-tuned from a local checkpoint" in card
+    assert f'model="{args.output_dir}"' in card and "psgrpo's `ps` credit (PS-GRPO:" in card
+    assert "- psgrpo-ps" in card
 
 
 @pytest.mark.parametrize("method", ["grpo", "vps"])

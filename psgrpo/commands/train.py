@@ -60,7 +60,9 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     )
     check_no_earlier_run(args.output_dir, args.resume_from_checkpoint)
     parser.log_pending_notes()
-    unused = other_methods_options(args.method, {*parser.file_sources(), *parser.command_line})
+    unused = other_methods_options(
+        args.method, {*parser.file_sources(), *parser.command_line}, parser.command_line
+    )
     if unused:
         logger.warning(
             "psgrpo train: %s %s; --method %s does not use %s",
@@ -161,6 +163,10 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
     if trainer.is_world_process_zero():
         Path(args.output_dir).mkdir(parents=True, exist_ok=True)
         (Path(args.output_dir) / "report.json").write_text(json.dumps(report, indent=2))
+        print(  # where everything went, and the next command
+            f"\npsgrpo train: the model, metrics.jsonl and report.json are in {args.output_dir}; "
+            f"`psgrpo eval --model_name_or_path {args.output_dir}` evaluates it"
+        )
     return report
 
 

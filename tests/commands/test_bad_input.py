@@ -778,6 +778,13 @@ def test_an_option_belongs_to_the_method_with_the_longest_prefix():
     try:
         assert other_methods_options("ps_v2", ["ps_v2_alpha", "ps_lambda"]) == {"ps_lambda": "ps"}
         assert other_methods_options("ps", ["ps_v2_alpha", "ps_lambda"]) == {"ps_v2_alpha": "ps_v2"}
+        # a section's unprefixed options: typed on the command line only (recipes set them for every method)
+        typed = ["step_scorer", "segmenter"]
+        assert other_methods_options("vps", typed, typed) == {
+            "step_scorer": "ps"
+        }  # vps cuts at segmenter steps
+        assert other_methods_options("grpo", typed, typed) == {"segmenter": "ps", "step_scorer": "ps"}
+        assert other_methods_options("vps", ["step_scorer"]) == {}  # set by a recipe file
     finally:
         unregister_method("ps_v2")
 

@@ -120,9 +120,9 @@ def test_reference_end_to_end(files, tmp_path, capsys):
         by_id["ducks-slip"]["generator"] == "handmade"
         and by_id["ducks-slip"]["final_answer_correct"] is False
     )
-    # Perfect on 3 solutions is not certainty: F1's interval is wide and ends below 1.
+    # Perfect on 3 solutions is not certainty: F1's interval is wide (and, by Jeffreys' boundary rule, ends at 1).
     low, high = summary["f1_interval"]
-    assert 0 < low < 0.6 and 0.9 < high < 1
+    assert 0 < low < 0.6 and high == 1.0
     printed = capsys.readouterr().out
     assert (
         f"| reference | 3 (2 / 1) | 100.0 % | 100.0 % | 100.0 % ({100 * low:.1f}–{100 * high:.1f}) | 100.0 % "

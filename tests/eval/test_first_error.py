@@ -112,9 +112,11 @@ def test_the_f1_interval_is_none_where_f1_is_and_refuses_a_bad_confidence():
 
 def test_a_perfect_score_on_few_solutions_gets_a_wide_interval_not_a_point():
     low, high = f1_interval(_counts(exact=2, wrong=2, blamed=0, correct=1))
-    assert low < 0.6 and high < 1  # a bootstrap would say (1.0, 1.0)
+    assert low < 0.6 and high == 1.0  # a bootstrap would say (1.0, 1.0); the draws alone stopped below 1 …
+    nothing = f1_interval(_counts(exact=0, wrong=3, blamed=0, correct=3))
+    assert nothing[0] == 0.0 < nothing[1]  # … and above 0: the printed F1 lay outside its interval
     low_big, high_big = f1_interval(_counts(exact=200, wrong=200, blamed=0, correct=1000))
-    assert 0.98 < low_big < high_big < 1
+    assert 0.98 < low_big < high_big == 1.0
 
 
 @given(labelled())
