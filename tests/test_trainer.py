@@ -96,14 +96,16 @@ def test_unknown_method_and_estimator(tmp_path):
         ProcessGRPOConfig(advantage_estimator="nope", **_common_args(tmp_path, "bad2"))
 
 
+def _built(model, tokenizer, args) -> ProcessGRPOTrainer:
+    """A trainer on 8 arith rows with the config's own reward functions."""
+    return ProcessGRPOTrainer(
+        model=model, args=args, train_dataset=make_arith_dataset("train", n=8), processing_class=tokenizer
+    )
+
+
 def test_default_reward_funcs_from_config(tmp_path, char_tokenizer, tiny_model):
     args = ProcessGRPOConfig(reward_funcs="correctness,strict_format", **_common_args(tmp_path, "r"))
-    trainer = ProcessGRPOTrainer(
-        model=tiny_model,
-        args=args,
-        train_dataset=make_arith_dataset("train", n=8),
-        processing_class=char_tokenizer,
-    )
+    trainer = _built(tiny_model, char_tokenizer, args)
     assert trainer.reward_func_names == ["correctness_reward", "strict_format_reward"]
 
 
@@ -114,12 +116,7 @@ def test_the_model_card_names_the_method_and_no_none_model(tmp_path, char_tokeni
 
     tiny_model.config._name_or_path = str(CHECKPOINT_DIR)  # as the embedded checkpoint loads
     args = ProcessGRPOConfig(method="ps", **_common_args(tmp_path, "card"))
-    trainer = ProcessGRPOTrainer(
-        model=tiny_model,
-        args=args,
-        train_dataset=make_arith_dataset("train", n=8),
-        processing_class=char_tokenizer,
-    )
+    trainer = _built(tiny_model, char_tokenizer, args)
     Path(args.output_dir).mkdir(parents=True, exist_ok=True)
     trainer.create_model_card(model_name="card")
     card = (Path(args.output_dir) / "README.md").read_text()
