@@ -64,19 +64,22 @@ def offline_hint() -> str:
     )
 
 
-def check_cached_when_offline(repo_id: str, option: str, filename: str = "config.json") -> None:
+def check_cached_when_offline(
+    repo_id: str, option: str, filename: str = "config.json", revision: str | None = None
+) -> None:
     """With ``HF_HUB_OFFLINE`` set, the Hub id ``repo_id`` must be in the local cache; OSError at once if not.
 
     Args:
         repo_id: a Hub model id such as ``Qwen/Qwen2.5-0.5B-Instruct``.
         option: the option that named it, for the message (``--model_name_or_path``).
         filename: a file every snapshot of the repo holds.
+        revision: the revision that will load (``None``: the default branch).
     """
     if not hub_offline():
         return
     from huggingface_hub import try_to_load_from_cache
 
-    if not isinstance(try_to_load_from_cache(repo_id, filename), str):
+    if not isinstance(try_to_load_from_cache(repo_id, filename, revision=revision), str):
         raise OSError(
             f"{option} {repo_id}: not a local directory, and {HUB_OFFLINE_ENV} is set but the Hugging Face cache "
             "holds no copy of it; download it once with network, unset HF_HUB_OFFLINE, or give a local "
@@ -121,7 +124,9 @@ def go_offline() -> None:
         pass
 
 
-def check_hub_reachable(repo_id: str, option: str, filename: str = "config.json") -> None:
+def check_hub_reachable(
+    repo_id: str, option: str, filename: str = "config.json", revision: str | None = None
+) -> None:
     """Before loading the Hub id ``repo_id``: with ``HF_HUB_OFFLINE`` set, it must be cached
     (:func:`check_cached_when_offline`); else the Hub must answer one request (:func:`hub_reachable`, asked
     once per process), or ``repo_id`` be cached, which then loads offline (:func:`go_offline`).
@@ -130,7 +135,7 @@ def check_hub_reachable(repo_id: str, option: str, filename: str = "config.json"
         OSError: in one line, naming ``option``, ``repo_id``, why the Hub could not be reached and what to do.
     """
     if hub_offline():
-        check_cached_when_offline(repo_id, option, filename)
+        check_cached_when_offline(repo_id, option, filename, revision)
         return
     from huggingface_hub import constants, try_to_load_from_cache
 
@@ -140,7 +145,7 @@ def check_hub_reachable(repo_id: str, option: str, filename: str = "config.json"
     why = _REACHABLE[endpoint]
     if why is None:
         return
-    if isinstance(try_to_load_from_cache(repo_id, filename), str):
+    if isinstance(try_to_load_from_cache(repo_id, filename, revision=revision), str):
         logger.warning(
             "the Hugging Face Hub (%s) cannot be reached (%s); %s is loaded from the local cache, with %s=1 "
             "for this run",

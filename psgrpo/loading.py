@@ -32,6 +32,7 @@ def checkpoint_path(
     option: str = "--model_name_or_path",
     run_dir_ok: bool = False,
     hub_example: str = "Qwen/Qwen2.5-0.5B-Instruct",
+    revision: str | None = None,
 ) -> str:
     """The checkpoint to load: the given path or hub id, the embedded checkpoint for ``None``, or a
     committed one for ``embedded:NAME`` (:func:`psgrpo.tiny.resolve_checkpoint`).
@@ -41,7 +42,8 @@ def checkpoint_path(
     it the Hub must answer (or the id be cached): :func:`psgrpo.hub.check_hub_reachable`.
     ``option`` names the option in messages, ``hub_example`` the Hub id they suggest (a PRM for a step scorer's
     model). ``run_dir_ok``: a run folder that holds only ``checkpoint-N`` folders is accepted (``psgrpo eval``
-    and ``diagnose`` then take its newest checkpoint).
+    and ``diagnose`` then take its newest checkpoint). ``revision``: the Hub revision that will load
+    (``--model_revision``; ``None``: the default branch), the one the cache must hold offline.
 
     Raises:
         FileNotFoundError: when ``model_name_or_path`` is a filesystem path that does not exist.
@@ -85,19 +87,22 @@ def checkpoint_path(
                     f"{' / '.join(MODEL_CONFIG_FILES)}); give {hint}, or a Hub id"
                 )
         return str(local)
-    check_hub_reachable(model_name_or_path, option)  # offline: one line at once, not retries
+    check_hub_reachable(
+        model_name_or_path, option, revision=revision
+    )  # offline: one line at once, not retries
     return model_name_or_path
 
 
-def load_tokenizer(model_name_or_path: str | None):
-    """Load a checkpoint's tokenizer (pad token = EOS when it has none); ``None`` means the embedded one.
+def load_tokenizer(model_name_or_path: str | None, revision: str | None = None):
+    """Load a checkpoint's tokenizer (pad token = EOS when it has none); ``None`` means the embedded one;
+    ``revision``: the Hub revision, as the weights' (``--model_revision``).
 
     Raises:
         ValueError with the path when a local checkpoint has no tokenizer files.
     """
     from transformers import AutoTokenizer
 
-    path = checkpoint_path(model_name_or_path)
+    path = checkpoint_path(model_name_or_path, revision=revision)
     local = Path(path)
     if local.is_dir() and not any((local / name).exists() for name in TOKENIZER_FILES):
         raise ValueError(
@@ -105,7 +110,7 @@ def load_tokenizer(model_name_or_path: str | None):
             "tokenizer.save_pretrained(path) next to the model"
         )
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
+        tokenizer = AutoTokenizer.from_pretrained(path, **({"revision": revision} if revision else {}))
     except OSError as err:  # a Hub id that could not be fetched: one line, with the offline hint
         if local.exists():
             raise
@@ -263,8 +268,8 @@ def load_model_and_tokenizer(
     import torch
     from transformers import AutoModelForCausalLM
 
-    tokenizer = load_tokenizer(model_name_or_path)
-    path = checkpoint_path(model_name_or_path)
+    tokenizer = load_tokenizer(model_name_or_path, revision=kwargs.get("revision"))
+    path = checkpoint_path(model_name_or_path, revision=kwargs.get("revision"))
     torch_dtype = getattr(torch, dtype) if dtype not in (None, "auto") else dtype
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, **kwargs)
     if device is not None:

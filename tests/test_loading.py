@@ -142,3 +142,39 @@ def test_a_bad_key_value_or_recipe_is_one_valueerror_naming_it():
         ValueError, match=r"^config file gsm8k does not exist; give a YAML file or a packaged"
     ):
         load_recipe("gsm8k")
+
+
+_REVISION_SCRIPT = """
+import sys
+from types import SimpleNamespace
+from psgrpo.loading import load_policy
+args = SimpleNamespace(model_name_or_path="fake/tiny", dtype=None, attn_implementation=None, model_revision="v1")
+model, tokenizer = load_policy(args)
+print(tokenizer.model_max_length)
+"""
+
+
+def test_model_revision_loads_the_tokenizer_of_that_revision_too(tmp_path, char_tokenizer, tiny_model):
+    """--model_revision reached the weights only: the tokenizer came from `main`, and offline with only the
+    revision cached the load was refused (a review, 2026-12-07). A fake Hub cache with `main` and `v1`."""
+    import copy
+    import os
+    import subprocess
+    import sys
+
+    tokenizer = copy.deepcopy(char_tokenizer)  # the fixture is shared
+    repo = tmp_path / "hf" / "hub" / "models--fake--tiny"
+    for ref, commit, length in (("main", "a" * 40, 512), ("v1", "b" * 40, 77)):
+        snapshot = repo / "snapshots" / commit
+        tiny_model.save_pretrained(snapshot)
+        tokenizer.model_max_length = length
+        tokenizer.save_pretrained(snapshot)
+        (repo / "refs").mkdir(parents=True, exist_ok=True)
+        (repo / "refs" / ref).write_text(commit)
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "PSGRPO_DEBUG": "1"}
+    done = subprocess.run([sys.executable, "-c", _REVISION_SCRIPT], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "77"  # v1's tokenizer, not main's 512
+    (repo / "refs" / "main").unlink()  # only v1 cached: still loads offline
+    done = subprocess.run([sys.executable, "-c", _REVISION_SCRIPT], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.split()[-1] == "77", done.stderr[-2000:]

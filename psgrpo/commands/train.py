@@ -52,7 +52,9 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     parser.defer_notes = True
     task, args, model_args = parser.parse_args_and_config(with_default_recipe(argv))
     check_output_dir(args.output_dir)
-    checkpoint_path(model_args.model_name_or_path)  # a missing local checkpoint: before anything loads
+    checkpoint_path(
+        model_args.model_name_or_path, revision=model_args.model_revision
+    )  # before anything loads
     check_run_options(task, args, model_args, parser.file_sources())
     check_push_to_hub(args.push_to_hub, args.hub_token)
     args.resume_from_checkpoint = check_resume_target(

@@ -30,14 +30,29 @@ BACKENDS = ("hf", "vllm")
 """Generation backends: ``hf`` (``model.generate``, default) and ``vllm`` (optional extra)."""
 
 
-def prompt_ids(tokenizer: PreTrainedTokenizerBase, prompt: str | list[dict[str, Any]]) -> list[int]:
+def prompt_ids(
+    tokenizer: PreTrainedTokenizerBase,
+    prompt: str | list[dict[str, Any]],
+    chat_template_kwargs: dict[str, Any] | None = None,
+) -> list[int]:
     """Token ids of one prompt, as TRL's training tokenizes it: a plain prompt with the tokenizer's special
-    tokens (a BOS, for tokenizers that add one: Llama, Gemma), a conversation through the chat template."""
+    tokens (a BOS, for tokenizers that add one: Llama, Gemma), a conversation through the chat template with the
+    run's ``chat_template_kwargs`` (e.g. ``{"enable_thinking": False}``)."""
     if isinstance(prompt, str):
         return tokenizer(prompt)["input_ids"]
-    return tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=True)[
-        "input_ids"
-    ]
+    return tokenizer.apply_chat_template(
+        prompt, add_generation_prompt=True, tokenize=True, return_dict=True, **(chat_template_kwargs or {})
+    )["input_ids"]
+
+
+def stop_token_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> list[int]:
+    """The ids that end a completion, as TRL's training stops: the tokenizer's EOS and every id the model's
+    generation config declares (Qwen2.5-Instruct: ``<|im_end|>`` and ``<|endoftext|>``)."""
+    declared = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids = [] if declared is None else [declared] if isinstance(declared, int) else list(declared)
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids = [tokenizer.eos_token_id, *ids]
+    return ids
 
 
 @torch.no_grad()
@@ -53,6 +68,7 @@ def generate_completions(
     top_p: float | None = None,
     show_progress: bool = True,
     num_samples: int = 1,
+    chat_template_kwargs: dict[str, Any] | None = None,
 ) -> tuple[list[str], list[int]]:
     """Generate ``num_samples`` completions per prompt in left-padded batches.
 
@@ -69,6 +85,7 @@ def generate_completions(
     model.eval()
     device = next(model.parameters()).device
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    stops = stop_token_ids(model, tokenizer)
     texts: list[str] = []
     lengths: list[int] = []
     sampling: dict[str, Any] = {"do_sample": do_sample, "num_return_sequences": num_samples}
@@ -78,7 +95,9 @@ def generate_completions(
     for start in tqdm(
         range(0, len(prompts), prompts_per_batch), desc="generate", disable=not show_progress, leave=False
     ):
-        batch = [prompt_ids(tokenizer, p) for p in prompts[start : start + prompts_per_batch]]
+        batch = [
+            prompt_ids(tokenizer, p, chat_template_kwargs) for p in prompts[start : start + prompts_per_batch]
+        ]
         width = max(len(ids) for ids in batch)
         input_ids = torch.tensor([[pad_id] * (width - len(ids)) + ids for ids in batch], device=device)
         attention_mask = torch.tensor(
@@ -89,11 +108,11 @@ def generate_completions(
             attention_mask=attention_mask,
             max_new_tokens=max_new_tokens,
             pad_token_id=pad_id,
-            eos_token_id=tokenizer.eos_token_id,
+            eos_token_id=stops,
             **sampling,
         )
         for row in out[:, width:].tolist():
-            n = row.index(tokenizer.eos_token_id) + 1 if tokenizer.eos_token_id in row else len(row)
+            n = next((i + 1 for i, token in enumerate(row) if token in stops), len(row))
             lengths.append(n)
             texts.append(tokenizer.decode(row[:n], skip_special_tokens=True))
     model.train(was_training)
@@ -218,6 +237,7 @@ def evaluate_samples(
     seed: int | None = None,
     vllm_kwargs: dict[str, Any] | None = None,
     do_sample: bool = False,
+    chat_template_kwargs: dict[str, Any] | None = None,
     **generation_kwargs: Any,
 ) -> EvalResult:
     """Generate ``num_samples`` completions for every row of ``dataset`` (columns ``prompt``, ``answer``) and score them.
@@ -234,6 +254,7 @@ def evaluate_samples(
             ``vllm``); ``None`` leaves the random state alone.
         vllm_kwargs: extra ``vllm.LLM`` arguments.
         do_sample, generation_kwargs: decoding, ``temperature``, ``top_k``, ``top_p``.
+        chat_template_kwargs: what training passes to the chat template for conversational prompts.
 
     Raises:
         ValueError: bad ``num_samples`` / ``pass_k`` / ``backend`` (before any generation).
@@ -258,7 +279,7 @@ def evaluate_samples(
             )
         texts, lengths = generate_with_vllm(
             model,
-            [prompt_ids(tokenizer, p) for p in prompts],
+            [prompt_ids(tokenizer, p, chat_template_kwargs) for p in prompts],
             num_samples=num_samples,
             max_new_tokens=max_new_tokens,
             do_sample=do_sample,
@@ -279,6 +300,7 @@ def evaluate_samples(
             do_sample=do_sample,
             show_progress=show_progress,
             num_samples=num_samples,
+            chat_template_kwargs=chat_template_kwargs,
             **generation_kwargs,
         )
     return score_samples(texts, lengths, list(dataset["answer"]), num_samples, pass_k, prompts, segmenter)

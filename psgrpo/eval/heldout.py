@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from accelerate.utils import broadcast_object_list
 from datasets import Dataset
@@ -38,7 +39,7 @@ from transformers import Trainer, TrainerCallback
 from trl.models.utils import unwrap_model_for_generation
 
 from psgrpo.eval import heldout_cache
-from psgrpo.eval.generation import evaluate_model
+from psgrpo.eval.generation import evaluate_model, stop_token_ids
 
 logger = logging.getLogger(__name__)
 
@@ -147,6 +148,7 @@ class HeldOutEvalCallback(TrainerCallback):
                         max_new_tokens=self.max_new_tokens,
                         batch_size=self.batch_size,
                         show_progress=False,
+                        chat_template_kwargs=chat_template_kwargs(args),
                     )
                     if key:
                         try:
@@ -168,5 +170,13 @@ class HeldOutEvalCallback(TrainerCallback):
             "bf16": bool(args.bf16),
             "fp16": bool(args.fp16),
             "device": self.trainer.accelerator.device.type,
+            "stop_ids": stop_token_ids(model, self.trainer.processing_class),  # where a completion ends
+            "chat_template_kwargs": chat_template_kwargs(args),  # a conversation's prompt, as trained on
         }
         return heldout_cache.evaluation_key(model, self.trainer.processing_class, self.eval_dataset, settings)
+
+
+def chat_template_kwargs(args: Any) -> dict[str, Any]:
+    """The run's ``chat_template_kwargs`` as TRL applies them to its training prompts (``{}`` when unset)."""
+    value = getattr(args, "chat_template_kwargs", None)
+    return dict(value) if isinstance(value, dict) else {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 import sys
 import types
@@ -297,3 +298,40 @@ def test_a_plain_prompt_is_tokenized_as_trl_trains_on_it():
     trl_training = tokenizer(text=["What is 2 + 3?"])["input_ids"][0]  # trl GRPOTrainer._generate_single_turn
     assert trl_training[0] == tokenizer.convert_tokens_to_ids(bos)
     assert prompt_ids(tokenizer, "What is 2 + 3?") == trl_training
+
+
+def test_evaluation_stops_at_every_eos_id_the_model_declares(tiny_model, char_tokenizer):
+    """TRL's training ends a completion at each id of generation_config.eos_token_id (Qwen2.5-Instruct declares
+    <|im_end|> and <|endoftext|>); evaluation stopped at the tokenizer's EOS only and graded text past the end."""
+    from psgrpo.eval.generation import stop_token_ids
+
+    (newline,) = char_tokenizer("\n", add_special_tokens=False)["input_ids"]
+    saved = tiny_model.generation_config.eos_token_id
+    tiny_model.generation_config.eos_token_id = [char_tokenizer.eos_token_id, newline]
+    try:
+        assert stop_token_ids(tiny_model, char_tokenizer) == [char_tokenizer.eos_token_id, newline]
+        texts, lengths = generate_completions(tiny_model, char_tokenizer, ["Q: 2 + 3?"], max_new_tokens=40)
+    finally:
+        tiny_model.generation_config.eos_token_id = saved
+    assert "\n" not in texts[0][:-1] and lengths[0] <= 40  # nothing after the first stop id
+
+
+def test_a_conversation_is_tokenized_with_the_runs_chat_template_kwargs(char_tokenizer):
+    """TRL applies --chat_template_kwargs to training prompts; evaluation (held-out curves included) left them
+    out, and scored a different prompt than the one trained on (a review, 2026-12-07)."""
+    tokenizer = copy.deepcopy(char_tokenizer)
+    tokenizer.chat_template = (
+        "{% for m in messages %}{{ m['content'] }}{% endfor %}{% if not enable_thinking %}NT{% endif %}"
+    )
+    conversation = [{"role": "user", "content": "2+2"}]
+    plain = tokenizer.decode(prompt_ids(tokenizer, conversation, {"enable_thinking": True}))
+    assert (
+        plain == "2+2"
+        and tokenizer.decode(prompt_ids(tokenizer, conversation, {"enable_thinking": False})) == "2+2NT"
+    )
+    from psgrpo.eval.heldout import chat_template_kwargs
+
+    assert chat_template_kwargs(types.SimpleNamespace(chat_template_kwargs=None)) == {}
+    assert chat_template_kwargs(types.SimpleNamespace(chat_template_kwargs={"enable_thinking": False})) == {
+        "enable_thinking": False
+    }
