@@ -56,7 +56,9 @@ def check_ps_options(config: Any) -> None:
     check_number("ps_lambda", config.ps_lambda, low=0.0)
     check_number("ps_outcome_weight", config.ps_outcome_weight, low=0.0)
     check_number("ps_min_temperature", config.ps_min_temperature, low=0.0, low_open=True)
-    own_estimator = config.method == "ps" and config.advantage_estimator in (None, "ps")
+    own_estimator = getattr(config, "method", None) == "ps" and getattr(
+        config, "advantage_estimator", None
+    ) in (None, "ps")
     if own_estimator and config.ps_lambda == 0 and config.ps_outcome_weight == 0:
         raise ValueError(
             "--ps_lambda 0 with --ps_outcome_weight 0 gives every token an advantage of 0 (only a KL term would "

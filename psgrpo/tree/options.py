@@ -113,7 +113,7 @@ def check_tree_options(config: Any) -> None:
 
 def check_tree_method(config: Any) -> None:
     """With ``method='tree'`` (its spec calls this): the combinations tree sampling cannot serve."""
-    own_estimator = config.advantage_estimator in (None, "tree")
+    own_estimator = getattr(config, "advantage_estimator", None) in (None, "tree")
     if own_estimator and config.tree_lambda == 0 and config.tree_outcome_weight == 0:
         raise ValueError(
             "--tree_lambda 0 with --tree_outcome_weight 0 (its default) gives every token an advantage of 0 (only "
