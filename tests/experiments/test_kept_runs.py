@@ -247,6 +247,32 @@ def test_neutral_zero_at_240_redraws_and_its_preregistered_test_holds(
     assert row in printed and printed.endswith(verdict)
 
 
+def test_neutral_zero_against_half_redraws_and_its_preregistered_test_holds(
+    tmp_path, import_experiment, capsys
+):
+    """hard-240-n0-vs-n05: ps-ref-bin-n0 against ps-ref-bin (neutral 0.5), both fresh, seeds 62-73, at 240 steps:
+    not shown either way (the interval holds 0 and passes -2 points)."""
+    seed_args = [str(seed) for seed in range(62, 74)]
+    out = redraw(
+        "hard-240-n0-vs-n05",
+        tmp_path,
+        ["--config", "configs/arith_hard.yaml", "--bf16", "true", "--max_steps", "240", "--eval_every", "120",
+         "--max_eval_examples", "1000", "--eval_batch_size", "250", "--save_strategy", "no", "--report_to", "none",
+         "--diagnostics", "true", "--seeds", *seed_args, "--arms", N0, BIN],
+    )  # fmt: skip
+    assert accuracies(out / "curves.csv") == accuracies(RUNS / "hard-240-n0-vs-n05" / "curves.csv")
+    capsys.readouterr()
+    import_experiment("preregistered").main(
+        [str(out / "curves.csv"), "--treatment", "ps-ref-bin-n0", "--control", "ps-ref-bin", "--seeds", *seed_args,
+         "--final_step", "240", "--level", "0.95", "--equivalence_margin", "0.02"]
+    )  # fmt: skip
+    printed = capsys.readouterr().out.strip()
+    assert printed == (RUNS / "hard-240-n0-vs-n05" / "preregistered.md").read_text().strip()
+    assert "| final | 240 | 240 | 12 | -0.009 [-0.021, +0.004] |" in printed and printed.endswith(
+        "| no | no |"
+    )
+
+
 def test_tree_on_arith_hard_redraws_and_its_preregistered_test_holds(tmp_path):
     """experiments/runs/tree-hard: the primary report (grpo and tree only) and the report with ps-ref-bin."""
     flags = ["--config", "configs/arith_hard.yaml", "--max_steps", "60", "--eval_every", "30",
