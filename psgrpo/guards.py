@@ -45,12 +45,17 @@ def check_finite(
     """Raise :class:`NonFiniteError` when ``values`` (rows on dim 0) holds NaN or ±inf (see :func:`bad_rows`)."""
     rows = bad_rows(values.detach(), allow_nan=allow_nan, valid=valid)
     if rows:
-        shown = ", ".join(map(str, rows[:10])) + (" …" if len(rows) > 10 else "")
         kind = "an infinite" if allow_nan else "a NaN or infinite"
-        raise NonFiniteError(
-            f"step {step}: {name} holds {kind} value in rows {shown}; the step was stopped before the optimizer "
-            "moved, so the weights and the last checkpoint are unchanged"
-        )
+        raise stopped(step, f"{name} holds {kind} value", rows)
+
+
+def stopped(step: int, what: str, rows: Sequence[int], hint: str = "") -> NonFiniteError:
+    """The error of a stopped step: what was found, in which rows (the first ten), and that nothing moved."""
+    shown = ", ".join(map(str, rows[:10])) + (" …" if len(rows) > 10 else "")
+    return NonFiniteError(
+        f"step {step}: {what} in rows {shown}{hint}; the step was stopped before the optimizer moved, so the "
+        "weights and the last checkpoint are unchanged"
+    )
 
 
 def check_rewards(rewards_per_func: torch.Tensor, names: Sequence[str], step: int) -> None:
@@ -59,12 +64,8 @@ def check_rewards(rewards_per_func: torch.Tensor, names: Sequence[str], step: in
     for column, name in enumerate(names):
         rows = bad_rows(rewards_per_func[:, column].detach(), allow_nan=True)
         if rows:
-            shown = ", ".join(map(str, rows[:10])) + (" …" if len(rows) > 10 else "")
-            raise NonFiniteError(
-                f"step {step}: reward function {name!r} returned NaN or an infinite value for rows {shown} (return "
-                "None for a row it cannot score); the step was stopped before the optimizer moved, so the weights "
-                "and the last checkpoint are unchanged"
-            )
+            what = f"reward function {name!r} returned NaN or an infinite value"
+            raise stopped(step, what, rows, " (return None for a row it cannot score)")
 
 
 def nan_as_infinite(reward_func: Callable[..., Any]) -> Callable[..., Any]:

@@ -29,7 +29,7 @@ def test_messages_name_the_quantity_step_and_rows():
         check_finite("the loss", torch.tensor([0.0, math.nan]), step=7)
     rewards = torch.tensor([[1.0, math.nan], [math.inf, 0.0]])  # NaN: TRL's "unscorable", allowed
     with pytest.raises(
-        NonFiniteError, match=r"reward function 'correctness' returned NaN or an infinite value for rows 1"
+        NonFiniteError, match=r"reward function 'correctness' returned NaN or an infinite value in rows 1"
     ):
         check_rewards(rewards, ["correctness", "format"], step=3)
     check_rewards(torch.tensor([[1.0, math.nan]]), ["correctness", "format"], step=3)
@@ -124,7 +124,7 @@ def test_an_infinite_reward_stops_the_step_before_the_optimizer(tmp_path, char_t
     )
     with pytest.raises(
         NonFiniteError,
-        match=r"step 1: reward function 'explodes_at_step_two' returned NaN or an infinite value for rows 3",
+        match=r"step 1: reward function 'explodes_at_step_two' returned NaN or an infinite value in rows 3",
     ):
         trainer.train()
     assert trainer.state.global_step == 1
