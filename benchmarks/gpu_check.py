@@ -607,7 +607,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--cpu-smoke", dest="smoke", action="store_true", help="tiny shapes on CPU (about 2.5 min on 2 cores)")
+    parser.add_argument(
+        "--cpu-smoke", dest="smoke", action="store_true", help="tiny shapes on CPU (about 2.5 min on 2 cores)"
+    )
     parser.add_argument("--output_dir", default=str(REPO / "outputs" / "gpu_check"))
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=CHOICES)
     parser.add_argument(

@@ -168,7 +168,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(set(args.seeds)) != len(args.seeds):
         parser.error(f"--seeds names a seed twice: {args.seeds}")
     if not 0 < args.level < 1:  # else "incomplete" (exit 3) would hide a typo such as 97.5
-        parser.error(f"--level is a probability strictly between 0 and 1 (e.g. 0.95, 0.975), got {args.level}")
+        parser.error(
+            f"--level is a probability strictly between 0 and 1 (e.g. 0.95, 0.975), got {args.level}"
+        )
     if not args.curves.is_file():
         parser.error(f"{args.curves}: no such file (run psgrpo compare ... --report_only true first)")
     tests = [PairedTest("final", args.final_step, args.final_step)]

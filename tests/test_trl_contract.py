@@ -7,7 +7,10 @@ in the module named in the message.
 The lists are generated, so they cannot go stale: :data:`OVERRIDDEN` from the members psgrpo's trainer
 classes define again, :data:`CALLS`, :data:`READS` and :data:`WRITES` from psgrpo's source (its AST):
 ``self.x`` inside those classes and ``trainer.x`` anywhere in the package. A new override, call or
-attribute is checked the day it is written.
+attribute is checked the day it is written. Generation alone would let a member TRL drops fall out of its
+list (an override of a member TRL no longer has is no override), so the overrides and writes are also pinned
+(:data:`PINNED_OVERRIDES`, :data:`PINNED_WRITES`), and a private call psgrpo does not define itself is
+listed whether or not TRL still has it.
 """
 
 from __future__ import annotations
@@ -90,15 +93,19 @@ def private_uses() -> tuple[dict[str, dict[str, set[str]]], dict[str, set[str]],
     calls: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     reads: dict[str, set[str]] = defaultdict(set)
     assigned: dict[str, set[str]] = defaultdict(set)
+    defined = {n for c in _psgrpo_classes() for n in vars(c)}
     for where, code, receivers in _trainer_code():
         called = set()
         for node in ast.walk(code):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if _receiver(node.func.value) in receivers and hasattr(trl.GRPOTrainer, node.func.attr):
-                    name = node.func.attr
+                name = node.func.attr
+                inherited = hasattr(trl.GRPOTrainer, name)
+                if _receiver(node.func.value) in receivers and (inherited or name not in defined):
+                    # a private call psgrpo does not define is TRL's, present or not: its test says which is gone
                     if name.startswith("_") and not name.startswith("__"):
                         calls[name][where] |= {k.arg for k in node.keywords if k.arg is not None}
-                    called.add(id(node.func))
+                    if inherited:
+                        called.add(id(node.func))
             elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
@@ -112,7 +119,7 @@ def private_uses() -> tuple[dict[str, dict[str, set[str]]], dict[str, set[str]],
                 and _receiver(node.value) in receivers - {"super()"}
             ):
                 reads[node.attr].add(where)
-    own = {n for c in _psgrpo_classes() for n in vars(c)} | set(assigned)
+    own = defined | set(assigned)
     attributes = {n: files for n, files in reads.items() if n not in own and not n.startswith("__")}
     return {n: dict(v) for n, v in calls.items()}, attributes, assigned
 
@@ -123,6 +130,34 @@ TRL_SOURCE = "\n".join(inspect.getsource(c) for c in (trl.GRPOTrainer, transform
 WRITES = {n: files for n, files in ASSIGNED.items() if n.startswith("_") and f"self.{n}" in TRL_SOURCE}
 """Private trainer attributes psgrpo sets that TRL or transformers read too (e.g. ``_created_lr_scheduler``)."""
 
+
+PINNED_OVERRIDES = frozenset(
+    {
+        "_calculate_rewards",
+        "_compute_loss",
+        "_generate",
+        "_generate_and_score_completions",
+        "_generate_single_turn",
+        "_get_output_dir",
+        "_get_per_token_logps_and_entropies",
+        "_get_train_sampler",
+        "_load_optimizer_and_scheduler",
+        "_run_epoch",
+        "_save_checkpoint",
+        "compute_loss",
+        "create_model_card",
+        "create_scheduler",
+        "get_gamma_weights",
+        "get_off_policy_mask",
+        "train",
+        "training_step",
+    }
+)
+"""The TRL / transformers members psgrpo's trainer classes override with trl 1.16 (:data:`OVERRIDDEN` must equal
+it: one TRL drops leaves psgrpo's method uncalled, and a new override is added here on purpose)."""
+
+PINNED_WRITES = frozenset({"_buffered_inputs", "_created_lr_scheduler", "_generate_single_turn", "_step"})
+"""The private attributes psgrpo sets that TRL or transformers read (:data:`WRITES` must equal it)."""
 
 GENERATE_RETURNS = 8
 """``GRPOTrainer._generate`` returns (prompt_ids, completion_ids, tool_mask, completions, logprobs,
@@ -144,6 +179,25 @@ def test_the_contract_is_read_from_the_source():
     assert {"_get_per_token_logps_and_entropies", "_generate_and_score_completions"} <= set(CALLS)
     assert {"_metrics", "_tokenizer", "num_generations"} <= set(READS)
     assert "_created_lr_scheduler" in WRITES
+
+
+def test_every_pinned_override_is_still_an_override():
+    """A member TRL drops or renames falls out of the generated :data:`OVERRIDDEN`: compared with the pin, it
+    fails by name instead of leaving psgrpo's override silently uncalled."""
+    gone = sorted(PINNED_OVERRIDES - set(OVERRIDDEN))
+    assert not gone, (
+        f"trl.GRPOTrainer (or transformers.Trainer) no longer has {gone}: psgrpo's overrides of them are never "
+        "called; port them to what replaced them"
+    )
+    new = sorted(set(OVERRIDDEN) - PINNED_OVERRIDES)
+    assert not new, f"psgrpo now overrides {new}: add them to PINNED_OVERRIDES (their signatures are checked below)"
+
+
+def test_every_pinned_write_is_still_read_by_trl():
+    gone = sorted(PINNED_WRITES - set(WRITES))
+    assert not gone, f"nothing in TRL or transformers reads {gone} now; psgrpo sets them for TRL to read"
+    new = sorted(set(WRITES) - PINNED_WRITES)
+    assert not new, f"psgrpo now sets TRL's private {new}: add them to PINNED_WRITES"
 
 
 @pytest.mark.parametrize("name", sorted(WRITES))

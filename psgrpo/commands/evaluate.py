@@ -126,6 +126,14 @@ class EvalConfig:
             '\'{"gpu_memory_utilization": 0.5, "dtype": "bfloat16"}\' (default none).'
         },
     )
+    chat_template_kwargs: dict | str | None = field(
+        default=None,
+        metadata={
+            "help": "Arguments for the chat template of conversational prompts, a dict (YAML) or JSON string, e.g. "
+            "'{\"enable_thinking\": false}'. Default: what the checkpoint's training run set (its "
+            "psgrpo_task.json), else none. Give it to render prompts otherwise than training did."
+        },
+    )
     segmenter: str = field(
         default="markers",
         metadata={
@@ -154,8 +162,10 @@ class EvalConfig:
         from psgrpo.eval.generation import check_sampling
         from psgrpo.ps.segmentation import get_segmenter
 
-        for name in ("vllm_kwargs", "segmenter_kwargs"):
+        for name in ("vllm_kwargs", "segmenter_kwargs"):  # chat_template_kwargs: None means "as trained"
             setattr(self, name, json_object_option(name, getattr(self, name)))
+        if self.chat_template_kwargs is not None:
+            self.chat_template_kwargs = json_object_option("chat_template_kwargs", self.chat_template_kwargs)
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {list(BACKENDS)}, got {self.backend!r}")
         get_segmenter(self.segmenter, **self.segmenter_kwargs)  # a bad name or pattern fails before any work
@@ -228,8 +238,8 @@ def _decoding(cfg: EvalConfig) -> str:
 
 def training_options() -> set[str]:
     """The options of ``psgrpo train`` but the task and model options eval reads: a training recipe given
-    to ``psgrpo eval --config`` keeps those and drops the rest (output_dir, sampling and
-    :data:`TRAIN_ONLY_TASK_FIELDS` included)."""
+    to ``psgrpo eval --config`` keeps those (``chat_template_kwargs`` too: prompts render as trained) and drops
+    the rest (output_dir, sampling and :data:`TRAIN_ONLY_TASK_FIELDS` included)."""
     from dataclasses import fields
 
     from trl import ModelConfig
@@ -237,7 +247,10 @@ def training_options() -> set[str]:
     from psgrpo.config.process_grpo_config import ProcessGRPOConfig
     from psgrpo.data.tasks import TaskConfig
 
-    task = {f.name for f in fields(TaskConfig)} - TRAIN_ONLY_TASK_FIELDS | {"model_name_or_path"}
+    task = {f.name for f in fields(TaskConfig)} - TRAIN_ONLY_TASK_FIELDS | {
+        "model_name_or_path",
+        "chat_template_kwargs",
+    }
     trainer = {f.name for config in (ProcessGRPOConfig, ModelConfig) for f in fields(config)}
     return (trainer | TRAIN_ONLY_TASK_FIELDS) - task
 
@@ -247,7 +260,11 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
     from psgrpo.config.parsing import ConfigParser
     from psgrpo.data.tasks import TaskConfig, load_task_split
     from psgrpo.eval.generation import evaluate_samples
-    from psgrpo.eval.trained_on import apply_task_record, resolve_eval_checkpoint
+    from psgrpo.eval.trained_on import (
+        apply_task_record,
+        recorded_chat_template_kwargs,
+        resolve_eval_checkpoint,
+    )
     from psgrpo.loading import checkpoint_path, load_model_and_tokenizer, load_tokenizer, resolve_device
     from psgrpo.preflight import check_output_dir, check_output_file, prepare_dataset_source
 
@@ -271,6 +288,16 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
     trained_on = apply_task_record(eval_task, cfg.model_name_or_path, given, cfg.model_name_or_path or "")
     if trained_on:
         logger.info(trained_on)
+    recorded = recorded_chat_template_kwargs(cfg.model_name_or_path)
+    if cfg.chat_template_kwargs is None:
+        cfg.chat_template_kwargs = recorded[0] if recorded else {}
+        if recorded:
+            logger.info(
+                "psgrpo eval: conversational prompts rendered with chat_template_kwargs %s, as the checkpoint's "
+                "training run set them (%s); --chat_template_kwargs renders them otherwise",
+                json.dumps(recorded[0]),
+                recorded[1],
+            )
     task = TaskConfig(**asdict(eval_task))
     prepare_dataset_source(task.dataset)  # a Hub dataset with no Hub: the cache at once, not retries
     dataset = load_task_split(task, task.eval_split, limit=task.max_eval_examples)
@@ -302,6 +329,7 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
         temperature=cfg.temperature,
         top_k=cfg.top_k,
         top_p=cfg.top_p,
+        chat_template_kwargs=cfg.chat_template_kwargs,  # type: ignore[arg-type]
     )
     model_name = cfg.model_name_or_path or "embedded checkpoint"
     setup = (

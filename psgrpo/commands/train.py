@@ -90,7 +90,7 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
     from psgrpo.data.tasks import load_task_split
     from psgrpo.distributed import parameters_sharded
     from psgrpo.eval.generation import evaluate_model
-    from psgrpo.eval.heldout import HeldOutEvalCallback
+    from psgrpo.eval.heldout import HeldOutEvalCallback, chat_template_kwargs
     from psgrpo.eval.trained_on import run_record, write_task_record
     from psgrpo.loading import load_policy
     from psgrpo.trainer import ProcessGRPOTrainer
@@ -123,9 +123,13 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
         "resumed_from": resumed_from(args.resume_from_checkpoint),
         "environment": collect_environment(),  # the machine and versions this run had (`psgrpo env`)
     }
+    # a conversation's prompt as TRL renders it for training (the held-out callback reads the same)
+    template_kwargs = chat_template_kwargs(args)
     if task.eval_before_after:
         model.to(args.device)  # the training device (this process's GPU), not the CPU it was loaded on
-        report["before"] = evaluate_model(model, tokenizer, eval_dataset, **eval_kwargs)
+        report["before"] = evaluate_model(
+            model, tokenizer, eval_dataset, chat_template_kwargs=template_kwargs, **eval_kwargs
+        )
         logger.info("held-out before training: %s", report["before"])
     trainer = ProcessGRPOTrainer(
         model=model,
@@ -134,7 +138,8 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
     )
-    trainer.run_record = run_record(task, args.method)  # each checkpoint names its task, for eval and resume
+    # each checkpoint names its task, for eval and resume
+    trainer.run_record = run_record(task, args.method, template_kwargs)
     if task.heldout_eval_steps:
         trainer.add_callback(
             HeldOutEvalCallback(
@@ -152,9 +157,11 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
     trainer.save_model(args.output_dir)
     tokenizer.save_pretrained(args.output_dir)
     if trainer.is_world_process_zero():
-        write_task_record(args.output_dir, task, args.method)
+        write_task_record(args.output_dir, task, args.method, template_kwargs)
     if task.eval_before_after:
-        report["after"] = evaluate_model(trainer.model, tokenizer, eval_dataset, **eval_kwargs)
+        report["after"] = evaluate_model(
+            trainer.model, tokenizer, eval_dataset, chat_template_kwargs=template_kwargs, **eval_kwargs
+        )
     if task.eval_before_after and trainer.is_world_process_zero():
         print_table(
             f"held-out accuracy on {task.dataset}/{task.eval_split} (n={len(eval_dataset)}, greedy), "

@@ -48,12 +48,18 @@ def task_record(task: Any) -> dict[str, Any]:
     return {name: getattr(task, name) for name in RECORDED_FIELDS if hasattr(task, name)}
 
 
-def run_record(task: Any, method: str | None = None) -> dict[str, Any]:
-    """What :data:`TASK_RECORD` holds for a run: :func:`task_record` and ``method`` (the run's ``--method``).
+def run_record(
+    task: Any, method: str | None = None, chat_template_kwargs: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """What :data:`TASK_RECORD` holds for a run: :func:`task_record`, ``method`` (the run's ``--method``) and,
+    when set, the run's ``chat_template_kwargs``.
 
     ``psgrpo eval`` does not apply the method; ``psgrpo train --resume_from_checkpoint`` refuses to continue the
-    run with another one."""
-    return task_record(task) | ({"method": method} if method is not None else {})
+    run with another one. ``psgrpo eval`` applies ``chat_template_kwargs`` unless its own
+    ``--chat_template_kwargs`` is given (:func:`recorded_chat_template_kwargs`): a conversational prompt is then
+    rendered as training rendered it (``{"enable_thinking": false}`` and the like)."""
+    record = task_record(task) | ({"method": method} if method is not None else {})
+    return record | ({"chat_template_kwargs": dict(chat_template_kwargs)} if chat_template_kwargs else {})
 
 
 def write_record(directory: str | Path, record: Mapping[str, Any]) -> Path:
@@ -64,9 +70,15 @@ def write_record(directory: str | Path, record: Mapping[str, Any]) -> Path:
     return path
 
 
-def write_task_record(directory: str | Path, task: Any, method: str | None = None) -> Path:
-    """Write :data:`TASK_RECORD` for ``task`` (and ``method``, :func:`run_record`) into ``directory``."""
-    return write_record(directory, run_record(task, method))
+def write_task_record(
+    directory: str | Path,
+    task: Any,
+    method: str | None = None,
+    chat_template_kwargs: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write :data:`TASK_RECORD` for ``task`` (and ``method``, ``chat_template_kwargs``: :func:`run_record`) into
+    ``directory``."""
+    return write_record(directory, run_record(task, method, chat_template_kwargs))
 
 
 def read_run_record(directory: str | Path) -> dict[str, Any]:
@@ -101,6 +113,19 @@ def read_task_record(model_path: str | Path | None) -> tuple[dict[str, Any], Pat
                 return None
             if isinstance(record, dict) and isinstance(record.get("dataset"), str):
                 return {k: v for k, v in record.items() if k in RECORDED_FIELDS}, path
+    return None
+
+
+def recorded_chat_template_kwargs(model_path: str | Path | None) -> tuple[dict[str, Any], Path] | None:
+    """``(chat_template_kwargs, the file)`` the run of a local checkpoint trained with (its own
+    :data:`TASK_RECORD`, else its run directory's); ``None`` when it has no record or the run set none."""
+    if model_path is None or str(model_path).startswith("embedded:"):
+        return None
+    local = Path(model_path).expanduser()
+    for directory in (local, local.parent):
+        if (directory / TASK_RECORD).is_file():
+            value = read_run_record(directory).get("chat_template_kwargs")
+            return (dict(value), directory / TASK_RECORD) if isinstance(value, dict) and value else None
     return None
 
 

@@ -344,11 +344,13 @@ def format_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     return [format_score(completion_text(c)) for c in completions]
 
 
-_STRICT_RE = re.compile(r"^\s*<reasoning>\n?.+?\n?</reasoning>\s*<answer>\s*\S.*?\s*</answer>\s*$", re.DOTALL)
+# both blocks need a non-space character: "<reasoning>\n</reasoning>" is as empty as "<reasoning></reasoning>"
+_STRICT_RE = re.compile(r"^\s*<reasoning>\s*\S.*?</reasoning>\s*<answer>\s*\S.*?</answer>\s*$", re.DOTALL)
 
 
 def strict_format_score(text: str) -> float:
-    """0.8 if ``text`` is exactly one ``<reasoning>`` block then one non-empty ``<answer>`` block, else 0."""
+    """0.8 if ``text`` is exactly one non-empty ``<reasoning>`` block then one non-empty ``<answer>`` block (each
+    with a non-space character), else 0."""
     if any(text.count(tag) != 1 for tag in FORMAT_TAGS):
         return 0.0
     return STRICT_FORMAT_REWARD if _STRICT_RE.match(text) else 0.0

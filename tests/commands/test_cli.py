@@ -159,6 +159,8 @@ def test_default_train_runs_on_the_embedded_checkpoint(tmp_path, capsys):
             "none",
             "--save_steps",
             "1",
+            "--chat_template_kwargs",
+            '{"enable_thinking": false}',
         ]
     )
     report = json.loads((out / "report.json").read_text())
@@ -167,7 +169,8 @@ def test_default_train_runs_on_the_embedded_checkpoint(tmp_path, capsys):
     assert "held-out accuracy" in capsys.readouterr().out
     assert (out / "checkpoint-2" / "model.safetensors").exists()  # checkpoints are written
     for directory in (out, out / "checkpoint-2"):  # psgrpo eval reads what each was trained on
-        assert json.loads((directory / "psgrpo_task.json").read_text())["dataset"] == "arith"
+        record = json.loads((directory / "psgrpo_task.json").read_text())
+        assert record["dataset"] == "arith" and record["chat_template_kwargs"] == {"enable_thinking": False}
     # written before the commit: part of what makes the checkpoint complete
     assert (
         "psgrpo_task.json"

@@ -103,12 +103,14 @@ def test_eval_reads_a_training_recipe_task_and_model_and_ignores_the_rest(tmp_pa
     recipe.write_text(
         "method: ps\nlearning_rate: 3.0e-5\ndataset: arith-hard\nmodel_name_or_path: embedded:arith-hard\n"
         "output_dir: outputs/arith-hard\ntemperature: 1.0\nmax_eval_examples: 7\n"
+        "chat_template_kwargs: {enable_thinking: false}\n"
     )
     parser = ConfigParser(
         (TaskConfig, EvalConfig), prog="psgrpo eval", foreign_config_keys=training_options()
     )
     with caplog.at_level("INFO", logger="psgrpo"):
         task, cfg = parser.parse_args_and_config(["--config", str(recipe), "--temperature", "0.5"])
+    assert cfg.chat_template_kwargs == {"enable_thinking": False}  # prompts render as the recipe trained them
     assert (task.dataset, task.max_eval_examples, cfg.model_name_or_path) == (
         "arith-hard",
         7,

@@ -16,6 +16,7 @@ from psgrpo.eval.trained_on import (
     TASK_RECORD,
     apply_task_record,
     read_task_record,
+    recorded_chat_template_kwargs,
     resolve_eval_checkpoint,
     run_record,
     task_record,
@@ -152,3 +153,57 @@ def test_train_records_the_evaluation_it_ran(tmp_path):
            "--num_generations", "2", "--report_to", "none", "--save_strategy", "no"])  # fmt: skip
     record = json.loads((out / TASK_RECORD).read_text())
     assert (record["max_eval_examples"], record["eval_max_new_tokens"]) == (4, 24)
+
+
+def test_the_runs_chat_template_kwargs_are_recorded_and_read_back(tmp_path):
+    """A run trained with --chat_template_kwargs (Qwen3's {"enable_thinking": false}) rendered its prompts so;
+    psgrpo eval on its checkpoint rendered them without, and scored another prompt than the one trained on."""
+    kwargs = {"enable_thinking": False}
+    assert run_record(HARD, "ps", kwargs)["chat_template_kwargs"] == kwargs
+    assert "chat_template_kwargs" not in run_record(HARD, "ps", {})  # unset: no key, as before
+    write_task_record(tmp_path, HARD, "ps", kwargs)
+    (tmp_path / "checkpoint-3").mkdir()
+    for path in (tmp_path, tmp_path / "checkpoint-3"):  # the checkpoint's own record, else its run's
+        assert recorded_chat_template_kwargs(path) == (kwargs, tmp_path / TASK_RECORD)
+    assert read_task_record(tmp_path)[0] == task_record(HARD)  # not a task field: apply_task_record leaves it
+    write_task_record(tmp_path / "checkpoint-3", HARD, "ps")  # its own record, without: none
+    assert recorded_chat_template_kwargs(tmp_path / "checkpoint-3") is None
+    assert recorded_chat_template_kwargs(None) is None
+    assert recorded_chat_template_kwargs("embedded:arith-hard") is None
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [([], {"enable_thinking": False}), (["--chat_template_kwargs", "{}"], {})],
+    ids=["as-trained", "typed-overrides"],
+)
+def test_eval_renders_prompts_with_the_runs_chat_template_kwargs_unless_given(
+    tmp_path, caplog, monkeypatch, typed, expected
+):
+    import psgrpo.eval.generation as generation
+
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+    run = tmp_path / "run"
+    checkpoint = embedded_checkpoint(run, 2)
+    write_task_record(checkpoint, HARD, "ps", {"enable_thinking": False})
+    seen: list[dict] = []
+    real = generation.evaluate_samples
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["chat_template_kwargs"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(generation, "evaluate_samples", spy)
+    flags = ["--max_eval_examples", "2", "--eval_max_new_tokens", "4"]
+    with caplog.at_level(logging.INFO, logger="psgrpo"):
+        assert main(["eval", "--model_name_or_path", str(checkpoint), *flags, *typed]) == 0
+    assert seen == [expected]
+    told = [r.getMessage() for r in caplog.records if "chat_template_kwargs" in r.getMessage()]
+    assert bool(told) == (not typed) and all('{"enable_thinking": false}' in m for m in told)
+
+
+def test_eval_refuses_chat_template_kwargs_that_are_not_an_object(capsys, monkeypatch):
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+    assert main(["eval", "--chat_template_kwargs", "[1]"]) != 0
+    err = capsys.readouterr().err
+    assert "chat_template_kwargs must be a JSON object" in err and "Traceback" not in err

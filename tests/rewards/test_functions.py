@@ -298,6 +298,9 @@ def test_tag_spam_never_beats_clean():
         ("<reasoning>r</reasoning><answer>4</answer>", 0.8),
         ("  <reasoning>\nr\n</reasoning>\n\n<answer> 4 </answer>\n", 0.8),
         ("<reasoning></reasoning><answer>4</answer>", 0.0),  # empty reasoning
+        ("<reasoning>\n</reasoning><answer>4</answer>", 0.0),  # only a newline: as empty
+        ("<reasoning> \n\t </reasoning>\n<answer>4</answer>", 0.0),
+        ("<reasoning>r</reasoning><answer>\n</answer>", 0.0),
         ("<reasoning>r</reasoning><answer> </answer>", 0.0),  # empty answer
         ("preamble <reasoning>r</reasoning><answer>4</answer>", 0.0),
         ("<reasoning>r</reasoning><answer>4</answer> x", 0.0),
