@@ -27,6 +27,7 @@ from psgrpo.compare.report import (
     mean_interval,
     paired_differences,
     read_curves_csv,
+    uneven_final_steps,
 )
 from psgrpo.compare.settings import RESULT_NEUTRAL, RUN_SPEC
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
@@ -138,6 +139,9 @@ def write_report(
 ) -> str:
     """Write ``<name>.md`` (``title`` and the table) and ``<name>.png`` in ``output_dir``; return the table.
 
+    Below the table, as in compare.md, a **Warning.** line for each arm whose runs end at different steps
+    (:func:`~psgrpo.compare.report.uneven_final_steps`).
+
     ``place(rows, output_dir)`` gives the sweep's results from compare's curve rows; ``table`` and
     ``draw`` render them beside grpo's final accuracy.
 
@@ -149,6 +153,8 @@ def write_report(
     if not results:
         raise ValueError(f"{output_dir / 'curves.csv'} has no {method} arm: is this a {name} output?")
     text = table(results, grpo)
+    if warnings := uneven_final_steps(rows):  # as compare.md says: "final" and the paired Δ mix steps
+        text = text.rstrip("\n") + "".join(f"\n\n**Warning.** {line}." for line in warnings) + "\n"
     (output_dir / f"{name}.md").write_text(f"# {title}\n\n{text}")
     draw(results, grpo, output_dir / f"{name}.png")
     return text

@@ -145,6 +145,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
     pairs = [item.split("=", 1) for item in args.samples]
     if any(len(pair) != 2 or not pair[0] for pair in pairs):
         parser.error("each samples argument is LABEL=PATH, e.g. grpo-seed0=outputs/eval-grpo/samples.jsonl")
+    labels = [label for label, _ in pairs]
+    if twice := next((label for label in labels if labels.count(label) > 1), None):  # else one overwrites
+        parser.error(f"label {twice!r} given twice: pool its files under one label, {twice}=PATH,PATH")
     paths = [Path(path) for _, joined in pairs for path in joined.split(",")]
     for path in paths:
         if not path.is_file():

@@ -13,6 +13,15 @@ A test is confirmed when its interval lies entirely above 0. With ``--equivalenc
 also says whether the arms end **level**: its interval lies entirely within [−M, +M] (an equivalence
 test, fixed in advance like the rest; M in the column's units, e.g. 0.02 for 2 accuracy points). It reads
 the same ``--level`` interval, which is stricter than the two one-sided tests' usual 1 − 2α interval.
+An interval at the margin to within 1e-9 counts as inside it (0.352 − 0.332 is not quite 0.02 in floats).
+
+With ``--verdict`` a last column gives the four verdicts every PREREGISTRATION.md fixes: **better** (the
+interval lies above 0), **level** (within ±M; only with ``--equivalence_margin``), **worse** (below 0),
+otherwise **not shown either way**; level can come with better or worse (``better, level``). It is a flag
+so that the tables kept in experiments/runs/*/preregistered.md, printed without it, still reproduce.
+
+``curves.csv`` must hold one row per (arm, seed, step), and ``--seeds`` at least two seeds (a t interval
+needs two); otherwise the script stops with a usage error (exit status 2).
 
 Usage (the second confirmation of docs/learning.md; curves.csv from ``psgrpo compare ... --report_only
 true`` over both arms and all ten seeds)::
@@ -35,6 +44,8 @@ from psgrpo.compare.intervals import Interval, mean_interval
 from psgrpo.compare.report import read_curves_csv
 
 EXIT_INCOMPLETE = 3
+MARGIN_SLACK = 1e-9
+"""An interval end this close to ±margin counts as within it (as ``steps_to_reach`` allows for float noise)."""
 
 
 @dataclass(frozen=True)
@@ -56,9 +67,26 @@ class TestResult:
     def confirmed(self) -> bool:
         return self.interval.n >= 2 and self.interval.low > 0
 
+    @property
+    def worse(self) -> bool:
+        return self.interval.n >= 2 and self.interval.high < 0
+
     def level_within(self, margin: float) -> bool:
-        """The interval lies inside [−margin, +margin]: the arms are equivalent up to ``margin``."""
-        return self.interval.n >= 2 and -margin <= self.interval.low and self.interval.high <= margin
+        """The interval lies inside [−margin, +margin] (to within :data:`MARGIN_SLACK`, for float noise):
+        the arms are equivalent up to ``margin``."""
+        return (
+            self.interval.n >= 2
+            and -margin - MARGIN_SLACK <= self.interval.low
+            and self.interval.high <= margin + MARGIN_SLACK
+        )
+
+    def verdict(self, margin: float | None = None) -> str:
+        """``better`` (interval above 0), ``worse`` (below 0), ``level`` (within ±``margin``, given one), the
+        level verdict joined to the other (``better, level``), else ``not shown either way``."""
+        verdicts = ["better"] if self.confirmed else ["worse"] if self.worse else []
+        if margin is not None and self.level_within(margin):
+            verdicts.append("level")
+        return ", ".join(verdicts) or "not shown either way"
 
 
 def values_at(rows: Sequence[dict[str, Any]], method: str, step: int, column: str) -> dict[int, float]:
@@ -115,13 +143,18 @@ def report(
     control: str,
     level: float,
     equivalence_margin: float | None = None,
+    verdict: bool = False,
 ) -> str:
     """A markdown table: per test, the mean difference, its interval, each seed's difference and the verdict
-    (and, given ``equivalence_margin``, whether the interval lies within ±margin)."""
+    (and, given ``equivalence_margin``, whether the interval lies within ±margin; with ``verdict``, a last
+    column with :meth:`TestResult.verdict`)."""
     header = f"| test | {treatment} step | {control} step | seeds | paired Δ [{level:.1%} t interval] | per seed | confirmed |"
     rule = "|---|---|---|---|---|---|---|"
     if equivalence_margin is not None:
         header += f" level (within ±{equivalence_margin:.3f}) |"
+        rule += "---|"
+    if verdict:
+        header += " verdict |"
         rule += "---|"
     lines = [header, rule]
     for r in results:
@@ -133,6 +166,8 @@ def report(
         )
         if equivalence_margin is not None:
             line += f" {'**yes**' if r.level_within(equivalence_margin) else 'no'} |"
+        if verdict:
+            line += f" {r.verdict(equivalence_margin)} |"
         lines.append(line)
     return "\n".join(lines)
 
@@ -159,6 +194,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="also say whether each interval lies within ±this (column units, e.g. 0.02): the arms end level",
     )
+    parser.add_argument(
+        "--verdict",
+        action="store_true",
+        help="add a verdict column: better, worse, level (with --equivalence_margin) or not shown either way",
+    )
     args = parser.parse_args(argv)
     if args.equivalence_margin is not None and not 0 < args.equivalence_margin < math.inf:
         parser.error(
@@ -177,15 +217,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.early_step is not None:
         tests.append(PairedTest("early", args.early_step, args.final_step))
     try:
-        rows = read_curves_csv(args.curves)
+        rows = read_curves_csv(args.curves)  # also refuses an (arm, seed, step) given twice
     except ValueError as err:
         parser.error(str(err))
+    if (
+        len(args.seeds) < 2
+    ):  # after the file is read, so a malformed file is named first (a t interval needs 2)
+        parser.error(f"--seeds names {len(args.seeds)} seed: a paired t interval needs at least 2")
     try:
         results = run_tests(rows, args.treatment, args.control, args.seeds, tests, args.level, args.column)
     except ValueError as err:
         print(f"preregistered: {err}", file=sys.stderr)
         return EXIT_INCOMPLETE
-    print(report(results, args.treatment, args.control, args.level, args.equivalence_margin))
+    print(report(results, args.treatment, args.control, args.level, args.equivalence_margin, args.verdict))
     return 0
 
 

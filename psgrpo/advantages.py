@@ -402,7 +402,8 @@ def vps_token_advantages(
         confidence: (B, K+1) probe probabilities C_0..C_K, NaN beyond each row's K_i.
         segment_index: (B, T) long, from ``psgrpo.vps.boundaries.segment_index_from_boundaries``
             (0..K_i on tokens, −1 on padding). K_i is read from it (the row's maximum).
-        alpha: α, weight of the progress (1.2 is the paper's best on MATH; 0 = outcome GRPO).
+        alpha: α, weight of the progress (1.2 is the paper's best on MATH; 0 = outcome GRPO, but for the rows
+            ``truncated="zero"`` and ``zero_variance="drop"`` zero, which they zero at any α).
         log_form: use log-probability progress (see :func:`confidence_progress`).
         zero_variance: for rows where ``group_has_variance`` is False (every completion of the
             group got the same reward, so A_i = 0): ``"keep"`` uses α·ΔC alone (the same

@@ -11,9 +11,10 @@ first failure raises :class:`NonFiniteError` naming the quantity, the step and t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -130,3 +131,26 @@ def check_loss_and_gradients(loss: torch.Tensor, model: torch.nn.Module, acceler
             "so the weights and the last checkpoint are unchanged. Lower the learning rate, set max_grad_norm, "
             "or check the rewards"
         )
+
+
+SAMPLING_REFUSED = "probability tensor contains either"
+"""The start of torch's error when ``multinomial`` gets NaN, ±inf or negative probabilities (what a diverged
+model's logits give ``generate``)."""
+
+
+@contextlib.contextmanager
+def diverged_sampling(step: int) -> Iterator[None]:
+    """Turn torch's sampling error on NaN or infinite probabilities into :class:`NonFiniteError` for ``step``.
+
+    Generation comes first in a step, so a model whose weights an update blew up (finite gradients, too large
+    a step) failed there with ninety lines of ``torch.multinomial`` traceback before any check ran."""
+    try:
+        yield
+    except RuntimeError as err:
+        if SAMPLING_REFUSED not in str(err):
+            raise
+        raise NonFiniteError(
+            f"step {step}: the policy's sampling probabilities hold NaN or infinite values (torch refused to sample "
+            "from them): the weights diverged at an earlier update. Lower the learning rate or set max_grad_norm; "
+            "a checkpoint saved after that update holds the diverged weights, so resume from one before it"
+        ) from err

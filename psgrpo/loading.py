@@ -193,11 +193,14 @@ def load_recipe(name: str = "demo", **overrides: Any) -> tuple[Any, Any, Any]:
         model with them, e.g. :func:`load_policy`).
 
     Raises:
-        ValueError: an unknown recipe, a key no config has, or a bad value (the message names it).
+        ValueError: an unknown recipe, a key no config has, a value that is no YAML value, or a bad value
+            (the message names it), including the values ``psgrpo train`` refuses before anything loads
+            (``temperature=0``, ``max_completion_length=0``, an unknown or uninstalled ``report_to``,
+            ``use_vllm`` without vLLM, ``chat`` with a local tokenizer that has no chat template), in train's
+            words. A missing package is a :class:`MissingSupportError`, an ``ImportError`` too, as in train.
     """
     import tempfile
 
-    import yaml
     from trl import ModelConfig
 
     from psgrpo.config.parsing import ConfigParser, resolve_config
@@ -207,9 +210,9 @@ def load_recipe(name: str = "demo", **overrides: Any) -> tuple[Any, Any, Any]:
     parser = ConfigParser((TaskConfig, config_class(), ModelConfig), prog="psgrpo.load_recipe")
     with tempfile.TemporaryDirectory() as folder:
         layers = ["--config", str(resolve_config(name))]
+        extra = Path(folder) / "overrides.yaml"
         if overrides:
-            extra = Path(folder) / "overrides.yaml"
-            extra.write_text(yaml.safe_dump(overrides))
+            extra.write_text(_overrides_yaml(overrides))
             layers += ["--config", str(extra)]
         try:
             task, config, model_config = parser.parse_args_and_config(with_default_recipe(layers))
@@ -219,16 +222,94 @@ def load_recipe(name: str = "demo", **overrides: Any) -> tuple[Any, Any, Any]:
             ) from None
         except SystemExit as stop:  # argparse's own refusal (printed above): a ValueError for Python callers
             raise ValueError(f"recipe {name!r} with {overrides}: refused (see the message above)") from stop
+        sources = {
+            option: "load_recipe's keywords" if source == str(extra) else source
+            for option, source in parser.file_sources().items()
+        }
+    _check_recipe_options(task, config, model_config, sources)
     parser.log_pending_notes()
     return task, config, model_config
 
 
-def weights_dtype(model_name_or_path: str | None, dtype: str | None) -> Any:
+class MissingSupportError(ValueError, ImportError):
+    """:func:`load_recipe`'s refusal of an option whose package is not installed (``report_to="wandb"``,
+    ``use_vllm=True``): a ``ValueError`` as its docstring promises, and the ``ImportError`` ``psgrpo train`` raises."""
+
+
+def _plain_value(value: Any) -> Any:
+    """``value`` with what YAML's safe dumper cannot write made plain, in lists, tuples and dicts too:
+    a path (``os.PathLike``) as its string, a numpy scalar or array as Python's (``np.float64(1e-5)`` → ``1e-05``)."""
+    import os
+
+    if isinstance(value, os.PathLike):
+        return os.fsdecode(value)
+    if type(value).__module__.partition(".")[0] == "numpy" and hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {_plain_value(key): _plain_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_value(item) for item in value]
+    return value
+
+
+def _overrides_yaml(overrides: dict[str, Any]) -> str:
+    """:func:`load_recipe`'s keywords as one YAML layer (:func:`_plain_value` each).
+
+    Raises:
+        ValueError: naming the keyword whose value YAML cannot write (an object, a set …).
+    """
+    import yaml
+
+    plain = {key: _plain_value(value) for key, value in overrides.items()}
+    for key, value in plain.items():
+        try:
+            yaml.safe_dump({key: value})
+        except yaml.YAMLError:
+            raise ValueError(
+                f"load_recipe's keywords: {key}={overrides[key]!r}: a {type(overrides[key]).__name__} is no "
+                "recipe value; give a str, number, bool, None, or a list or dict of them"
+            ) from None
+    return yaml.safe_dump(plain)
+
+
+def _check_recipe_options(task: Any, config: Any, model_config: Any, sources: dict[str, str]) -> None:
+    """``psgrpo train``'s checks of its options that load nothing (:func:`psgrpo.preflight.check_run_options`),
+    reading the checkpoint's tokenizer and config only where it is on disk and the dataset is not a Hub one (no
+    network); an error about an option a recipe file or a keyword set names it (``load_recipe's keywords:
+    temperature 0: …``).
+
+    Raises:
+        ValueError (:class:`MissingSupportError` for a package that is not installed).
+    """
+    from psgrpo.preflight import check_run_options
+    from psgrpo.tiny import EMBEDDED_PREFIX
+
+    model = model_config.model_name_or_path
+    on_disk = (
+        model is None
+        or model.startswith(EMBEDDED_PREFIX)
+        or (
+            looks_like_local_path(model)
+            and Path(model).expanduser().is_dir()
+            and any((Path(model).expanduser() / name).exists() for name in TOKENIZER_FILES)
+        )
+    )
+    from psgrpo.data.arith import ARITH_VARIANTS
+
+    local_data = task.dataset in ARITH_VARIANTS or Path(task.dataset).expanduser().exists()
+    try:
+        check_run_options(task, config, model_config, sources, read_checkpoint=on_disk and local_data)
+    except ImportError as err:
+        raise MissingSupportError(str(err)) from None
+
+
+def weights_dtype(model_name_or_path: str | None, dtype: str | None, revision: str | None = None) -> Any:
     """The ``torch.dtype`` the weights will load in, found without loading them; ``None`` if unknown.
 
     ``dtype`` itself when it names one; for ``None`` or ``'auto'`` (transformers then takes the
     checkpoint's own) the ``dtype`` / ``torch_dtype`` of its ``config.json`` when that file is on disk:
-    a local or embedded checkpoint, or a Hub one already in the cache (nothing is downloaded).
+    a local or embedded checkpoint, or a Hub one already in the cache at ``revision`` (``--model_revision``;
+    nothing is downloaded).
     """
     import json
 
@@ -236,12 +317,12 @@ def weights_dtype(model_name_or_path: str | None, dtype: str | None) -> Any:
 
     if dtype not in (None, "auto"):
         return getattr(torch, dtype, None)
-    path = checkpoint_path(model_name_or_path)
+    path = checkpoint_path(model_name_or_path, revision=revision)
     config = Path(path) / "config.json"
     if not config.is_file():
         from huggingface_hub import try_to_load_from_cache
 
-        cached = try_to_load_from_cache(path, "config.json")
+        cached = try_to_load_from_cache(path, "config.json", revision=revision)
         if not isinstance(cached, str):
             return None
         config = Path(cached)

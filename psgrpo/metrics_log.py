@@ -7,20 +7,41 @@ TensorBoard event files it survives a crash line by line and needs no extra pack
 from __future__ import annotations
 
 import json
+import logging
+import os
 from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import TrainerCallback
 
+logger = logging.getLogger("psgrpo")
+
 METRICS_FILE = "metrics.jsonl"
 
 
 class JsonlMetricsCallback(TrainerCallback):
-    """Append every log record (loss, rewards, KL, eval metrics …) to ``path``; main process only."""
+    """Append every log record (loss, rewards, KL, eval metrics …) to ``path``; main process only.
+
+    A run resumed from a checkpoint replays the steps after it, so the records logged after that step (by the
+    run that stopped) are dropped first (:func:`keep_records_through`): each step has one record, as in
+    TensorBoard after a resume.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
+
+    def on_train_begin(self, args, state, control, **kwargs) -> None:
+        if state.is_world_process_zero and state.global_step > 0 and self.path.exists():
+            dropped = keep_records_through(self.path, state.global_step)
+            if dropped:
+                logger.info(
+                    "%s: dropped %d record(s) logged after step %d, the step this run resumes from (they are "
+                    "logged again as the steps replay)",
+                    self.path,
+                    dropped,
+                    state.global_step,
+                )
 
     def on_log(self, args, state, control, logs=None, **kwargs) -> None:  # noqa: D401 - HF callback signature
         if not state.is_world_process_zero or not logs:
@@ -53,6 +74,36 @@ def read_metrics(output_dir: str | Path) -> list[dict[str, Any]]:
                 "line cut: delete that line, or the run's folder to train it again"
             ) from None
     return records
+
+
+def keep_records_through(path: Path, step: int) -> int:
+    """Rewrite ``path`` (a ``metrics.jsonl``) keeping the records of steps ``<= step``; return how many went.
+
+    A line that is not a JSON record (the last one, cut by a killed run) goes too. The file is replaced in one
+    rename, so a crash here leaves the old file whole.
+    """
+    kept, dropped = [], 0
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            dropped += 1
+            continue
+        if (
+            isinstance(record, dict)
+            and isinstance(record.get("step"), (int, float))
+            and record["step"] > step
+        ):
+            dropped += 1
+        else:
+            kept.append(line)
+    if dropped:
+        staged = path.with_name(f".{path.name}.resume")
+        staged.write_text("".join(line + "\n" for line in kept))
+        os.replace(staged, path)
+    return dropped
 
 
 def _to_json(value: Any) -> Any:

@@ -346,13 +346,14 @@ def check_vllm(use_vllm: bool) -> None:
         )
 
 
-def check_chat_template(chat: bool, model_name_or_path: str | None) -> None:
-    """With ``--chat true``, the model's tokenizer (read without the weights) must have a chat template."""
+def check_chat_template(chat: bool, model_name_or_path: str | None, revision: str | None = None) -> None:
+    """With ``--chat true``, the model's tokenizer (read without the weights; of ``revision``, the
+    ``--model_revision`` that will load) must have a chat template."""
     if not chat:
         return
     from psgrpo.loading import load_tokenizer
 
-    tokenizer = load_tokenizer(model_name_or_path)
+    tokenizer = load_tokenizer(model_name_or_path, revision=revision)
     if not getattr(tokenizer, "chat_template", None):
         name = model_name_or_path or "the embedded checkpoint"
         raise ValueError(
@@ -423,32 +424,45 @@ def check_compiled_generation_dtype(args: Any, model_args: Any) -> None:
 
     if not getattr(args, "compiled_generation", False) or args.use_vllm:
         return
-    weights = weights_dtype(model_args.model_name_or_path, model_args.dtype)
+    weights = weights_dtype(
+        model_args.model_name_or_path, model_args.dtype, getattr(model_args, "model_revision", None)
+    )
     error = cache_dtype_error(args.bf16, args.fp16, weights)
     if error is not None:
         raise ValueError(f"--compiled_generation true: {error}")
 
 
 def check_run_options(
-    task: Any, args: Any, model_args: Any, sources: Mapping[str, str] | None = None
+    task: Any,
+    args: Any,
+    model_args: Any,
+    sources: Mapping[str, str] | None = None,
+    read_checkpoint: bool = True,
 ) -> None:
     """The checks above on a parsed ``psgrpo train`` command line, before anything loads.
 
     Args:
         sources: ``option → the --config file that set it`` (not typed on the command line): an error about
             such an option names the file and the key (``recipe.yaml: temperature 0: …``) instead of a flag.
+        read_checkpoint: read the checkpoint's tokenizer and config (``--chat``, ``--compiled_generation``) and
+            prepare a Hub dataset; ``load_recipe`` passes False where that would reach the Hub (it fetches nothing).
     """
     try:
         check_generation_options(args.temperature, args.max_completion_length)
         args.report_to = split_report_to(args.report_to)
         check_report_to(args.report_to)
         check_vllm(args.use_vllm)
-        check_chat_template(task.chat, model_args.model_name_or_path)
-        check_compiled_generation_dtype(args, model_args)
+        if read_checkpoint:
+            check_chat_template(
+                task.chat, model_args.model_name_or_path, getattr(model_args, "model_revision", None)
+            )
+        if read_checkpoint or model_args.dtype not in (None, "auto"):  # a named dtype reads nothing
+            check_compiled_generation_dtype(args, model_args)
     except (ValueError, ImportError) as err:
         flag = re.match(r"--(\w+) ", str(err))
         source = (sources or {}).get(flag.group(1)) if flag else None
         if source is None:
             raise
         raise type(err)(f"{source}: {str(err)[2:]}") from None
-    prepare_dataset_source(task.dataset)
+    if read_checkpoint:
+        prepare_dataset_source(task.dataset)

@@ -41,7 +41,13 @@ from psgrpo.generation import (
     enable_compiled_generation,
     tidy_input_grad_hooks,
 )
-from psgrpo.guards import check_finite, check_loss_and_gradients, check_rewards, nan_as_infinite
+from psgrpo.guards import (
+    check_finite,
+    check_loss_and_gradients,
+    check_rewards,
+    diverged_sampling,
+    nan_as_infinite,
+)
 from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
 from psgrpo.methods import estimator_for, estimator_options, get_method
 from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
@@ -188,6 +194,12 @@ class ProcessGRPOTrainer(
         return None if build is None else build(self, step_scorer)
 
     @timed("advantages")  # psgrpo's own rollout code; TRL's rollout and the signal are their own phases
+    def _generate(self, prompts: list[Any]) -> tuple:
+        """TRL's rollout (the techniques' and tree's included); a diverged model's NaN probabilities stop the step
+        with :class:`~psgrpo.guards.NonFiniteError` instead of torch's sampling traceback."""
+        with diverged_sampling(self.state.global_step):
+            return super()._generate(prompts)
+
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         """TRL's rollout and outcome scoring, then the method's process signal, then token advantages (B, T).
 

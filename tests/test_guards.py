@@ -145,3 +145,16 @@ def test_a_nan_gradient_stops_the_step_before_the_optimizer(tmp_path, char_token
         trainer.train()
     after = _parameters(trainer.model)
     assert all(torch.equal(before[n], after[n]) for n in before)
+
+
+def test_a_diverged_model_stops_at_generation_with_one_line(tmp_path, char_tokenizer):
+    """Weights an update blew up (finite gradients, too large a step) give NaN logits; generation comes first in
+    a step, so torch.multinomial failed with ninety lines of traceback before any check ran (a review found it
+    at --learning_rate 1e12)."""
+    trainer = _trainer(tmp_path, char_tokenizer, length_reward, max_steps=1, save_strategy="no")
+    with torch.no_grad():
+        trainer.model.lm_head.weight.fill_(math.inf)
+    with pytest.raises(
+        NonFiniteError, match=r"step 0: the policy's sampling probabilities hold NaN or infinite"
+    ):
+        trainer.train()

@@ -150,13 +150,17 @@ from types import SimpleNamespace
 from psgrpo.loading import load_policy
 args = SimpleNamespace(model_name_or_path="fake/tiny", dtype=None, attn_implementation=None, model_revision="v1")
 model, tokenizer = load_policy(args)
-print(tokenizer.model_max_length)
+from psgrpo.loading import weights_dtype
+from psgrpo.preflight import check_chat_template
+check_chat_template(True, "fake/tiny", "v1")  # v1's tokenizer has a chat template, main's none
+print(weights_dtype("fake/tiny", "auto", "v1"), tokenizer.model_max_length)
 """
 
 
 def test_model_revision_loads_the_tokenizer_of_that_revision_too(tmp_path, char_tokenizer, tiny_model):
     """--model_revision reached the weights only: the tokenizer came from `main`, and offline with only the
-    revision cached the load was refused (a review, 2026-12-07). A fake Hub cache with `main` and `v1`."""
+    revision cached the load was refused (a review, 2026-12-07); train's --chat and --compiled_generation checks
+    read `main` too (a second review). A fake Hub cache with `main` and `v1`."""
     import copy
     import os
     import subprocess
@@ -168,6 +172,7 @@ def test_model_revision_loads_the_tokenizer_of_that_revision_too(tmp_path, char_
         snapshot = repo / "snapshots" / commit
         tiny_model.save_pretrained(snapshot)
         tokenizer.model_max_length = length
+        tokenizer.chat_template = "{{ messages[0]['content'] }}" if ref == "v1" else None
         tokenizer.save_pretrained(snapshot)
         (repo / "refs").mkdir(parents=True, exist_ok=True)
         (repo / "refs" / ref).write_text(commit)
@@ -175,6 +180,97 @@ def test_model_revision_loads_the_tokenizer_of_that_revision_too(tmp_path, char_
     done = subprocess.run([sys.executable, "-c", _REVISION_SCRIPT], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-1] == "77"  # v1's tokenizer, not main's 512
-    (repo / "refs" / "main").unlink()  # only v1 cached: still loads offline
+    (repo / "refs" / "main").unlink()  # only v1 cached: still loads offline, and train's checks read v1 too
     done = subprocess.run([sys.executable, "-c", _REVISION_SCRIPT], env=env, capture_output=True, text=True)
-    assert done.returncode == 0 and done.stdout.split()[-1] == "77", done.stderr[-2000:]
+    assert done.returncode == 0 and done.stdout.split()[-2:] == ["torch.float32", "77"], done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("keyword", "value", "expected"),
+    [
+        ("output_dir", "path", "/tmp/x/run"),
+        ("learning_rate", "float64", 1e-5),
+        ("max_steps", "int64", 5),
+        ("report_to", "array", ["tensorboard"]),
+        ("step_scorer_kwargs", "nested", {"correct_weight": 0.5, "reference_weight": 1.0}),
+    ],
+)
+def test_paths_and_numpy_values_are_keyword_values(keyword, value, expected):
+    """`output_dir=Path(...)`, `learning_rate=np.float64(1e-5)`, `max_steps=np.int64(5)` raised yaml's
+    RepresenterError (a review, 2026-12-07): they are written as the str, float and int they stand for."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from psgrpo import load_recipe
+
+    given = {
+        "path": Path("/tmp/x/run"),
+        "float64": np.float64(1e-5),
+        "int64": np.int64(5),
+        "array": np.array(["tensorboard"]),
+        "nested": {"correct_weight": np.float32(0.5), "reference_weight": 1.0},
+    }[value]
+    _, config, _ = load_recipe("demo", **{keyword: given})
+    got = getattr(config, keyword)
+    assert got == expected and type(got) is type(expected)
+
+
+def test_a_value_yaml_cannot_write_is_a_valueerror_naming_the_keyword():
+    from psgrpo import load_recipe
+
+    with pytest.raises(
+        ValueError, match=r"^load_recipe's keywords: output_dir=<object object at .*>: a object"
+    ):
+        load_recipe("demo", output_dir=object())
+
+
+@pytest.mark.parametrize(
+    ("keywords", "option"),
+    [
+        ({"temperature": 0.0}, "--temperature 0: "),
+        ({"max_completion_length": 0}, "--max_completion_length 0: "),
+        ({"report_to": "tensorboard,none"}, "--report_to tensorboard,none: "),
+        ({"report_to": "tensorboard,wandb"}, "--report_to wandb: "),
+        ({"use_vllm": True}, "--use_vllm true: "),
+        ({"chat": True}, "--chat true: "),
+    ],
+)
+def test_load_recipe_refuses_what_train_refuses_before_loading(
+    keywords, option, monkeypatch, capsys, tmp_path
+):
+    """temperature=0, max_completion_length=0, a comma-separated report_to, use_vllm without vLLM, chat with a
+    tokenizer without a chat template: `psgrpo train` refuses them in one line, load_recipe accepted them and the
+    trainer failed later with a long traceback (a review, 2026-12-07). The same words, naming the keyword."""
+    import importlib.util
+
+    from transformers.integrations import integration_utils
+
+    from psgrpo import load_recipe
+    from psgrpo.commands.cli import main
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else find_spec(name, *a)
+    )
+    monkeypatch.setattr(integration_utils, "is_wandb_available", lambda: False)
+    with pytest.raises(ValueError) as refused:
+        load_recipe("demo", **keywords)
+    message = str(refused.value)
+    assert message.startswith(f"load_recipe's keywords: {option[2:]}") and "\n" not in message
+    (name, value), *_ = keywords.items()
+    flag = ["--" + name, str(value).lower() if isinstance(value, bool) else str(value)]
+    monkeypatch.delenv("PSGRPO_DEBUG", raising=False)
+    assert main(["train", *flag, "--output_dir", str(tmp_path / "run")]) == 2
+    said = capsys.readouterr().err
+    assert f"{option}{message.split(option[2:], 1)[1]}" in said  # train's own words
+
+
+def test_a_comma_separated_report_to_is_split_as_train_splits_it(monkeypatch):
+    from transformers.integrations import integration_utils
+
+    from psgrpo import load_recipe
+
+    monkeypatch.setattr(integration_utils, "is_wandb_available", lambda: True)
+    _, config, _ = load_recipe("demo", report_to="tensorboard,wandb")
+    assert config.report_to == ["tensorboard", "wandb"]

@@ -124,7 +124,7 @@ def test_the_weights_dtype_is_read_without_loading_them(tmp_path, monkeypatch, m
         (tmp_path / "config.json").write_text(json.dumps({"torch_dtype": "bfloat16"}))
         model = str(tmp_path)
     elif model is not None:  # a Hub id: checkpoint_path's own offline check is tested elsewhere
-        monkeypatch.setattr("psgrpo.loading.checkpoint_path", lambda name: name)
+        monkeypatch.setattr("psgrpo.loading.checkpoint_path", lambda name, revision=None: name)
     assert weights_dtype(model, dtype) == (getattr(torch, expected) if expected else None)
 
 

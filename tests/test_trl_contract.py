@@ -190,7 +190,9 @@ def test_every_pinned_override_is_still_an_override():
         "called; port them to what replaced them"
     )
     new = sorted(set(OVERRIDDEN) - PINNED_OVERRIDES)
-    assert not new, f"psgrpo now overrides {new}: add them to PINNED_OVERRIDES (their signatures are checked below)"
+    assert not new, (
+        f"psgrpo now overrides {new}: add them to PINNED_OVERRIDES (their signatures are checked below)"
+    )
 
 
 def test_every_pinned_write_is_still_read_by_trl():

@@ -34,7 +34,6 @@ from trl.trainer.utils import RepeatSampler
 from psgrpo.checkpoints.atomic import (
     checkpoint_name,
     commit_checkpoint,
-    resolve_resume_checkpoint,
     rotate_checkpoints,
     staging_root,
 )
@@ -77,7 +76,23 @@ class CheckpointMixin:
     ``--method`` or ``--dataset`` is refused on it. ``None`` (the Python API's default) writes none."""
 
     def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any) -> Any:
-        checkpoint = resolve_resume_checkpoint(resume_from_checkpoint, self.args.output_dir)
+        """``Trainer.train``, resuming from ``resume_from_checkpoint`` or, when that is ``None``, from the config's
+        ``resume_from_checkpoint`` (what ``psgrpo train`` passes; transformers alone ignores the field).
+
+        Raises:
+            ValueError: the checkpoint has already trained ``max_steps`` steps (transformers would train one
+                step past it), or was trained with another ``method``.
+        """
+        from psgrpo.preflight import check_resume_target
+
+        if resume_from_checkpoint is None:
+            resume_from_checkpoint = getattr(self.args, "resume_from_checkpoint", None)
+        checkpoint = check_resume_target(
+            resume_from_checkpoint,
+            self.args.output_dir,
+            self.args.max_steps,
+            getattr(self.args, "method", None),
+        )
         if checkpoint is None and self.is_world_process_zero():
             warn_earlier_run(self.args.output_dir)
         return super().train(checkpoint, *args, **kwargs)

@@ -52,11 +52,12 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
     parser.defer_notes = True
     task, args, model_args = parser.parse_args_and_config(with_default_recipe(argv))
     check_output_dir(args.output_dir)
+    # before checkpoint_path: a cached Hub model without a Hub turns offline mode on, which would be blamed here
+    check_push_to_hub(args.push_to_hub, args.hub_token)
     checkpoint_path(
         model_args.model_name_or_path, revision=model_args.model_revision
     )  # before anything loads
     check_run_options(task, args, model_args, parser.file_sources())
-    check_push_to_hub(args.push_to_hub, args.hub_token)
     args.resume_from_checkpoint = check_resume_target(
         args.resume_from_checkpoint, args.output_dir, args.max_steps, args.method, task.dataset
     )
@@ -154,9 +155,11 @@ def _train(task: Any, args: Any, model_args: Any) -> dict[str, Any]:
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
     report["train_seconds"] = time.perf_counter() - start
-    trainer.save_model(args.output_dir)
-    tokenizer.save_pretrained(args.output_dir)
+    trainer.save_model(args.output_dir)  # the tokenizer too (the trainer's processing_class), on one process
     if trainer.is_world_process_zero():
+        tokenizer.save_pretrained(
+            args.output_dir
+        )  # kept for a processing_class TRL replaced; once, not per rank
         write_task_record(args.output_dir, task, args.method, template_kwargs)
     if task.eval_before_after:
         report["after"] = evaluate_model(

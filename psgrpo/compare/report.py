@@ -100,8 +100,14 @@ def write_curves_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
 
 
 def read_curves_csv(path: Path) -> list[dict[str, Any]]:
-    """Inverse of :func:`write_curves_csv`: ``seed`` and ``step`` as int, metrics as float, empty → absent."""
+    """Inverse of :func:`write_curves_csv`: ``seed`` and ``step`` as int, metrics as float, empty → absent.
+
+    Raises:
+        ValueError naming the line of a malformed row, or the arm, seed and step of a point given twice
+        (which of two rows is "the" evaluation would otherwise be a silent choice).
+    """
     rows = []
+    seen: dict[tuple[str, int, int], int] = {}
     with Path(path).open(newline="") as f:
         for line, raw in enumerate(csv.DictReader(f), start=2):
             try:
@@ -115,6 +121,13 @@ def read_curves_csv(path: Path) -> list[dict[str, Any]]:
                 raise ValueError(
                     f"{path} line {line}: expected method, int seed/step, numbers: {err}"
                 ) from None
+            point = (row["method"], row["seed"], row["step"])
+            if point in seen:
+                raise ValueError(
+                    f"{path} line {line}: arm {point[0]!r} seed {point[1]} step {point[2]} repeats line "
+                    f"{seen[point]}; one row per (arm, seed, step)"
+                )
+            seen[point] = line
             rows.append(row)
     return rows
 
@@ -127,13 +140,39 @@ def paired_differences(
     relative: bool = False,
 ) -> dict[int, float]:
     """``seed → final(method) − final(reference)`` of ``column`` over the seeds both ran; with
-    ``relative``, ``final(method) / final(reference) − 1`` instead (seeds where the reference is 0 left out)."""
-    mine = _final_by_seed(rows, method, column)
-    theirs = _final_by_seed(rows, reference, column)
-    common = sorted(set(mine) & set(theirs))
-    if relative:
-        return {seed: mine[seed] / theirs[seed] - 1 for seed in common if theirs[seed] != 0}
-    return {seed: mine[seed] - theirs[seed] for seed in common}
+    ``relative``, ``final(method) / final(reference) − 1`` instead (seeds where the reference is 0 left out).
+
+    "Final" is, per seed, the last step *both* arms evaluated, so the two values are always from the
+    same step: an arm cut short is paired with the reference where it stopped, not with the reference's
+    later evaluation (:func:`uneven_final_steps` names such seeds). Seeds without a common step, or
+    lacking ``column`` at it, are left out.
+    """
+    mine = _by_seed_and_step(rows, method)
+    theirs = _by_seed_and_step(rows, reference)
+    differences = {}
+    for seed in sorted(set(mine) & set(theirs)):
+        common = set(mine[seed]) & set(theirs[seed])
+        if not common:
+            continue
+        step = max(common)
+        a, b = mine[seed][step].get(column), theirs[seed][step].get(column)
+        if a is None or b is None:
+            continue
+        if relative:
+            if float(b) != 0:
+                differences[seed] = float(a) / float(b) - 1
+        else:
+            differences[seed] = float(a) - float(b)
+    return differences
+
+
+def _by_seed_and_step(rows: Iterable[dict[str, Any]], method: str) -> dict[int, dict[int, dict[str, Any]]]:
+    """``seed → step → row`` of ``method`` (the first row of a repeated point: read_curves_csv refuses those)."""
+    points: dict[int, dict[int, dict[str, Any]]] = {}
+    for row in rows:
+        if row["method"] == method:
+            points.setdefault(row["seed"], {}).setdefault(row["step"], row)
+    return points
 
 
 def _final_by_seed(rows: Iterable[dict[str, Any]], method: str, column: str) -> dict[int, float]:
@@ -144,9 +183,13 @@ def _final_by_seed(rows: Iterable[dict[str, Any]], method: str, column: str) -> 
     return {seed: float(row[column]) for seed, row in last.items() if row.get(column) is not None}
 
 
-def uneven_final_steps(rows: Iterable[dict[str, Any]]) -> list[str]:
+def uneven_final_steps(rows: Iterable[dict[str, Any]], reference: str = REFERENCE_METHOD) -> list[str]:
     """One line per arm whose seeds' last evaluations fall at different steps (a run cut short, a missing
-    record): its "final" accuracy and paired Δ then mix steps. ``[]`` when every arm's seeds end together."""
+    record): its "final" accuracy and paired Δ then mix steps. One line, too, per arm whose last evaluation
+    differs from ``reference``'s for some seed, naming each such seed and the two steps: its paired Δ takes
+    that seed at the last step both evaluated (a seed where ``reference`` itself stopped before its other
+    seeds is left to ``reference``'s own line). ``[]`` when every run ends at the same step."""
+    rows = list(rows)
     last: dict[str, dict[int, int]] = {}
     for row in rows:
         seeds = last.setdefault(row["method"], {})
@@ -164,6 +207,23 @@ def uneven_final_steps(rows: Iterable[dict[str, Any]]) -> list[str]:
             lines.append(
                 f"{method}: its seeds' last evaluations fall at different steps ({ends}), so its final accuracy "
                 "and paired Δ mix steps; the step-by-step table pairs at each step"
+            )
+    ends_of_reference = last.get(reference, {})
+    reference_end = max(ends_of_reference.values(), default=None)
+    for method, by_seed in last.items():
+        if method == reference:
+            continue
+        apart = [  # a reference seed that itself stopped early is named by the reference's own line above
+            f"seed {seed}: step {step} against {ends_of_reference[seed]}"
+            for seed, step in sorted(by_seed.items())
+            if seed in ends_of_reference
+            and step != ends_of_reference[seed]
+            and ends_of_reference[seed] == reference_end
+        ]
+        if apart:
+            lines.append(
+                f"{method}: for some seeds its last evaluation is not {reference}'s ({'; '.join(apart)}), so "
+                f"its paired Δ takes each such seed at the last step both evaluated"
             )
     return lines
 
@@ -218,8 +278,9 @@ class MethodSummary:
 
     Attributes:
         final_accuracy: mean and 95% interval over seeds of the final held-out accuracy.
-        paired_difference: per-seed final accuracy minus the reference method's, mean and 95%
-            interval over the seeds both ran (``None`` for the reference itself or without it).
+        paired_difference: per-seed accuracy minus the reference method's at the last step both
+            evaluated, mean and 95% interval over the seeds both ran (``None`` for the reference itself
+            or without it).
         steps_to_reference: first step whose seed-mean accuracy reaches the reference's final one.
         steps_ratio: ``steps_to_reference`` over the reference's own steps to its final accuracy.
     """

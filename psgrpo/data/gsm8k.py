@@ -106,7 +106,9 @@ def extract_gsm8k_gold(solution: str) -> str:
             f"no {GOLD_MARKER!r} gold marker in {short_repr(solution)}; "
             f"expected a GSM8K solution ending in '{GOLD_MARKER} <number>'"
         )
-    value = parse_number(tail.strip().replace(",", ""))
+    value = parse_number(
+        tail.strip()
+    )  # "1,234" reads as 1234; "2,5" or "1,2,3" is refused, not read as 25 or 123
     if value is None:
         raise ValueError(
             f"the text after {GOLD_MARKER!r} is {short_repr(tail.strip())}, not a number; "
@@ -212,11 +214,19 @@ def _read_json_array(path: Path) -> tuple[list[dict[str, Any]], _Origin]:
 
 def _read_local(path: Path) -> tuple[list[dict[str, Any]], _Origin]:
     """Read a local ``.jsonl`` file, or a ``.json`` file holding either an array or JSON Lines."""
-    if path.suffix == ".json":
-        with path.open("rb") as handle:
-            head = handle.read(4096).decode("utf-8-sig", errors="replace").lstrip()
-        if head.startswith("["):
-            return _read_json_array(path)
+    with path.open("rb") as handle:
+        head = handle.read(4096).decode("utf-8-sig", errors="replace").lstrip()
+    if head.startswith("[") and path.suffix == ".json":
+        return _read_json_array(path)
+    if (
+        head.startswith("[")
+        and "\n" in head.rstrip()
+        and not head.rstrip().split("\n", 1)[0].rstrip().endswith("]")
+    ):
+        raise DatasetValidationError(  # a pretty-printed array: line 1 alone, "[", is no JSON at all
+            f"{path} holds a JSON array over several lines, not JSON Lines (one object per line); name the file "
+            "*.json to read it as an array of rows, or write one object per line"
+        )
     return _read_json_lines(path)
 
 

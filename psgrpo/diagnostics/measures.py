@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import torch
 
 from psgrpo.config.options import TrlScaleRewards, check_choice
-from psgrpo.ps.segmentation import DEFAULT_MARKER
+from psgrpo.ps.segmentation import STEP_LABEL
 
 # --------------------------------------------------------------------------------------------
 # Does the signal rank wrong steps below correct ones?
@@ -371,7 +371,7 @@ class JudgedSteps:
     necessary: list[bool]
 
 
-STEP_LINE = re.compile(rf"(?m)^[^\S\n]*{DEFAULT_MARKER}[^\n]*\n?")
+STEP_LINE = re.compile(rf"(?m)^[^\S\n]*{STEP_LABEL}[^\n]*\n?")
 
 
 def judge_steps(text: str) -> JudgedSteps:

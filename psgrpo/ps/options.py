@@ -23,8 +23,9 @@ class PsOptions:
     segmenter: str = field(
         default="markers",
         metadata={
-            "help": "How completions split into steps (method 'ps'): 'markers' (a regex, default 'Step N:'), "
-            "'newline', 'paragraph' or 'single'. Change it when your prompt asks for another step format.",
+            "help": "How completions split into steps (method 'ps'): 'markers' (a regex, default a 'Step N:' label "
+            "opening a line), 'newline' (a line, kept with the lines that go on with it: '= …' chains, display "
+            "math), 'paragraph' or 'single'. Change it when your prompt asks for another step format.",
             "choices": sorted(SEGMENTERS),  # the built-ins; Python users may register more
         },
     )

@@ -50,8 +50,12 @@ SegmenterFactory = Callable[..., TextSegmenter]
 
 SEGMENTERS: Registry[SegmenterFactory] = Registry("segmenter")
 
-DEFAULT_MARKER = r"Step\s*\d+\s*:"
-"""The arith/seed step marker: ``Step 1:``, ``Step 2 :`` …"""
+STEP_LABEL = r"Step\s*\d+\s*:"
+"""The arith/seed step label, ``Step 1:``, ``Step 2 :`` … (the diagnostics find step lines by it)."""
+
+DEFAULT_MARKER = r"(?m)^[^\S\n]*(?:[#>*-]+[^\S\n]*)?\**(?i:step)[^\S\n]*\d+[^\S\n]*:"
+"""The default of the ``markers`` segmenter: a step label opening a line (``Step 1:``, ``step 2 :``, ``**Step 3:**``,
+``### Step 4:``, ``- Step 5:``). Only at a line start: ``As in Step 1: …`` refers back to a step, it starts none."""
 
 NON_BLANK_LINE = r"(?m)^(?=[^\S\n]*\S)"
 """Matches (empty) at the start of every line holding a non-whitespace character."""
@@ -118,10 +122,68 @@ def make_marker_segmenter(pattern: str | re.Pattern[str] = DEFAULT_MARKER) -> Te
     return partial(split_at_markers, pattern=pattern)
 
 
+DISPLAY_MATH = re.compile(
+    r"\\\[.*?\\\]|\$\$.*?\$\$|\\\(.*?\\\)|\\begin\{([A-Za-z]+\*?)\}.*?\\end\{\1\}", re.DOTALL
+)
+"""A LaTeX block that may span lines: ``\\[ … \\]``, ``$$ … $$``, ``\\( … \\)``, ``\\begin{env} … \\end{env}``."""
+
+CONTINUES_EQUATION = re.compile(
+    r"[^\S\n]*(?:&\s*)?(?:=|≈|≤|≥|≠|\\approx\b|\\le(?:q)?\b|\\ge(?:q)?\b|\\neq\b)"
+)
+"""A line that goes on with the equation above it (``= 12 + 10``, ``&= 22``, ``\\approx 3.1``)."""
+
+CONTINUES_SENTENCE = re.compile(r"[^\S\n]*(?:[a-z]|[,;:.!?)\]}])")
+"""A line that may go on with the sentence on the line right above it: lowercase text or punctuation."""
+
+OPENS_ITEM = re.compile(r"[^\S\n]*[-*+•][^\S\n]")
+"""A Markdown bullet (``- ``, ``* ``, ``+ ``, ``• ``): the first one may finish the line that introduces it."""
+
+OPENS_DISPLAY = re.compile(r"[^\S\n]*(?:\\\[|\$\$|\\begin\{)")
+"""A line that opens a display-math block, which may finish the sentence above it (``… a total of`` / ``\\[ … \\]``)."""
+
+SENTENCE_END = re.compile(r"[.!?]$")
+"""Text (right-stripped) that ends a sentence."""
+
+
+def split_lines(text: str) -> list[Span]:
+    """A step per non-blank line, except where a line goes on with the one before (the ``newline`` segmenter).
+
+    A newline and any blank lines after it stay with the step before. No cut falls inside a display-math block
+    (:data:`DISPLAY_MATH`), and a line joins the step before it when it continues that step's equation
+    (:data:`CONTINUES_EQUATION`: a chain ``3 * 4 + 2 * 5`` / ``= 12 + 10`` / ``= 22`` is one step, so its false
+    link is checked) or, after text that does not end a sentence (``.``, ``!``, ``?``), when it opens a display
+    block (:data:`OPENS_DISPLAY`) or, right below with no blank line between, continues the sentence
+    (:data:`CONTINUES_SENTENCE`): ``She runs a total of`` / ``\\[ 30 + 20 = 50 \\]`` / ``in 7 hours.`` is one
+    step. The first Markdown bullet after such text joins it too (:data:`OPENS_ITEM`); a bullet after a bullet
+    is a step of its own. Models write both constantly (Qwen's ``\\[ … \\]`` blocks); cut there, a fragment without an
+    equation took a step of its own and a wrong link went unchecked.
+    """
+    blocks = [(m.start(), m.end()) for m in DISPLAY_MATH.finditer(text)]
+    cuts = []
+    for m in itertools.islice(
+        re.finditer(NON_BLANK_LINE, text), 1, None
+    ):  # text before the first line joins it
+        at = m.start()
+        if any(start < at < end for start, end in blocks) or CONTINUES_EQUATION.match(text, at):
+            continue
+        above = text[:at].rstrip()
+        if SENTENCE_END.search(above):
+            cuts.append(at)
+            continue
+        if OPENS_DISPLAY.match(text, at):
+            continue
+        if OPENS_ITEM.match(text, at) and not OPENS_ITEM.match(above, above.rfind("\n") + 1):
+            continue  # "Micah ran" / "- 3.5 * 8 = 28 miles"; the next bullet is a step of its own
+        if CONTINUES_SENTENCE.match(text, at) and text.count("\n", len(above), at) == 1:
+            continue  # right below; a blank line between them ends the paragraph: a new step
+        cuts.append(at)
+    return spans_from_cuts(len(text), cuts)
+
+
 @SEGMENTERS.register("newline")
 def make_newline_segmenter() -> TextSegmenter:
-    """A step per non-blank line; a newline and any blank lines after it stay with the step before."""
-    return make_marker_segmenter(NON_BLANK_LINE)
+    """A step per non-blank line, but for lines that go on with the one before (:func:`split_lines`)."""
+    return split_lines
 
 
 def split_paragraphs(text: str) -> list[Span]:

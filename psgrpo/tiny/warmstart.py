@@ -282,20 +282,34 @@ def check_replaceable(output_dir: str | Path) -> None:
 
 
 def save_checkpoint(model, tokenizer, output_dir: Path) -> None:
-    """Save model + tokenizer atomically: write beside ``output_dir``, then swap it in."""
+    """Save model + tokenizer atomically: write beside ``output_dir``, then swap it in.
+
+    An earlier ``output_dir`` is moved aside into a folder made for it in this call (``.NAME.old.XXXX``) and
+    removed with it; nothing else beside ``output_dir`` is touched (a fixed ``NAME.old`` deleted a user's folder
+    of that name). If the swap fails, the earlier folder is moved back."""
     output_dir = output_dir.resolve()
     output_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
-    model.save_pretrained(staging, safe_serialization=True)
-    tokenizer.save_pretrained(staging)
-    staging.chmod(0o755)  # mkdtemp makes it private; a checkpoint is meant to be shared
-    for path in staging.iterdir():
-        path.chmod(0o644)
+    try:
+        model.save_pretrained(staging, safe_serialization=True)
+        tokenizer.save_pretrained(staging)
+        staging.chmod(0o755)  # mkdtemp makes it private; a checkpoint is meant to be shared
+        for path in staging.iterdir():
+            path.chmod(0o644)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # made in this call: a failed save leaves nothing
+        raise
     if output_dir.exists():
-        backup = output_dir.with_name(output_dir.name + ".old")
-        shutil.rmtree(backup, ignore_errors=True)
-        output_dir.rename(backup)
-        staging.rename(output_dir)
-        shutil.rmtree(backup)
+        aside = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.old.", dir=output_dir.parent))
+        previous = aside / output_dir.name
+        output_dir.rename(previous)
+        try:
+            staging.rename(output_dir)
+        except BaseException:
+            previous.rename(output_dir)
+            shutil.rmtree(staging, ignore_errors=True)
+            aside.rmdir()
+            raise
+        shutil.rmtree(aside)
     else:
         staging.rename(output_dir)

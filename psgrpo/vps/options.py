@@ -74,7 +74,8 @@ class VpsOptions:
     vps_alpha: float = field(
         default=1.2,
         metadata={
-            "help": "α in Ã_k = A_i + α·ΔC_k (default 1.2, the paper's setting; 0 = outcome GRPO). "
+            "help": "α in Ã_k = A_i + α·ΔC_k (default 1.2, the paper's setting; 0 = outcome GRPO, except that "
+            "vps_truncated 'zero' and vps_zero_variance 'drop' still zero their rows). "
             "ΔC is a probability difference, unitless like A_i scaled by scale_rewards 'group' or 'batch'; "
             "scale_rewards 'none' is refused unless reward_norm_momentum is set (docs/compatibility.md)."
         },

@@ -14,6 +14,7 @@ from psgrpo.checkpoints.trainer_mixin import ROLLOUT_FILE
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
 from psgrpo.eval.trained_on import TASK_RECORD, read_run_record
+from psgrpo.metrics_log import read_metrics
 from psgrpo.techniques.state import STATE_FILE
 from psgrpo.trainer import ProcessGRPOTrainer
 
@@ -128,3 +129,17 @@ def test_a_fresh_run_into_a_folder_with_a_run_is_warned_about(tmp_path, tiny_mod
     (warning,) = [r.getMessage() for r in caplog.records]
     assert f"output_dir {tmp_path / 'out'} already holds a run (metrics.jsonl)" in warning
     assert "it holds no complete checkpoint to resume from, so give a new output_dir" in warning  # saved none
+
+
+def test_the_python_api_resumes_as_the_command_does(tmp_path, tiny_model, char_tokenizer):
+    """From Python, a checkpoint at max_steps trained one step past it (checkpoint-3 of a 2-step run), and the
+    config's resume_from_checkpoint was ignored (the run started again at step 0); psgrpo train refused the
+    first and honoured the second (a review, 2026-12-07)."""
+    _trainer(tmp_path, tiny_model, char_tokenizer).train()
+    with pytest.raises(ValueError, match=r"checkpoint-2 is at step 2 .* nothing left to train"):
+        _trainer(tmp_path, tiny_model, char_tokenizer).train(resume_from_checkpoint=True)
+    resumed = _trainer(tmp_path, tiny_model, char_tokenizer, max_steps=3, resume_from_checkpoint="true")
+    resumed.train()  # no argument: the config's resume_from_checkpoint
+    assert resumed.state.global_step == 3
+    steps = [r["step"] for r in read_metrics(tmp_path / "out") if "loss" in r]
+    assert steps == [1, 2, 3]  # the resumed run went on from step 2, and logged each step once

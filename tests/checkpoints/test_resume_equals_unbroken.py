@@ -33,6 +33,7 @@ import pytest
 import torch
 
 from psgrpo.checkpoints.atomic import MARKER, incomplete_reason
+from psgrpo.metrics_log import read_metrics
 
 WORKER = Path(__file__).with_name("resume_worker.py")
 
@@ -163,6 +164,12 @@ def test_resume_after_sigkill_equals_unbroken_run(tmp_path, case):
         assert f"skipping incomplete checkpoint {broken / f'partial-checkpoint-{kill_step}'}" in text
     assert sorted(p.name for p in broken.iterdir() if "checkpoint" in p.name) == ["checkpoint-6"]
 
+    # metrics.jsonl holds each step once, as the unbroken run's does: the killed run's records after the
+    # checkpoint were dropped before the replay logged them again (they were doubled before 2026-12-07)
+    def logged_steps(run: Path) -> list[int]:
+        return [record["step"] for record in read_metrics(run) if "loss" in record]
+
+    assert logged_steps(broken) == logged_steps(tmp_path / "unbroken") == list(range(1, 7))
     a, c = (
         torch.load(tmp_path / "a.pt", weights_only=False),
         torch.load(tmp_path / "c.pt", weights_only=False),

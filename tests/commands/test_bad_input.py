@@ -817,6 +817,26 @@ def test_push_to_hub_without_a_hub_is_one_line_before_the_model_loads(
     assert probed == ([] if setup != "unreachable" else ["https://huggingface.co"])
 
 
+def test_push_to_hub_with_a_cached_model_and_no_hub_names_the_hub_not_an_offline_flag(
+    tmp_path, capsys, monkeypatch, no_model_loads
+):
+    """A cached Hub model with the Hub unreachable turns offline mode on for the run; the push check came after
+    that and blamed HF_HUB_OFFLINE, which the user never set (a review, 2026-12-07)."""
+    import huggingface_hub
+
+    fake_hub(monkeypatch, why="ConnectError: no network")
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_fake")
+    monkeypatch.setattr(
+        huggingface_hub, "try_to_load_from_cache", lambda *args, **kwargs: "/cache/config.json"
+    )
+    out = tmp_path / "run"
+    flags = ("--push_to_hub", "true", "--model_name_or_path", "Qwen/Qwen2.5-0.5B-Instruct")
+    assert run_train(out, *flags) == 2
+    line = error_line(capsys)
+    assert "the Hugging Face Hub (https://huggingface.co) cannot be reached" in line
+    assert "HF_HUB_OFFLINE" not in line and not out.exists()
+
+
 def test_push_to_hub_takes_a_hub_token_for_a_login(tmp_path, monkeypatch, no_model_loads):
     import huggingface_hub
 

@@ -251,3 +251,33 @@ def test_an_arm_whose_seeds_end_at_different_steps_is_named():
     (line,) = uneven_final_steps(rows)
     assert line.startswith("grpo: its seeds' last evaluations fall at different steps (step 30: seed 2; "
                            "step 60: seeds 0, 1)")  # fmt: skip
+
+
+def test_paired_differences_pair_each_seed_at_the_last_step_both_arms_evaluated():
+    """ps stopped at step 120 while grpo ran to 240: its step 120 was paired with grpo's step 240 without a
+    word (an audit found it, /tmp/audit_stats/pairing.py); at the same step every seed is +0.010."""
+    rows = [
+        {"method": m, "seed": s, "step": step, "accuracy": base + step / 1000}
+        for m, base, steps in (("grpo", 0.20, (0, 120, 240)), ("ps", 0.21, (0, 120)))
+        for s in (1, 2, 3)
+        for step in steps
+    ]
+    assert paired_differences(rows, "ps") == pytest.approx({1: 0.01, 2: 0.01, 3: 0.01})
+    assert paired_differences(rows, "ps", relative=True) == pytest.approx({s: 0.01 / 0.32 for s in (1, 2, 3)})
+    (ps,) = [s for s in summarize(rows) if s.method == "ps"]
+    assert ps.paired_difference.mean == pytest.approx(0.01)
+    (line,) = uneven_final_steps(rows)  # each arm is even on its own; the arms are not
+    assert line.startswith(
+        "ps: for some seeds its last evaluation is not grpo's (seed 1: step 120 against 240; "
+        "seed 2: step 120 against 240; seed 3: step 120 against 240), so its paired Δ takes"
+    )
+    even = [r for r in rows if r["step"] <= 120]
+    assert uneven_final_steps(even) == [] and paired_differences(even, "ps") == paired_differences(rows, "ps")
+
+
+def test_read_curves_csv_refuses_a_repeated_point(tmp_path):
+    """Two rows for one (arm, seed, step) were resolved silently, differently by different readers."""
+    path = tmp_path / "curves.csv"
+    path.write_text("method,seed,step,accuracy\nps,1,240,0.32\ngrpo,1,240,0.3\nps,1,240,0.2\n")
+    with pytest.raises(ValueError, match=r"curves.csv line 4: arm 'ps' seed 1 step 240 repeats line 2"):
+        read_curves_csv(path)

@@ -88,6 +88,15 @@ def test_extract_gold_not_a_number() -> None:
         extract_gsm8k_gold("work\n####")
 
 
+@pytest.mark.parametrize("tail", ["2,5", "0,75", "1,2,3", "1,00"])
+def test_a_malformed_thousands_comma_is_refused_not_read_as_another_number(tail: str) -> None:
+    """``#### 2,5`` (a decimal comma) was read as 25 and ``#### 1,2,3`` as 123: a gold ten or a hundred times
+    off, with no word (a review, 2026-12-07)."""
+    with pytest.raises(ValueError, match=f"'{tail}', not a number"):
+        extract_gsm8k_gold(f"work\n#### {tail}")
+    assert extract_gsm8k_gold("work\n#### 12,345,678") == "12345678"
+
+
 def test_solution_steps() -> None:
     assert solution_steps(ROWS[0]["answer"]) == [
         "Natalia sold 48/2 = <<48/2=24>>24 clips in May.",
@@ -143,6 +152,18 @@ def test_json_array_file(tmp_path: Path) -> None:
     path = tmp_path / "rows.json"
     path.write_text(json.dumps(ROWS), encoding="utf-8")
     assert load_gsm8k(str(path))["answer"] == ["72", "1000", "-5"]
+
+
+def test_a_pretty_printed_array_in_a_jsonl_file_says_what_it_is(tmp_path: Path) -> None:
+    """It read "line 1 … is not valid JSON: '['", pointing at a file that is valid JSON."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(ROWS, indent=2), encoding="utf-8")
+    with pytest.raises(
+        DatasetValidationError, match=r"holds a JSON array over several lines.*name the file \*\.json"
+    ):
+        load_gsm8k(str(path))
+    path.with_suffix(".json").write_text(path.read_text(), encoding="utf-8")
+    assert load_gsm8k(str(path.with_suffix(".json")))["answer"] == ["72", "1000", "-5"]
 
 
 def test_blank_lines_are_skipped_and_lines_still_counted(tmp_path: Path) -> None:

@@ -104,3 +104,15 @@ def test_reads_the_rows_a_1000_problem_evaluation_used(anatomy, tmp_path, capsys
     with pytest.raises(SystemExit):
         anatomy.main(["--dataset", "arith-hard", f"gone={tmp_path / 'missing.jsonl'}"])
     assert "missing.jsonl: no such file" in capsys.readouterr().err
+
+
+def test_a_label_given_twice_is_a_usage_error(anatomy, tmp_path, capsys):
+    """``A=s_a A=s_b`` kept only s_b's table under A; pooling is ``A=s_a,s_b``."""
+    rows = load_task_split(TaskConfig(dataset="arith-hard"), "test", 1)
+    record = {"prompt_index": 0, "prompt": rows[0]["prompt"], "completion": rows[0]["solution"],
+              "error_type": "correct"}  # fmt: skip
+    path = tmp_path / "samples.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    with pytest.raises(SystemExit) as exit_info:
+        anatomy.main(["--dataset", "arith-hard", f"A={path}", f"B={path}", f"A={path}"])
+    assert exit_info.value.code == 2 and "label 'A' given twice" in capsys.readouterr().err

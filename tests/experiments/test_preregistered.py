@@ -111,3 +111,74 @@ def test_an_equivalence_margin_says_whether_the_arms_end_level(prereg, tmp_path,
         with pytest.raises(SystemExit):
             prereg.main([*base, "--treatment", "ps-ref-bin", "--equivalence_margin", bad])
         assert "--equivalence_margin must be a finite number > 0" in capsys.readouterr().err
+
+
+def _final_only(method: str, by_seed: dict[int, float]) -> list[dict]:
+    return [{"method": method, "seed": seed, "step": 60, "accuracy": acc} for seed, acc in by_seed.items()]
+
+
+def test_the_verdict_column_gives_the_four_preregistered_verdicts(prereg, tmp_path, capsys):
+    """Every PREREGISTRATION.md fixes better / level / worse / not shown either way; --verdict prints them."""
+    control = {10: 0.30, 11: 0.30, 12: 0.30}
+    arms = {  # per-seed differences in points → the verdict with a ±2 point margin, and without one
+        "better": ({10: 0.35, 11: 0.34, 12: 0.36}, "better", "better"),
+        "better-level": ({10: 0.31, 11: 0.311, 12: 0.312}, "better, level", "better"),
+        "worse": ({10: 0.25, 11: 0.26, 12: 0.24}, "worse", "worse"),
+        "worse-level": ({10: 0.29, 11: 0.289, 12: 0.288}, "worse, level", "worse"),
+        "level": ({10: 0.305, 11: 0.295, 12: 0.302}, "level", "not shown either way"),
+        "wide": ({10: 0.40, 11: 0.20, 12: 0.33}, "not shown either way", "not shown either way"),
+    }
+    path = tmp_path / "curves.csv"
+    write_curves_csv(
+        _final_only("grpo", control)
+        + [r for arm, (accs, *_) in arms.items() for r in _final_only(arm, accs)],
+        path,
+    )
+    base = [str(path), "--seeds", "10", "11", "12", "--final_step", "60", "--verdict"]
+    for arm, (_, with_margin, without) in arms.items():
+        assert prereg.main([*base, "--treatment", arm, "--equivalence_margin", "0.02"]) == 0
+        header, _, row = capsys.readouterr().out.splitlines()
+        assert header.endswith("| confirmed | level (within ±0.020) | verdict |")
+        assert row.endswith(f"| {with_margin} |"), arm
+        assert prereg.main([*base, "--treatment", arm]) == 0
+        header, _, row = capsys.readouterr().out.splitlines()
+        assert header.endswith("| confirmed | verdict |") and row.endswith(f"| {without} |"), arm
+    assert prereg.main([*base[:-1], "--treatment", "better"]) == 0  # without --verdict: the kept table's form
+    assert "verdict" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("treatment", "control"), [(0.352, 0.332), (0.029, 0.009), (0.009, 0.029)])
+def test_an_interval_exactly_at_the_margin_is_level(prereg, tmp_path, capsys, treatment, control):
+    """0.029 − 0.009 is 0.020000000000000004 in floats: at the margin, it counts as level (1e-9 slack)."""
+    path = tmp_path / "curves.csv"
+    seeds = {10: None, 11: None, 12: None}
+    write_curves_csv(
+        _final_only("grpo", dict.fromkeys(seeds, control))
+        + _final_only("ps", dict.fromkeys(seeds, treatment)),
+        path,
+    )
+    argv = [str(path), "--treatment", "ps", "--seeds", "10", "11", "12", "--final_step", "60",
+            "--equivalence_margin", "0.02"]  # fmt: skip
+    assert prereg.main(argv) == 0
+    confirmed = "**yes**" if treatment > control else "no"
+    assert capsys.readouterr().out.splitlines()[2].endswith(f"| {confirmed} | **yes** |")
+    assert prereg.main([*argv, "--verdict"]) == 0
+    verdict = "better, level" if treatment > control else "worse, level"
+    assert capsys.readouterr().out.splitlines()[2].endswith(f"| {confirmed} | **yes** | {verdict} |")
+
+
+def test_one_seed_and_repeated_rows_are_usage_errors(prereg, tmp_path, capsys):
+    """One seed printed NaN intervals with exit 0; a repeated (arm, seed, step) row was resolved silently."""
+    path = tmp_path / "curves.csv"
+    write_curves_csv(_rows("grpo", CONTROL) + _rows("ps-ref-bin", TREATMENT), path)
+    with pytest.raises(SystemExit) as exit_info:
+        prereg.main([str(path), "--treatment", "ps-ref-bin", "--seeds", "10", "--final_step", "60"])
+    assert exit_info.value.code == 2 and "a paired t interval needs at least 2" in capsys.readouterr().err
+    repeated = tmp_path / "repeated.csv"
+    repeated.write_text(path.read_text() + "ps-ref-bin,11,60,0.2\n")
+    with pytest.raises(SystemExit) as exit_info:
+        prereg.main(
+            [str(repeated), "--treatment", "ps-ref-bin", "--seeds", "10", "11", "12", "--final_step", "60"]
+        )
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "arm 'ps-ref-bin' seed 11 step 60 repeats line" in err

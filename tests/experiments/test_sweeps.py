@@ -73,3 +73,31 @@ def test_a_report_without_its_methods_arm_is_an_error(
     with pytest.raises(ValueError, match=f"has no {method} arm: is this a {script} output"):
         import_experiment(script).report(tmp_path)
     assert not (tmp_path / f"{script}.md").exists()
+
+
+def test_a_report_warns_when_an_arm_ends_before_grpo(sweeps, tmp_path, write_compare_run):
+    """ps stopped at step 30 while grpo ran to 60: its paired Δ takes step 30, and the report says so."""
+    grpo = [row for seed, final in enumerate([0.30, 0.32])
+            for row in write_compare_run(tmp_path, "grpo", seed, ["--method", "grpo"], final)]  # fmt: skip
+    rows = grpo + [
+        {**row, "step": 30, "accuracy": row["accuracy"] - 0.02} for row in grpo if row["step"] == 60
+    ]
+    rows += [{**row, "step": 30} if row["step"] == 60 else row
+             for seed, final in enumerate([0.34, 0.35])
+             for row in write_compare_run(tmp_path, "ps", seed, ["--method", "ps"], final)]  # fmt: skip
+    write_curves_csv(rows, tmp_path / "curves.csv")
+    seen = []
+
+    def place(rows, output_dir):
+        results = sweeps.arm_results(rows, sweeps.trained_arms(rows, output_dir, swept=[]))
+        seen.extend(results)
+        return results
+
+    text = sweeps.write_report(tmp_path, "ps_sweep", "ps", "title", place, lambda results, grpo: "table\n",
+                               lambda results, grpo, path: None)  # fmt: skip
+    assert seen[1].difference.mean == pytest.approx((0.06 + 0.05) / 2)  # at step 30: 0.34 − 0.28, 0.35 − 0.30
+    assert text == (
+        "table\n\n**Warning.** ps: for some seeds its last evaluation is not grpo's (seed 0: step 30 against 60; "
+        "seed 1: step 30 against 60), so its paired Δ takes each such seed at the last step both evaluated.\n"
+    )
+    assert (tmp_path / "ps_sweep.md").read_text() == f"# title\n\n{text}"

@@ -106,6 +106,23 @@ def test_marker_default_accepts_spacing_variants():
     assert pieces(text, make_marker_segmenter()(text)) == ["Step1: a\n", "Step 2 : b\n", "Step  3:c"]
 
 
+def test_the_default_marker_starts_a_step_only_at_a_line_start():
+    """``As in Step 1: …`` refers back to a step and starts none; a lowercase or Markdown label opening a line
+    starts one (both moved the first-error index before; a review, 2026-12-07)."""
+    text = "Step 1: 16 - 3 = 13 eggs.\nStep 2: As in Step 1: 13 - 4 = 9 eggs.\nstep 3: 9 * 2 = 18."
+    assert pieces(text, make_marker_segmenter()(text)) == [
+        "Step 1: 16 - 3 = 13 eggs.\n",
+        "Step 2: As in Step 1: 13 - 4 = 9 eggs.\n",
+        "step 3: 9 * 2 = 18.",
+    ]
+    text = "Plan\n**Step 1:** add\n### Step 2: double\n- Step 3: done"
+    assert pieces(text, make_marker_segmenter()(text)) == [
+        "Plan\n**Step 1:** add\n",
+        "### Step 2: double\n",
+        "- Step 3: done",
+    ]
+
+
 def test_custom_marker_regex_with_inline_flags():
     text = "Plan:\n1. add 2\n2. double it\n3. done"
     segmenter = get_segmenter("markers", pattern=r"(?m)^\d+\.")
@@ -139,6 +156,60 @@ def test_newline_gives_a_step_per_non_blank_line():
     assert pieces(text, get_segmenter("newline")(text)) == ["\n\nfirst\n\n", "  second\r\n \n", "third"]
     assert get_segmenter("newline")(" \n\t\n") == [(0, 4)]  # only whitespace: one step
     assert get_segmenter("newline")("") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "steps"),
+    [
+        (  # a display block finishing a sentence, and the sentence going on after it: one step
+            "She can run a total of \n\\[ 30 + 20 = 50 \\text{ miles} \\]\n in 7 hours.\nSo she runs 50 miles.",
+            [
+                "She can run a total of \n\\[ 30 + 20 = 50 \\text{ miles} \\]\n in 7 hours.\n",
+                "So she runs 50 miles.",
+            ],
+        ),
+        (  # a chain continued on the next lines: its false link is in one step with the rest
+            "The total cost is 3 * 4 + 2 * 5\n= 12 + 10\n= 23 dollars.\nSo the answer is 23.",
+            ["The total cost is 3 * 4 + 2 * 5\n= 12 + 10\n= 23 dollars.\n", "So the answer is 23."],
+        ),
+        (  # no cut inside a display block, whatever its lines start with
+            "\\[\n3 \\times 4 + 2 \\times 5 \\\\\nSo = 12 + 10 \\\\\n= 23\n\\]\nDone.",
+            ["\\[\n3 \\times 4 + 2 \\times 5 \\\\\nSo = 12 + 10 \\\\\n= 23\n\\]\n", "Done."],
+        ),
+        (
+            "Total:\n\\begin{align*}\nx &= 3 + 4 \\\\\nLater &= 7\n\\end{align*}\nThus 7.",
+            ["Total:\n\\begin{align*}\nx &= 3 + 4 \\\\\nLater &= 7\n\\end{align*}\n", "Thus 7."],
+        ),
+        (  # after a finished sentence every line is a step, lowercase or display block alike
+            "Step 1: 3 + 4 = 7.\nthen 7 * 2 = 14.\n$$ 14 + 1 = 15 $$\n<answer>15</answer>",
+            ["Step 1: 3 + 4 = 7.\n", "then 7 * 2 = 14.\n", "$$ 14 + 1 = 15 $$\n", "<answer>15</answer>"],
+        ),
+        (  # the first bullet finishes its introduction; each later bullet is a step
+            "Micah ran \n- 3.5 * 8 = 28 miles\n- 52 - 8 = 44 miles\nAhito ran 16 miles.",
+            ["Micah ran \n- 3.5 * 8 = 28 miles\n", "- 52 - 8 = 44 miles\n", "Ahito ran 16 miles."],
+        ),
+        (  # a blank line ends the paragraph even mid-sentence; a punctuation line goes on
+            "First 3 + 4 = 7\n\nthen 7 * 2 = 14\n.\nEnd",
+            ["First 3 + 4 = 7\n\n", "then 7 * 2 = 14\n.\n", "End"],
+        ),
+        ("First, 3 + 4 = 7\nThen 7 * 2 = 14\n", ["First, 3 + 4 = 7\n", "Then 7 * 2 = 14\n"]),
+    ],
+    ids=[
+        "display-in-sentence",
+        "chain",
+        "display-block",
+        "align",
+        "sentence-ended",
+        "bullets",
+        "paragraph",
+        "lines",
+    ],
+)
+def test_newline_keeps_a_line_that_goes_on_with_the_one_before(text, steps):
+    """Qwen-style completions write ``\\[ … \\]`` blocks and ``= …`` lines inside a step; cut at each newline,
+    a fragment with no equation took a step of its own (a correct solution blamed) and a chain's false link
+    went unchecked (docs/scorers.md, "Steps a model writes over several lines")."""
+    assert pieces(text, get_segmenter("newline")(text)) == steps
 
 
 def test_paragraph_splits_on_blank_lines():
@@ -387,11 +458,11 @@ def test_segment_completions_edge_cases():
     tokenizer = CHAR_TOKENIZER
     eos = tokenizer.eos_token_id
     result = segment_completions(
-        tokenizer, [[], [eos], torch.tensor(encode(tokenizer, "a\nb"))], get_segmenter("newline")
+        tokenizer, [[], [eos], torch.tensor(encode(tokenizer, "a.\nb"))], get_segmenter("newline")
     )
-    assert result.texts == ["", "", "a\nb"]
-    assert result.steps == [[], [""], ["a\n", "b"]]
-    assert result.token_spans == [[], [(0, 1)], [(0, 2), (2, 3)]]
+    assert result.texts == ["", "", "a.\nb"]
+    assert result.steps == [[], [""], ["a.\n", "b"]]
+    assert result.token_spans == [[], [(0, 1)], [(0, 3), (3, 4)]]
 
 
 LINE_PARTS = [

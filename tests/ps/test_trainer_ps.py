@@ -177,24 +177,3 @@ def test_a_segmenter_that_never_splits_is_reported_once(tmp_path, char_tokenizer
         r.getMessage() for r in caplog.records if "is one step with segmenter 'markers'" in r.getMessage()
     ]
     assert len(warned) == 1 and warned[0].startswith("method ps: every completion of step 0 is one step")
-
-
-@pytest.mark.parametrize("as_dict", [False, True])
-def test_an_evaluation_dataset_without_the_scorers_columns_is_refused_when_the_trainer_is_built(
-    tmp_path, char_tokenizer, as_dict
-):
-    """TRL's evaluation scores its completions too: without `solution` there, the reference scorer failed at the
-    first evaluation, mid-training (a review, 2026-12-07)."""
-    evaluation = make_arith_dataset("test", n=8).remove_columns(["solution"])
-    args = tiny_run_args(tmp_path, method="ps", step_scorer="reference", eval_strategy="steps", eval_steps=1)
-    with pytest.raises(ValueError, match=r"the evaluation (dataset|'hard' dataset) lacks \['solution'\]"):
-        ProcessGRPOTrainer(
-            model=build_tiny_model(
-                char_tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64
-            ),
-            reward_funcs=[length_reward],
-            args=ProcessGRPOConfig(**args),
-            train_dataset=make_arith_dataset("train", n=16),
-            eval_dataset={"hard": evaluation} if as_dict else evaluation,
-            processing_class=char_tokenizer,
-        )

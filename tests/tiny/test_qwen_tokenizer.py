@@ -84,11 +84,15 @@ def ids(tokenizer, text: str) -> list[int]:
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
+INLINE_TEXTS = [SAMPLE_SOLUTION, "Natalia sold clips to 48 of her friends in April."]
+"""One GSM8K row written inline: the texts checked wherever the GSM8K copy is missing (CI)."""
+
+
 def gsm8k_texts(gsm8k_dir: Path, limit: int) -> list[str]:
-    """Questions and solutions of the GSM8K test split when present, else one inline GSM8K row."""
+    """Questions and solutions of the first ``limit`` rows of the GSM8K test split; skips the test without it."""
     path = gsm8k_dir / "test.jsonl"
     if not path.is_file():
-        return [SAMPLE_SOLUTION, "Natalia sold clips to 48 of her friends in April."]
+        pytest.skip(f"no GSM8K test split at {path} (set PSGRPO_GSM8K_DIR)")
     rows = [json.loads(line) for line in path.read_text().splitlines()[:limit]]
     return [r[key] for r in rows for key in ("question", "answer")]
 
@@ -295,8 +299,16 @@ def test_encoding_equals_tiktoken_on_any_text(tok, ranks_file, text):
     assert tok.decode(ids(tok, text)) == text
 
 
+def test_encoding_equals_tiktoken_and_round_trips_on_an_inline_gsm8k_row(tok, ranks_file):
+    for text in INLINE_TEXTS:
+        assert ids(tok, text) == tiktoken_encode(_ranks(ranks_file), text), text
+        assert tok.decode(ids(tok, text)) == text
+
+
 def test_encoding_equals_tiktoken_and_round_trips_on_gsm8k(tok, ranks_file, gsm8k_dir):
-    for text in gsm8k_texts(gsm8k_dir, limit=300):
+    texts = gsm8k_texts(gsm8k_dir, limit=300)
+    assert len(texts) == 600
+    for text in texts:
         assert ids(tok, text) == tiktoken_encode(_ranks(ranks_file), text), text
         assert tok.decode(ids(tok, text)) == text
 
@@ -310,22 +322,39 @@ def test_offsets_tile_a_solution(tok):
         assert SAMPLE_SOLUTION[start:end] == tok.decode([token_id])
 
 
-def test_reload_next_to_a_qwen2_model_gives_identical_ids(tok, tmp_path, gsm8k_dir):
-    """AutoTokenizer rebuilds a Qwen2Tokenizer from the saved vocab and merges: nothing may change."""
-    tok.save_pretrained(tmp_path)
+@pytest.fixture(scope="module")
+def reloaded(tok, tmp_path_factory):
+    """AutoTokenizer's Qwen2Tokenizer rebuilt from ``tok``'s saved vocab and merges, next to a Qwen2 model."""
+    folder = tmp_path_factory.mktemp("reloaded")
+    tok.save_pretrained(folder)
     model = build_tiny_model(
         tok, vocab_size=QWEN2_5_VOCAB_SIZE, hidden_size=8, num_layers=1, intermediate_size=16
     )
-    model.save_pretrained(tmp_path)
-    reloaded = AutoTokenizer.from_pretrained(tmp_path)
-    assert type(reloaded) is Qwen2Tokenizer and reloaded.get_vocab() == tok.get_vocab()
-    texts = [*gsm8k_texts(gsm8k_dir, limit=50), "<|im_start|>user\n é\t  x  <|im_end|>\n", "<tool_call>-5"]
+    model.save_pretrained(folder)
+    return AutoTokenizer.from_pretrained(folder)
+
+
+def assert_same_encoding(reloaded, tok, texts: list[str]) -> None:
     for text in texts:
-        assert ids(reloaded, text) == ids(tok, text)
+        assert ids(reloaded, text) == ids(tok, text), text
         assert (
             reloaded(text, return_offsets_mapping=True)["offset_mapping"]
             == (tok(text, return_offsets_mapping=True)["offset_mapping"])
-        )
+        ), text
+
+
+def test_reload_next_to_a_qwen2_model_gives_identical_ids(tok, reloaded):
+    """AutoTokenizer rebuilds a Qwen2Tokenizer from the saved vocab and merges: nothing may change."""
+    assert type(reloaded) is Qwen2Tokenizer and reloaded.get_vocab() == tok.get_vocab()
+    assert_same_encoding(
+        reloaded, tok, [*INLINE_TEXTS, "<|im_start|>user\n é\t  x  <|im_end|>\n", "<tool_call>-5"]
+    )
     assert (reloaded.pad_token_id, reloaded.eos_token_id, reloaded.bos_token) == (151_643, 151_645, None)
     assert reloaded.chat_template == tok.chat_template
     assert reloaded.all_special_ids == tok.all_special_ids
+
+
+def test_reload_next_to_a_qwen2_model_gives_identical_ids_on_gsm8k(tok, reloaded, gsm8k_dir):
+    texts = gsm8k_texts(gsm8k_dir, limit=50)
+    assert len(texts) == 100
+    assert_same_encoding(reloaded, tok, texts)

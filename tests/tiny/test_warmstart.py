@@ -175,3 +175,54 @@ def test_the_default_output_dir_leaves_the_shipped_checkpoint_alone():
     assert default == Path("outputs/warmstart") and default.resolve() != Path(CHECKPOINT_DIR).resolve()
     makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
     assert "psgrpo warmstart --output_dir psgrpo/tiny/checkpoint" in makefile
+
+
+def test_warmstart_keeps_a_users_folder_named_like_its_old_output(tmp_path, tiny_model, char_tokenizer):
+    """It moved the output it replaces to a fixed `<output_dir>.old` and deleted that name first: a user's folder
+    called so was lost (a review, 2026-12-07). The old output goes aside into a folder made for it, and only that
+    goes."""
+    out = tmp_path / "ckpt"
+    save_checkpoint(tiny_model, char_tokenizer, out)  # an earlier warm start's output (hidden size 32)
+    (tmp_path / "ckpt.old").mkdir()
+    (tmp_path / "ckpt.old" / "NOTES.txt").write_text("mine")
+    main(
+        [
+            "warmstart",
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "1",
+            "--per_device_train_batch_size",
+            "2",
+            "--hidden_size",
+            "16",
+            "--num_layers",
+            "1",
+            "--eval_examples",
+            "2",
+        ]
+    )
+    assert (tmp_path / "ckpt.old" / "NOTES.txt").read_text() == "mine"
+    assert AutoModelForCausalLM.from_pretrained(out).config.hidden_size == 16  # replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "ckpt.old"]  # nothing of its own left
+
+
+def test_a_failed_swap_puts_the_earlier_checkpoint_back(tmp_path, tiny_model, char_tokenizer, monkeypatch):
+    from pathlib import Path
+
+    import pytest
+
+    out = tmp_path / "ckpt"
+    save_checkpoint(tiny_model, char_tokenizer, out)
+    rename = Path.rename
+
+    def failing(self, target):
+        if self.name.startswith(".ckpt.") and not self.name.startswith(".ckpt.old."):
+            raise OSError("disk gone")  # the staged checkpoint cannot be swapped in
+        return rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", failing)
+    with pytest.raises(OSError, match="disk gone"):
+        save_checkpoint(tiny_model, char_tokenizer, out)
+    assert (out / "model.safetensors").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt"]

@@ -8,7 +8,9 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from trainer_helpers import length_reward, tiny_run_args
 
+from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset, split_problems, with_wrong_step
 from psgrpo.ps.credit_gaming import HOSTILE_STEPS
 from psgrpo.ps.scorers import STEP_SCORERS, build_step_scorer, check_scorer_columns
@@ -21,6 +23,8 @@ from psgrpo.ps.scorers.reference import (
     reference_values,
 )
 from psgrpo.ps.signal import resolve_process_mode
+from psgrpo.tiny.model import build_tiny_model
+from psgrpo.trainer import ProcessGRPOTrainer
 
 GOLD = "<reasoning>\nStep 1: 7 + 5 = 12\nStep 2: 12 - 3 = 9\n</reasoning>\n<answer>9</answer>"
 
@@ -93,14 +97,16 @@ def test_weights_and_neutral_score():
 
 
 def test_every_gold_step_of_arith_hard_scores_one_and_the_unused_distractor_does_not():
-    rows = make_arith_dataset("test", n=50, variant="arith-hard")
     verifier = ReferenceVerifier()
-    for row in rows:
-        lines = [line for line in row["solution"].splitlines() if line.startswith("Step")]
-        scores = verifier(["q"], [lines], solution=[row["solution"]], answer=[row["answer"]])[0]
-        path_steps = len(reference_values(row["solution"], row["answer"]).keys())
-        assert scores.count(1.0) >= min(path_steps, len(lines) - 1)
-        assert all(s in (1.0, 0.5) for s in scores)  # never a calculation error in gold
+    distractors = 0
+    for problem in split_problems("test", n=50, variant="arith-hard"):
+        lines = [line for line in problem.solution.splitlines() if line.startswith("Step")]
+        assert len(lines) == len(problem.chain)
+        scores = verifier(["q"], [lines], solution=[problem.solution], answer=[str(problem.answer)])[0]
+        # a used step is true and on the gold path (1.0); the unused distractor is true arithmetic off it (0.5)
+        assert scores == [1.0 if step.used else 0.5 for step in problem.chain], problem.solution
+        distractors += sum(not step.used for step in problem.chain)
+    assert distractors > 0  # the 50 problems hold distractor steps, so the 0.5 case is checked
 
 
 def test_the_wrong_step_of_a_corrupted_gold_solution_scores_below_one():
@@ -204,6 +210,27 @@ def test_check_scorer_columns_before_training():
         check_scorer_columns(ReferenceVerifier(), dataset)
     check_scorer_columns(ReferenceVerifier(), make_arith_dataset("test", n=4))
     check_scorer_columns(build_step_scorer("arithmetic"), dataset)  # reads no column
+
+
+@pytest.mark.parametrize("as_dict", [False, True])
+def test_an_evaluation_dataset_without_the_scorers_columns_is_refused_when_the_trainer_is_built(
+    tmp_path, char_tokenizer, as_dict
+):
+    """TRL's evaluation scores its completions too: without `solution` there, the reference scorer failed at the
+    first evaluation, mid-training (a review, 2026-12-07)."""
+    evaluation = make_arith_dataset("test", n=8).remove_columns(["solution"])
+    args = tiny_run_args(tmp_path, method="ps", step_scorer="reference", eval_strategy="steps", eval_steps=1)
+    with pytest.raises(ValueError, match=r"the evaluation (dataset|'hard' dataset) lacks \['solution'\]"):
+        ProcessGRPOTrainer(
+            model=build_tiny_model(
+                char_tokenizer, seed=0, hidden_size=32, num_layers=2, intermediate_size=64
+            ),
+            reward_funcs=[length_reward],
+            args=ProcessGRPOConfig(**args),
+            train_dataset=make_arith_dataset("train", n=16),
+            eval_dataset={"hard": evaluation} if as_dict else evaluation,
+            processing_class=char_tokenizer,
+        )
 
 
 @settings(max_examples=150, deadline=None)
