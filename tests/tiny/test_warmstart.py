@@ -38,24 +38,22 @@ def test_save_checkpoint_replaces_existing_dir(tmp_path, tiny_model, char_tokeni
     assert (out / "model.safetensors").exists() and not (out / "stale.txt").exists()
 
 
+SMALLEST = [
+    "--max_steps",
+    "1",
+    "--per_device_train_batch_size",
+    "2",
+    "--hidden_size",
+    "16",
+    "--num_layers",
+    "1",
+]
+SMALLEST += ["--eval_examples", "2"]
+"""The smallest warm start the command runs: one step of a one-layer, 16-wide model, two rows evaluated."""
+
+
 def test_cli_warmstart_prints_json(tmp_path, capsys):
-    main(
-        [
-            "warmstart",
-            "--output_dir",
-            str(tmp_path / "c"),
-            "--max_steps",
-            "1",
-            "--per_device_train_batch_size",
-            "2",
-            "--hidden_size",
-            "16",
-            "--num_layers",
-            "1",
-            "--eval_examples",
-            "2",
-        ]
-    )
+    main(["warmstart", "--output_dir", str(tmp_path / "c"), *SMALLEST])
     printed = capsys.readouterr().out
     assert json.loads(printed[printed.rindex("{\n") :])["heldout_n"] == 2.0
 
@@ -185,23 +183,7 @@ def test_warmstart_keeps_a_users_folder_named_like_its_old_output(tmp_path, tiny
     save_checkpoint(tiny_model, char_tokenizer, out)  # an earlier warm start's output (hidden size 32)
     (tmp_path / "ckpt.old").mkdir()
     (tmp_path / "ckpt.old" / "NOTES.txt").write_text("mine")
-    main(
-        [
-            "warmstart",
-            "--output_dir",
-            str(out),
-            "--max_steps",
-            "1",
-            "--per_device_train_batch_size",
-            "2",
-            "--hidden_size",
-            "16",
-            "--num_layers",
-            "1",
-            "--eval_examples",
-            "2",
-        ]
-    )
+    main(["warmstart", "--output_dir", str(out), *SMALLEST])
     assert (tmp_path / "ckpt.old" / "NOTES.txt").read_text() == "mine"
     assert AutoModelForCausalLM.from_pretrained(out).config.hidden_size == 16  # replaced
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "ckpt.old"]  # nothing of its own left
