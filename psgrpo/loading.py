@@ -274,7 +274,7 @@ def _overrides_yaml(overrides: dict[str, Any]) -> str:
 
 def _check_recipe_options(task: Any, config: Any, model_config: Any, sources: dict[str, str]) -> None:
     """``psgrpo train``'s checks of its options that load nothing (:func:`psgrpo.preflight.check_run_options`),
-    reading the checkpoint's tokenizer and config only where it is on disk and the dataset is not a Hub one (no
+    reading the checkpoint's tokenizer and config only where it is on disk, and probing no Hub dataset (no
     network); an error about an option a recipe file or a keyword set names it (``load_recipe's keywords:
     temperature 0: …``).
 
@@ -294,11 +294,8 @@ def _check_recipe_options(task: Any, config: Any, model_config: Any, sources: di
             and any((Path(model).expanduser() / name).exists() for name in TOKENIZER_FILES)
         )
     )
-    from psgrpo.data.arith import ARITH_VARIANTS
-
-    local_data = task.dataset in ARITH_VARIANTS or Path(task.dataset).expanduser().exists()
     try:
-        check_run_options(task, config, model_config, sources, read_checkpoint=on_disk and local_data)
+        check_run_options(task, config, model_config, sources, read_checkpoint=on_disk, prepare_dataset=False)
     except ImportError as err:
         raise MissingSupportError(str(err)) from None
 

@@ -438,14 +438,17 @@ def check_run_options(
     model_args: Any,
     sources: Mapping[str, str] | None = None,
     read_checkpoint: bool = True,
+    prepare_dataset: bool = True,
 ) -> None:
     """The checks above on a parsed ``psgrpo train`` command line, before anything loads.
 
     Args:
         sources: ``option → the --config file that set it`` (not typed on the command line): an error about
             such an option names the file and the key (``recipe.yaml: temperature 0: …``) instead of a flag.
-        read_checkpoint: read the checkpoint's tokenizer and config (``--chat``, ``--compiled_generation``) and
-            prepare a Hub dataset; ``load_recipe`` passes False where that would reach the Hub (it fetches nothing).
+        read_checkpoint: read the checkpoint's tokenizer and config (``--chat``, ``--compiled_generation``);
+            ``load_recipe`` passes False for a Hub checkpoint (it fetches nothing).
+        prepare_dataset: probe the Hub for a Hub dataset (:func:`prepare_dataset_source`); False in
+            ``load_recipe``, which reaches no network.
     """
     try:
         check_generation_options(args.temperature, args.max_completion_length)
@@ -464,5 +467,5 @@ def check_run_options(
         if source is None:
             raise
         raise type(err)(f"{source}: {str(err)[2:]}") from None
-    if read_checkpoint:
+    if prepare_dataset:
         prepare_dataset_source(task.dataset)

@@ -193,13 +193,13 @@ class ProcessGRPOTrainer(
         build = self.method_spec.signal
         return None if build is None else build(self, step_scorer)
 
-    @timed("advantages")  # psgrpo's own rollout code; TRL's rollout and the signal are their own phases
     def _generate(self, prompts: list[Any]) -> tuple:
         """TRL's rollout (the techniques' and tree's included); a diverged model's NaN probabilities stop the step
         with :class:`~psgrpo.guards.NonFiniteError` instead of torch's sampling traceback."""
         with diverged_sampling(self.state.global_step):
             return super()._generate(prompts)
 
+    @timed("advantages")  # psgrpo's own rollout code; TRL's rollout and the signal are their own phases
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         """TRL's rollout and outcome scoring, then the method's process signal, then token advantages (B, T).
 

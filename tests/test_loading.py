@@ -274,3 +274,16 @@ def test_a_comma_separated_report_to_is_split_as_train_splits_it(monkeypatch):
     monkeypatch.setattr(integration_utils, "is_wandb_available", lambda: True)
     _, config, _ = load_recipe("demo", report_to="tensorboard,wandb")
     assert config.report_to == ["tensorboard", "wandb"]
+
+
+def test_load_recipe_checks_the_chat_template_for_a_hub_dataset_too(monkeypatch):
+    """The check was tied to a local dataset: with `dataset="gsm8k"` (a Hub one) a checkpoint on disk without a
+    chat template passed (a review, 2026-12-07). No network is probed for the dataset either way."""
+    import psgrpo.preflight
+    from psgrpo import load_recipe
+
+    monkeypatch.setattr(psgrpo.preflight, "prepare_dataset_source", lambda dataset: pytest.fail("probed"))
+    with pytest.raises(
+        ValueError, match=r"^load_recipe's keywords: chat true: the tokenizer of .* no chat template"
+    ):
+        load_recipe("demo", chat=True, dataset="gsm8k")

@@ -132,6 +132,7 @@ def test_a_step_logs_every_phase_and_they_add_up_to_the_step(tmp_path, char_toke
         "logprobs",
         "rewards",
         "process_signal",
+        "advantages",  # psgrpo's own rollout code (its decorator once slid onto _generate: a review)
         "loss_forward",
         "backward",
         "optimizer",

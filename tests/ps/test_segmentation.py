@@ -193,6 +193,16 @@ def test_newline_gives_a_step_per_non_blank_line():
             ["First 3 + 4 = 7\n\n", "then 7 * 2 = 14\n.\n", "End"],
         ),
         ("First, 3 + 4 = 7\nThen 7 * 2 = 14\n", ["First, 3 + 4 = 7\n", "Then 7 * 2 = 14\n"]),
+        (  # an unclosed \[ is no block: it paired with the next block's \] and swallowed the lines between
+            "Her total is\n\\[ 3 + 4 = 7\nSo she has 7.\nThen 7 * 2 = 15.\nOne more gives\n\\[ 15 + 1 = 16 \\]\nSo 16.",
+            [
+                "Her total is\n\\[ 3 + 4 = 7\n",
+                "So she has 7.\n",
+                "Then 7 * 2 = 15.\n",
+                "One more gives\n\\[ 15 + 1 = 16 \\]\n",
+                "So 16.",
+            ],
+        ),
     ],
     ids=[
         "display-in-sentence",
@@ -203,6 +213,7 @@ def test_newline_gives_a_step_per_non_blank_line():
         "bullets",
         "paragraph",
         "lines",
+        "unclosed-display",
     ],
 )
 def test_newline_keeps_a_line_that_goes_on_with_the_one_before(text, steps):
