@@ -180,7 +180,8 @@ def load_recipe(name: str = "demo", **overrides: Any) -> tuple[Any, Any, Any]:
     The same parse as the command line's: the demo recipe underneath, ``name`` over it, then ``overrides``
     as one more layer (so ``step_scorer="arithmetic"`` drops the recipe's reference-scorer keyword
     arguments, as ``--step_scorer arithmetic`` does), with the checks of that parse (names, types,
-    choices, ranges; not ``psgrpo train``'s checks of the output folder, the model or the data).
+    choices, ranges) and ``psgrpo train``'s checks of the options before anything loads (reading a local or
+    embedded checkpoint's tokenizer and config, never the Hub); not its checks of the output folder or the data.
 
     Args:
         name: a packaged recipe's short name (``demo``, ``arith-hard``, ``gsm8k-qwen2.5-0.5b``) or a

@@ -137,7 +137,8 @@ class EvalConfig:
     segmenter: str = field(
         default="markers",
         metadata={
-            "help": "How completions split into steps for the step checks: 'markers' (default, 'Step N:'), "
+            "help": "How completions split into steps for the step checks: 'markers' (default, a 'Step N:' label "
+            "opening a line), "
             "'newline', 'paragraph', 'single' (see the PS-GRPO --segmenter). Use 'newline' for GSM8K-style "
             "outputs without step markers.",
             "choices": sorted(SEGMENTERS),
@@ -271,6 +272,7 @@ def run_eval(argv: Sequence[str]) -> dict[str, float]:
     parser = ConfigParser(
         (eval_task_config(), EvalConfig), prog="psgrpo eval", foreign_config_keys=training_options()
     )
+    parser.show_default("chat_template_kwargs", "as trained")  # the checkpoint's psgrpo_task.json, else none
     eval_task, cfg = parser.parse_args_and_config(list(argv))
     if cfg.backend == "hf":
         cfg.device = resolve_device(cfg.device)  # a GPU this machine lacks: one line, before anything loads

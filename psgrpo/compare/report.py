@@ -393,8 +393,9 @@ def markdown_report(
         + " ± is "
         "the 95% confidence interval of the mean over seeds (Student's t, n − 1 degrees of freedom). "
         + (
-            f"Paired Δ: each seed's final accuracy minus outcome GRPO's (`{reference}`) with the same seed, mean "
-            "and 95% t interval over seeds; * marks an interval that excludes 0. 'Steps to reach': the first "
+            f"Paired Δ: each seed's accuracy minus outcome GRPO's (`{reference}`) with the same seed, at the last "
+            "step both evaluated (the final one when both ran to the end), mean and 95% t interval over seeds; * "
+            "marks an interval that excludes 0. 'Steps to reach': the first "
             f"evaluation step where the method's seed-mean accuracy is ≥ `{reference}`'s seed-mean final accuracy; "
             f"(×) is that step over the step where `{reference}` itself first reaches it. "
             if reference_target is not None

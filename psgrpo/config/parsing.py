@@ -117,6 +117,10 @@ class ConfigParser(TrlParser):
         self._initial_defaults = {id(action): action.default for action in self._actions}
         self.one_value_options = one_value_fields(self.dataclass_types)
 
+    def show_default(self, option: str, shown: str) -> None:
+        """``--help`` gives ``shown`` as ``option``'s default: one decided at run time (``as trained``)."""
+        self._option_string_actions[f"--{option}"].shown_default = shown  # type: ignore[attr-defined]
+
     def parse_args_and_config(
         self,
         args: Iterable[str] | None = None,

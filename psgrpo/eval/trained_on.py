@@ -1,6 +1,7 @@
 """What a checkpoint was trained on, and which checkpoint of a run directory ``psgrpo eval`` reads.
 
-``psgrpo train`` writes :data:`TASK_RECORD` (the task options: dataset, splits, prompt format) into its
+``psgrpo train`` writes :data:`TASK_RECORD` (the task options: dataset, splits, prompt format; the method and the
+run's ``chat_template_kwargs``) into its
 output directory and into every checkpoint it saves (the trainer's ``run_record``, written into the staged
 checkpoint before its commit, so a complete checkpoint always holds it). ``psgrpo eval``
 reads it (:func:`read_task_record`, from the checkpoint or the run directory around it) and evaluates

@@ -97,7 +97,8 @@ def split_at_markers(text: str, pattern: re.Pattern[str]) -> list[Span]:
 
 @SEGMENTERS.register("markers")
 def make_marker_segmenter(pattern: str | re.Pattern[str] = DEFAULT_MARKER) -> TextSegmenter:
-    """Steps start at each match of a regex (default ``Step N:``); use inline flags such as ``(?m)``.
+    """Steps start at each match of a regex (default a ``Step N:`` label opening a line); use inline flags such as
+    ``(?m)``.
 
     Args:
         pattern: the regex a step starts at (Python ``re`` syntax), e.g. ``(?m)^[0-9]+[.]`` for numbered lines.
@@ -191,7 +192,9 @@ def split_lines(text: str) -> list[Span]:
 
 @SEGMENTERS.register("newline")
 def make_newline_segmenter() -> TextSegmenter:
-    """A step per non-blank line, but for lines that go on with the one before (:func:`split_lines`)."""
+    """A step per non-blank line, kept with the lines that go on with it: no cut inside display math, and a
+    ``= …`` continuation, a display block or first bullet finishing a sentence, or a lowercase line right below an
+    unfinished sentence joins the step above (:func:`split_lines`)."""
     return split_lines
 
 

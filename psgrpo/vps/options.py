@@ -21,7 +21,7 @@ class VpsOptions:
         default="entropy",
         metadata={
             "help": "Where segments end (method 'vps'): 'entropy' (adaptive: tokens whose policy entropy is in the "
-            "top quantile, default) or 'markers' (the PS segmenter's steps, e.g. 'Step N:').",
+            "top quantile, default) or 'markers' (the PS segmenter's steps, e.g. 'Step N:' labels opening lines).",
         },
     )
     vps_probe: VpsProbe = field(
