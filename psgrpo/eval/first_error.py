@@ -87,7 +87,7 @@ def f1_interval(
     interval is the central ``confidence`` share of the ``draws`` F1 values. For classes of hundreds
     of solutions this is the stratified bootstrap's interval (within 0.003 on the dev files' counts);
     unlike the bootstrap, an accuracy of 0 or 1 on a few solutions still gives a wide interval (1
-    wrong solution found of 1: error_acc between about 0.2 and 1). Seeded: the same counts give the
+    wrong solution found of 1: error_acc between about 0.15 and 1). Seeded: the same counts give the
     same interval. It always holds ``f1`` itself (at 0 or 1 the draws never reach it).
 
     Args:
