@@ -90,6 +90,10 @@ RUN_FILES = ("report.json", "model.safetensors", "adapter_model.safetensors", "p
 one of them there means an earlier run."""
 
 
+MODEL_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json")
+"""Files a run's final save writes besides :data:`RUN_FILES`: a folder holding them without a run is a model's."""
+
+
 def earlier_run(path: str | os.PathLike[str] | None) -> list[str]:
     """What of an earlier run the directory ``path`` holds: its metrics, model and report files, and its newest two
     ``checkpoint-N`` folders."""
@@ -119,6 +123,14 @@ def check_no_earlier_run(path: str | os.PathLike[str] | None, resume: str | None
     )
     found = [] if continues else earlier_run(path)
     if not found:
+        model_files = [] if continues else [n for n in MODEL_FILES if (Path(path).expanduser() / n).is_file()]
+        if (
+            model_files
+        ):  # a model folder, not a run (the base model itself, say): the save would replace its files
+            raise FileExistsError(
+                f"--output_dir {path}: holds a model or tokenizer psgrpo did not train ({', '.join(model_files)}); "
+                "the run's save would overwrite them: give a new --output_dir"
+            )
         return
     if resume is not None:
         raise FileExistsError(
@@ -432,6 +444,21 @@ def check_compiled_generation_dtype(args: Any, model_args: Any) -> None:
         raise ValueError(f"--compiled_generation true: {error}")
 
 
+def check_reward_options(reward_funcs: Sequence[str], reward_weights: Sequence[float] | None) -> None:
+    """The reward functions the command trains with (the config's: Python users may pass others to the trainer)
+    named once each, and one weight per function; TRL finds either only after the model loaded."""
+    repeated = sorted({name for name in reward_funcs if list(reward_funcs).count(name) > 1})
+    if repeated:
+        raise ValueError(
+            f"--reward_funcs lists {', '.join(repeated)} more than once: name each function once"
+        )
+    if reward_weights is not None and len(reward_weights) != len(reward_funcs):
+        raise ValueError(
+            f"--reward_weights has {len(reward_weights)} value(s) for {len(reward_funcs)} reward function(s) "
+            f"({' '.join(reward_funcs)}): give one weight per function, in the same order"
+        )
+
+
 def check_run_options(
     task: Any,
     args: Any,
@@ -451,6 +478,7 @@ def check_run_options(
             ``load_recipe``, which reaches no network.
     """
     try:
+        check_reward_options(args.reward_funcs, args.reward_weights)
         check_generation_options(args.temperature, args.max_completion_length)
         args.report_to = split_report_to(args.report_to)
         check_report_to(args.report_to)

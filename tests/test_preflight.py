@@ -182,3 +182,33 @@ def test_each_comma_separated_tracker_is_checked_before_the_model_loads(tmp_path
     with pytest.raises(ValueError, match=r"^--report_to nonsense: not an integration transformers knows"):
         train(["--output_dir", str(tmp_path / "o"), "--report_to", "tensorboard,nonsense"])
     assert not (tmp_path / "o").exists()
+
+
+def test_a_model_folder_is_not_trained_into(tmp_path):
+    """A folder holding a model or tokenizer psgrpo did not train (the base model itself, say) was written over by
+    the run's final save, exit 0 (a bad-input sweep, 2026-12-07)."""
+    from psgrpo.preflight import check_no_earlier_run
+
+    base = tmp_path / "qwen"
+    base.mkdir()
+    (base / "config.json").write_text("{}")
+    (base / "tokenizer.json").write_text("{}")
+    with pytest.raises(
+        FileExistsError, match=r"holds a model or tokenizer psgrpo did not train \(config.json, "
+    ):
+        check_no_earlier_run(base, None)
+    (base / "checkpoint-3").mkdir()  # resuming the folder's own checkpoint is what it is for
+    check_no_earlier_run(base, str(base / "checkpoint-3"))
+    check_no_earlier_run(tmp_path / "new", None)
+
+
+def test_reward_functions_and_their_weights_are_checked_before_loading():
+    """TRL found a missing weight or a repeated function only after the model loaded (a bad-input sweep)."""
+    from psgrpo.preflight import check_reward_options
+
+    with pytest.raises(ValueError, match=r"--reward_weights has 1 value\(s\) for 2 reward function\(s\)"):
+        check_reward_options(["correctness", "format"], [1.0])
+    with pytest.raises(ValueError, match="--reward_funcs lists correctness more than once"):
+        check_reward_options(["correctness", "correctness"], None)
+    check_reward_options(["correctness", "format"], [1.0, 0.5])
+    check_reward_options(["correctness"], None)

@@ -6,7 +6,9 @@ sweeps run. Each (arm, seed) is an ordinary ``psgrpo train`` run (the same funct
 with the held-out evaluation callback every ``--eval_every`` steps, in
 ``OUTPUT_DIR/runs/<arm>-seed<seed>/``. Runs go one after another; a run whose
 ``report.json`` exists is finished and skipped, so an interrupted comparison continues where it
-stopped (an unfinished run restarts from scratch). Several compare processes may share one
+stopped (an unfinished run restarts from scratch; compare clears only a run folder it made, one holding its
+``compare_run.json``, and refuses an ``OUTPUT_DIR`` holding files but nothing of compare's). Several
+compare processes may share one
 ``OUTPUT_DIR``: each run is claimed by a lock while it trains and other processes skip it
 (:mod:`psgrpo.compare.claim`). Every run starts from the same checkpoint, so
 its step-0 evaluation is computed once and reused from ``OUTPUT_DIR/heldout_cache/``
@@ -125,10 +127,9 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
 
     from psgrpo.config.parsing import ConfigParser, split_config_args
     from psgrpo.data.tasks import TaskConfig
-    from psgrpo.hub import check_push_to_hub
     from psgrpo.loading import DEFAULT_RECIPE, with_default_recipe
     from psgrpo.methods import config_class
-    from psgrpo.preflight import check_run_options
+    from psgrpo.preflight import check_output_dir
 
     paths, flags = split_config_args(list(argv))  # short names resolved
     if len(paths) > 1:
@@ -143,17 +144,19 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
     task, args, model_args, cfg = parser.parse_args_and_config(
         with_default_recipe(["--config", str(config_path), *flags])
     )
+    check_output_dir(args.output_dir)  # a file, a path below a file, a place that cannot be written: first
     notes = parser.pending_notes  # the arms' parses below start their own
-    check_run_options(task, args, model_args, parser.file_sources())  # as train does, before any run starts
-    check_push_to_hub(args.push_to_hub, args.hub_token)  # before the output folder is written
+    # as train does, before any run starts and before the output folder is written
+    check_before_loading(task, args, model_args, parser.file_sources())
     _validate(cfg)
     if cfg.arms and "methods" in flag_values(flags):
         raise ValueError(
             "give --methods or --arms, not both (an arm names its method: 'LABEL=--method M ...')"
         )
-    for label, arm_flags in compare_arms(cfg) if cfg.arms else []:
-        try:  # a typo in an arm fails now, not when its turn comes hours later
-            parser.parse_args_and_config(
+    where = "--arms" if cfg.arms else "--methods"
+    for label, arm_flags in compare_arms(cfg):  # each arm's options as its runs get them, checked now, not
+        try:  # when its turn comes hours later
+            arm_task, arm_args, arm_model_args, _ = parser.parse_args_and_config(
                 with_default_recipe(["--config", str(config_path), *flags, *arm_flags])
             )
         except (ValueError, SystemExit) as err:
@@ -164,12 +167,37 @@ def parse_compare_args(argv: Sequence[str]) -> tuple[Path, list[str], Any, Compa
                 else ""
             )
             raise ValueError(
-                f"--arms {label!r}: its flags {shlex.join(arm_flags)!r} are not valid: {err}{quoting}"
+                f"{where} {label!r}: its flags {shlex.join(arm_flags)!r} are not valid: {err}{quoting}"
             ) from None
+        try:
+            check_before_loading(arm_task, arm_args, arm_model_args, parser.file_sources())
+        except (ValueError, ImportError, OSError) as err:  # the base flags passed: this arm's make it fail
+            raise _naming(err, f"{where} {label}: ") from None
     load_pyplot()  # fail before training, not after, when matplotlib is missing
     parser.pending_notes = notes  # each run's own `psgrpo train` logs its arm's notes
     parser.log_pending_notes()
     return config_path, flags, args, cfg
+
+
+def check_before_loading(task: Any, args: Any, model_args: Any, sources: dict[str, str]) -> None:
+    """What ``psgrpo train`` checks of its options before anything loads, in its order: the Hub for
+    ``--push_to_hub``, the checkpoint to load, then :func:`psgrpo.preflight.check_run_options`."""
+    from psgrpo.hub import check_push_to_hub
+    from psgrpo.loading import checkpoint_path
+    from psgrpo.preflight import check_run_options
+
+    check_push_to_hub(args.push_to_hub, args.hub_token)
+    checkpoint_path(model_args.model_name_or_path, revision=model_args.model_revision)
+    check_run_options(task, args, model_args, sources)
+
+
+def _naming(err: Exception, prefix: str) -> Exception:
+    """``err`` with ``prefix`` (``--arms b: ``) ahead of its message, of its own type where that type allows."""
+    try:
+        named = type(err)(f"{prefix}{err}")
+    except Exception:  # an exception class that takes other arguments
+        return ValueError(f"{prefix}{err}")
+    return named if str(named) == f"{prefix}{err}" else ValueError(f"{prefix}{err}")
 
 
 ARM_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -181,8 +209,9 @@ def compare_arms(cfg: CompareConfig) -> list[tuple[str, list[str]]]:
     """``(label, train flags)`` per arm, in order: ``--arms`` entries, else one ``--method M`` arm per method.
 
     Raises:
-        ValueError naming the entry: no ``=``, a label that is not a plain name, a repeated label,
-        or flags that compare sets itself (:data:`OWN_RUN_FLAGS`).
+        ValueError naming the entry: no ``=``, a label that is not a plain name, a repeated label, flags
+        that do not split like a shell line (an unclosed quote), or flags that compare sets itself
+        (:data:`OWN_RUN_FLAGS`).
     """
     if not cfg.arms:
         return [(method, ["--method", method]) for method in cfg.methods]
@@ -197,7 +226,13 @@ def compare_arms(cfg: CompareConfig) -> list[tuple[str, list[str]]]:
             )
         if label in dict(arms):
             raise ValueError(f"--arms: the label {label!r} appears twice; each arm needs its own label")
-        flags = shlex.split(rest)
+        try:
+            flags = shlex.split(rest)
+        except ValueError as err:  # shlex says only "No closing quotation"
+            raise ValueError(
+                f"--arms entry {entry!r}: its flags cannot be split like a shell line ({err}); close the "
+                "quote, or quote a value inside the arm with the other kind of quote"
+            ) from None
         owned = sorted(set(flag_values(flags)) & set(OWN_RUN_FLAGS))
         if owned:
             raise ValueError(
@@ -236,10 +271,77 @@ def _validate(cfg: CompareConfig) -> None:
         raise ValueError(f"--eval_every must be a positive number of steps, got {cfg.eval_every}")
 
 
+COMPARE_OUTPUTS = ("curves.csv", "compare.md", "compare.png", HELDOUT_CACHE)
+"""What compare writes in ``OUTPUT_DIR`` besides ``runs/`` and ``recipe.yaml`` (a name a user's own recipe may
+have, so it alone does not make a folder compare's)."""
+
+
+def made_by_compare(run_dir: Path) -> bool:
+    """Whether ``run_dir`` is a run folder compare may clear: one it made (holding the ``compare_run.json`` it
+    writes first and removes last), or an empty one."""
+    if run_dir.is_symlink() or not run_dir.is_dir():
+        return False
+    return (run_dir / RUN_SPEC).is_file() or not any(run_dir.iterdir())
+
+
+def check_compare_dir(root: Path, run_dirs: dict[str, Path], training: bool) -> None:
+    """Refuse, before anything is written, an ``OUTPUT_DIR`` compare would overwrite or clear someone else's files in.
+
+    Args:
+        run_dirs: ``"arm a, seed 0" → its run folder``, each folder this command may train in.
+        training: whether runs may train (their folders are cleared first); ``--report_only`` never touches them.
+
+    Raises:
+        FileExistsError naming the folder and what to do: ``root`` exists, holds something, and holds neither an
+        output of compare (:data:`COMPARE_OUTPUTS`) nor a run it made; or, when ``training``, a run folder that
+        is a file or that compare did not make (it would be deleted to restart the run).
+    """
+    runs = root / "runs"
+    if root.is_dir() and any(root.iterdir()):
+        made = [root / name for name in COMPARE_OUTPUTS if (root / name).exists()]
+        if runs.is_dir() and not runs.is_symlink():
+            made += [d for d in runs.iterdir() if (d / RUN_SPEC).is_file() or d.name.endswith(".lock")]
+        if not made:
+            held = sorted(p.name for p in root.iterdir())
+            shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+            raise FileExistsError(
+                f"--output_dir {root}: holds {shown} but no output of psgrpo compare (runs/ with its runs, "
+                "compare.md, curves.csv), and compare writes recipe.yaml, compare.md, curves.csv and compare.png "
+                "there: give a new or empty --output_dir, or an earlier compare's"
+            )
+    if runs.exists() and not runs.is_dir():
+        raise FileExistsError(
+            f"--output_dir {root}: {runs} is a file, and compare writes its runs in that folder: give another "
+            "--output_dir, or move the file away"
+        )
+    for what, run_dir in run_dirs.items() if training else ():
+        if (run_dir.exists() or run_dir.is_symlink()) and not made_by_compare(run_dir):
+            raise FileExistsError(
+                f"--output_dir {root}: {run_dir} (the folder of {what}) was not made by psgrpo compare (it has no "
+                f"{RUN_SPEC}), and compare clears an unfinished run's folder before training it: give another "
+                "--output_dir, or move that folder away"
+            )
+
+
 def _start_run(run_dir: Path, spec: dict[str, Any]) -> None:
-    """Clear what an interrupted run left in ``run_dir`` and write the spec a fresh run trains with."""
-    if run_dir.exists():
+    """Clear what an interrupted run left in ``run_dir`` and write the spec a fresh run trains with.
+
+    Only a folder compare made is cleared (:func:`made_by_compare`), its ``compare_run.json`` last, so a folder
+    caught half-cleared by another compare's check still reads as compare's.
+    """
+    if run_dir.exists() or run_dir.is_symlink():
+        if not made_by_compare(run_dir):  # checked for every run before any trained: this is a backstop
+            raise FileExistsError(
+                f"{run_dir} was not made by psgrpo compare (it has no {RUN_SPEC}); compare would delete it to "
+                "train this run: give another --output_dir, or move that folder away"
+            )
         logger.info("%s: unfinished run, starting it again", run_dir)
+        for child in run_dir.iterdir():
+            if child.name != RUN_SPEC:
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child)
+                else:
+                    child.unlink()
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
     (run_dir / RUN_SPEC).write_text(json.dumps(spec, indent=2))
@@ -283,16 +385,15 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
     root = Path(args.output_dir)
     is_main = args.process_index == 0
     recipe = run_recipe(layer_config_files([DEFAULT_RECIPE, config_path])[0])  # what the runs train with
-    with args.main_process_first(local=False, desc="compare setup"):  # under accelerate launch: main writes
-        if is_main:
-            root.mkdir(parents=True, exist_ok=True)
-            if not cfg.report_only:  # another process may be about to start a run from this file
-                (root / "recipe.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
     run_flags = strip_compare_flags(flags)
 
     arms = dict(compare_arms(cfg))  # label → its train flags (`--method M` for a plain method)
     # seed by seed, every arm of a seed before the next seed: a comparison stopped part-way leaves whole pairs
     runs = {(label, seed): root / "runs" / f"{label}-seed{seed}" for seed in cfg.seeds for label in arms}
+    # every run folder is checked before anything is written or trains: none of the user's files is deleted
+    check_compare_dir(
+        root, {f"arm {label}, seed {seed}": d for (label, seed), d in runs.items()}, not cfg.report_only
+    )
     plan = []  # every finished run is checked before any trains: a settings mismatch fails at once
     for (label, seed), run_dir in runs.items():
         overrides = [*arms[label], "--seed", str(seed), "--output_dir", str(run_dir),
@@ -302,6 +403,11 @@ def compare(argv: Sequence[str]) -> list[dict[str, Any]]:
         # JSON round trip: the spec compares equal to the one a previous invocation saved.
         spec = json.loads(json.dumps({"recipe": recipe, "flags": flag_values(flags_of_run)}))
         plan.append((label, seed, run_dir, flags_of_run, spec, finished_run(run_dir, spec)))
+    with args.main_process_first(local=False, desc="compare setup"):  # under accelerate launch: main writes
+        if is_main:
+            root.mkdir(parents=True, exist_ok=True)
+            if not cfg.report_only:  # another process may be about to start a run from this file
+                (root / "recipe.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
     busy = []  # runs other compare processes were training when this one reached them
     for i, (label, seed, run_dir, flags_of_run, spec, finished) in enumerate(plan, start=1):
         what = f"run {i}/{len(plan)} ({label}, seed {seed})"

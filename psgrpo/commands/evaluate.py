@@ -161,7 +161,6 @@ class EvalConfig:
     def __post_init__(self) -> None:
         from psgrpo.config.options import json_object_option
         from psgrpo.eval.generation import check_sampling
-        from psgrpo.ps.segmentation import get_segmenter
 
         for name in ("vllm_kwargs", "segmenter_kwargs"):  # chat_template_kwargs: None means "as trained"
             setattr(self, name, json_object_option(name, getattr(self, name)))
@@ -169,7 +168,9 @@ class EvalConfig:
             self.chat_template_kwargs = json_object_option("chat_template_kwargs", self.chat_template_kwargs)
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {list(BACKENDS)}, got {self.backend!r}")
-        get_segmenter(self.segmenter, **self.segmenter_kwargs)  # a bad name or pattern fails before any work
+        check_segmenter(self.segmenter, self.segmenter_kwargs)  # a bad name or pattern fails before any work
+        check_dtype(self.dtype)
+        check_eval_output_dir(self.output_dir)
         check_sampling(self.num_samples, self.do_sample)
         if (
             self.do_sample
@@ -182,6 +183,91 @@ class EvalConfig:
         if self.pass_k is None:
             self.pass_k = sorted({1, self.num_samples})
         check_pass_k(self.pass_k, self.num_samples)
+        repeated = sorted({k for k in self.pass_k if self.pass_k.count(k) > 1})
+        if repeated:
+            raise ValueError(
+                f"--pass_k {' '.join(map(str, self.pass_k))}: repeats k={', '.join(map(str, repeated))}; "
+                f"give each k once, e.g. --pass_k {' '.join(map(str, sorted(set(self.pass_k))))}"
+            )
+
+
+def check_segmenter(name: str, kwargs: dict[str, Any]) -> None:
+    """Build segmenter ``name`` with ``kwargs`` (cheap), as :func:`psgrpo.ps.spec.check_ps_options` does for
+    train: an unknown name, an argument it does not take or a bad regex is one ValueError naming the option.
+
+    Raises:
+        ValueError: naming ``--segmenter`` or ``--segmenter_kwargs``, and what the segmenter takes.
+    """
+    import inspect
+    import re
+
+    from psgrpo.config.options import check_registered
+    from psgrpo.ps.segmentation import SEGMENTERS, get_segmenter
+
+    check_registered("segmenter", name, SEGMENTERS.names())
+    try:
+        get_segmenter(name, **kwargs)
+    except (TypeError, ValueError, re.error) as err:
+        takes = None  # what it takes: for an argument it does not take
+        if isinstance(err, TypeError):
+            try:
+                takes = list(inspect.signature(SEGMENTERS.get(name)).parameters)
+            except (TypeError, ValueError):
+                pass
+        hint = (
+            ""
+            if takes is None
+            else f"; it takes {', '.join(takes)}"
+            if takes
+            else "; it takes no arguments: drop --segmenter_kwargs"
+        )
+        raise ValueError(
+            f"--segmenter_kwargs {json.dumps(kwargs)} do not fit --segmenter {name}: {err}{hint}"
+        ) from None
+
+
+def check_dtype(dtype: str | None) -> None:
+    """``None``, ``'auto'`` or the name of a torch floating-point dtype (``bfloat16``, ``float32`` ...).
+
+    Raises:
+        ValueError: naming ``--dtype`` and valid examples (torch has no ``float17``: an AttributeError after
+            the checkpoint was found).
+    """
+    if dtype is None or dtype == "auto":
+        return
+    import torch
+
+    value = getattr(torch, dtype, None) if isinstance(dtype, str) else None
+    if not (isinstance(value, torch.dtype) and value.is_floating_point):
+        raise ValueError(
+            f"--dtype {dtype}: not a torch floating-point dtype; give 'auto', 'bfloat16', 'float16' or 'float32'"
+        )
+
+
+def check_eval_output_dir(output_dir: str | None) -> None:
+    """Refuse an ``--output_dir`` that is the filesystem root or the home directory itself: summary.json,
+    summary.md and samples.jsonl would land loose among the system's or the user's own files.
+
+    Raises:
+        ValueError: naming ``--output_dir`` and the way on (a folder of its own).
+    """
+    if output_dir is None:
+        return
+    target = Path(output_dir).expanduser().resolve()
+    try:
+        home = Path.home().resolve()
+    except (RuntimeError, KeyError):  # no home directory known
+        home = None
+    if target == Path(target.anchor):
+        where = "the filesystem root"
+    elif target == home:
+        where = "your home directory"
+    else:
+        return
+    raise ValueError(
+        f"--output_dir {output_dir}: is {where}; eval writes {SUMMARY_JSON}, {SUMMARY_MD} and {SAMPLES_JSONL} "
+        "there, so give a folder of its own, e.g. --output_dir outputs/eval"
+    )
 
 
 def _rate(value: float) -> str:

@@ -26,6 +26,7 @@ from psgrpo.config.options import (
     check_finite_floats,
     check_number,
     check_registered,
+    json_object_option,
 )
 from psgrpo.generation import check_compiled_generation
 from psgrpo.methods import all_methods, get_method, method_names
@@ -100,6 +101,23 @@ def check_components(config: Any) -> None:
             check_registered("reward_funcs", name, REWARD_FUNCS, hint=hint)
 
 
+TRL_DICT_OPTIONS = ("generation_kwargs", "model_init_kwargs", "chat_template_kwargs", "lr_scheduler_kwargs")
+"""TRL's and transformers' options that take a dict: their own parse of a JSON string names no option."""
+
+
+def check_before_trl(config: Any) -> None:
+    """The values TRL's and transformers' ``__post_init__`` would turn into a traceback or an error that names no
+    option: ``num_generations`` 0 (a ZeroDivisionError), ``steps_per_generation`` 0, and a dict option given as
+    malformed JSON or as something else than an object (parsed here, naming it)."""
+    check_number("num_generations", config.num_generations, low=2, allow_none=True)
+    check_number("steps_per_generation", config.steps_per_generation, low=1, allow_none=True)
+    check_number("generation_batch_size", config.generation_batch_size, low=1, allow_none=True)
+    for name in TRL_DICT_OPTIONS:
+        value = getattr(config, name, None)
+        if value is not None and not isinstance(value, dict):
+            setattr(config, name, json_object_option(name, value))
+
+
 def check_sampling_and_batch(config: Any) -> None:
     """Sampling and batch options that transformers and torch check only once the model has loaded (or never:
     ``top_p`` 1.5 samples as 1.0), with messages that name neither the option nor its range."""
@@ -110,6 +128,15 @@ def check_sampling_and_batch(config: Any) -> None:
     check_number("top_p", config.top_p, low=0.0, high=1.0, low_open=True, allow_none=True)
     check_number("min_p", config.min_p, low=0.0, high=1.0, allow_none=True)
     check_number("repetition_penalty", config.repetition_penalty, low=0.0, low_open=True, allow_none=True)
+    check_number("max_grad_norm", config.max_grad_norm, low=0.0, allow_none=True)
+    check_number("weight_decay", config.weight_decay, low=0.0)
+    if config.delta is not None and config.delta <= 1:  # TRL recommends δ > 1 + ε
+        raise ValueError(
+            f"delta={config.delta} clips the probability ratio at or below 1, which takes the gradient from every "
+            f"positive advantage; TRL recommends delta > 1 + epsilon ({1 + config.epsilon:g}), or leave it unset"
+        )
+    check_number("correctness_exact", config.correctness_exact, low=0.0, low_open=True)
+    check_number("correctness_close", config.correctness_close, low=0.0, high=config.correctness_exact)
     if config.cache_implementation is not None:
         try:
             from transformers.generation.configuration_utils import ALL_CACHE_IMPLEMENTATIONS

@@ -179,10 +179,11 @@ def check_finite_floats(config: Any) -> None:
     """Refuse NaN or infinite values in every float field (psgrpo's and TRL's): they would reach the weights."""
     for f in fields(config):
         value = getattr(config, f.name, None)
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(
-                f"{f.name}={value} is not a finite number: a NaN or infinite value would reach the weights"
-            )
+        for item in value if isinstance(value, (list, tuple)) else [value]:  # reward_weights [nan, 1.0] too
+            if isinstance(item, float) and not math.isfinite(item):
+                raise ValueError(
+                    f"{f.name}={value} is not a finite number: a NaN or infinite value would reach the weights"
+                )
 
 
 def check_keyword_arguments(option: str, target: Any, kwargs: dict[str, Any]) -> None:

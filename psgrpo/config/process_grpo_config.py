@@ -14,7 +14,7 @@ from typing import Any
 
 from trl import GRPOConfig
 
-from psgrpo.config.checks import check_config, named_batch_errors
+from psgrpo.config.checks import check_before_trl, check_config, named_batch_errors
 from psgrpo.config.options import (
     Curriculum,
     KLSchedule,
@@ -194,6 +194,7 @@ class ProcessGRPOConfig(PsOptions, VpsOptions, TreeOptions, GRPOConfig):
         # before transformers refuses bf16 without a GPU: on a CPU-only machine the CPU is the device anyway
         self.use_cpu = resolve_use_cpu(self.use_cpu, self.bf16, self.bf16_full_eval)
         adopt_activation_checkpointing(self)
+        check_before_trl(self)  # what TRL's and transformers' __post_init__ would turn into a traceback
         with named_batch_errors(self):  # TRL names its derived generation_batch_size, not the options set
             super().__post_init__()
         check_config(self)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import shutil
 import tempfile
 import time
@@ -255,29 +256,76 @@ def sft_dataset(cfg: WarmstartConfig, n: int) -> Dataset:
     return Dataset.from_list(rows)
 
 
+def checkpoint_names() -> frozenset[str]:
+    """The file names :func:`save_checkpoint` can write (``save_pretrained`` of a model and its tokenizer, from
+    transformers' own constants): config, generation config, safetensors weights (one file, or an index and
+    :data:`SHARD_RE` shards), the tokenizer's config, ``tokenizer.json`` / ``tokenizer.model``, special and added
+    tokens and the chat template. It writes no hidden file."""
+    from transformers import tokenization_utils_base as tok
+    from transformers import utils
+    from transformers.tokenization_utils_tokenizers import VOCAB_FILES_NAMES
+
+    return frozenset(
+        {
+            utils.CONFIG_NAME,
+            utils.GENERATION_CONFIG_NAME,
+            utils.SAFE_WEIGHTS_NAME,
+            utils.SAFE_WEIGHTS_INDEX_NAME,
+            tok.TOKENIZER_CONFIG_FILE,
+            tok.FULL_TOKENIZER_FILE,
+            tok.SPECIAL_TOKENS_MAP_FILE,
+            tok.ADDED_TOKENS_FILE,
+            tok.CHAT_TEMPLATE_FILE,
+            *VOCAB_FILES_NAMES.values(),
+        }
+    )
+
+
+SHARD_RE = re.compile(r"model-\d+-of-\d+\.safetensors")
+"""The weight shards ``save_pretrained`` writes for a model past its shard size."""
+
+
+def not_written_by_save(path: Path) -> list[str]:
+    """The entries of the folder ``path`` that :func:`save_checkpoint` does not write (folders end in ``/``;
+    hidden ones count), sorted: what replacing ``path`` would delete of someone else's. Only its folder of extra
+    chat templates (``additional_chat_templates/``, ``.jinja`` files) is its own."""
+    from transformers.tokenization_utils_base import CHAT_TEMPLATE_DIR
+
+    names = checkpoint_names()
+    found = []
+    for entry in sorted(path.iterdir()):
+        if entry.is_dir() and not entry.is_symlink():
+            own = entry.name == CHAT_TEMPLATE_DIR and all(
+                p.is_file() and not p.is_symlink() and p.suffix == ".jinja" for p in entry.iterdir()
+            )
+            if not own:
+                found.append(f"{entry.name}/")
+        elif not (entry.is_file() and not entry.is_symlink()) or not (
+            entry.name in names or SHARD_RE.fullmatch(entry.name)
+        ):
+            found.append(entry.name)
+    return found
+
+
 def check_replaceable(output_dir: str | Path) -> None:
     """Refuse an ``output_dir`` that :func:`save_checkpoint` would wipe but that holds more than a warm-start
-    checkpoint (a training run, a repository, anything with folders): it replaces the folder whole.
+    checkpoint: any file or folder it does not write itself (:func:`not_written_by_save`: a training run, a
+    repository, a user's notes), or no ``config.json``. It replaces the folder whole.
 
     Raises:
-        FileExistsError: naming the folder and what it holds.
+        FileExistsError: naming the folder, what of it would be lost, and the way on.
     """
-    from psgrpo.preflight import earlier_run
-
     path = Path(output_dir).expanduser()
-    if not path.exists() or not any(path.iterdir()):
+    if not path.is_dir() or not any(path.iterdir()):
         return
-    found = [name for name in earlier_run(path) if name != "model.safetensors"] + [
-        f"{p.name}/" for p in sorted(path.iterdir()) if p.is_dir()
-    ][:3]
+    found = not_written_by_save(path)
+    shown = found[:5] + ([f"{len(found) - 5} more"] if len(found) > 5 else [])
     if not (path / "config.json").is_file():
-        found.append("no config.json")
-    if (path / "psgrpo_task.json").is_file():
-        found.append("psgrpo_task.json")
-    if found:
+        shown.append("no config.json")
+    if shown:
         raise FileExistsError(
-            f"--output_dir {output_dir}: holds more than a warm-start checkpoint ({', '.join(dict.fromkeys(found))}); "
-            "warmstart replaces its output folder whole, so give a new --output_dir"
+            f"--output_dir {output_dir}: holds more than a warm-start checkpoint ({', '.join(shown)}); "
+            "warmstart replaces its output folder whole, deleting them: give a new or empty --output_dir"
         )
 
 

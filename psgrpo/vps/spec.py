@@ -51,6 +51,12 @@ def build_signal(trainer: Any, step_scorer: Any) -> Any:
 
     args = trainer.args
     columns = getattr(trainer.train_dataset, "column_names", None)
+    answer_probe = args.vps_probe != "gold_suffix"  # the gold-suffix probe reads the solution column instead
+    if answer_probe and columns is not None and args.vps_answer_column not in columns:  # else fails at step 0
+        raise ValueError(
+            f"vps_answer_column={args.vps_answer_column!r}: the training dataset has no such column (it has: "
+            f"{', '.join(columns)}); VPS probes the probability of each row's gold answer: name its column"
+        )
     if args.vps_probe == "gold_suffix" and columns is not None and args.vps_solution_column not in columns:
         raise ValueError(
             f"vps_probe='gold_suffix' probes the gold worked solution, but the training dataset has no "

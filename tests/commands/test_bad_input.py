@@ -906,3 +906,44 @@ def test_top_k_minus_one_is_vllms_off_switch_and_is_accepted_there(tmp_path):
     assert EvalConfig(backend="vllm", do_sample=True, top_k=-1).top_k == -1
     with pytest.raises(ValueError, match="top_k=-1 is outside"):
         EvalConfig(do_sample=True, top_k=-1)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ("--segmenter_kwargs", '{"bogus":1}'),
+            '--segmenter_kwargs {"bogus": 1} do not fit --segmenter markers: make_marker_segmenter() got an '
+            "unexpected keyword argument 'bogus'; it takes pattern",
+        ),
+        (
+            ("--segmenter", "newline", "--segmenter_kwargs", '{"pattern":"x"}'),
+            "do not fit --segmenter newline: make_newline_segmenter() got an unexpected keyword argument 'pattern'; "
+            "it takes no arguments: drop --segmenter_kwargs",
+        ),
+        (
+            ("--dtype", "float17"),
+            "--dtype float17: not a torch floating-point dtype; give 'auto', 'bfloat16'",
+        ),
+        (("--pass_k", "1", "1"), "--pass_k 1 1: repeats k=1; give each k once, e.g. --pass_k 1"),
+    ],
+)
+def test_eval_segmenter_dtype_and_pass_k_are_checked_before_the_model_loads(
+    tmp_path, capsys, no_model_loads, flags, message
+):
+    """segmenter_kwargs a segmenter does not take raised a TypeError traceback, --dtype float17 an AttributeError
+    once the checkpoint was found, and a repeated k of --pass_k was accepted."""
+    out = tmp_path / "eval"
+    assert main(["eval", *flags, "--output_dir", str(out)]) == 2
+    assert message in error_line(capsys)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("given", ["/", "~"])
+def test_eval_refuses_an_output_dir_of_root_or_home(tmp_path, capsys, no_model_loads, monkeypatch, given):
+    """`psgrpo eval --output_dir /` wrote summary.json, summary.md and samples.jsonl into the filesystem root."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main(["eval", "--output_dir", given]) == 2
+    where = "the filesystem root" if given == "/" else "your home directory"
+    assert f"--output_dir {given}: is {where}; eval writes summary.json" in error_line(capsys)
+    assert list(tmp_path.iterdir()) == []

@@ -6,6 +6,7 @@ import csv
 import json
 import logging
 import shutil
+from pathlib import Path
 
 import pytest
 from PIL import Image
@@ -311,7 +312,8 @@ def test_compare_leaves_a_run_another_process_trains(tmp_path, caplog, hold_run_
     flags = [*TINY, "--seeds", "0", "--max_steps", "1", "--eval_every", "1", "--output_dir", str(out)]
     busy_dir = out / "runs" / "vps-seed0"
     busy_dir.mkdir(parents=True)
-    (busy_dir / "metrics.jsonl").write_text("")  # the holder's run, half written
+    (busy_dir / "compare_run.json").write_text("{}")  # the holder's run, half written: its spec comes first
+    (busy_dir / "metrics.jsonl").write_text("")
     caplog.set_level(logging.INFO, logger="psgrpo.commands.compare")
     holder = hold_run_lock(busy_dir)
     compare(flags)
@@ -474,3 +476,133 @@ def test_a_run_another_process_finished_with_other_settings_is_left_out(tmp_path
     )
     (run_dir / "compare_run.json").write_text(json.dumps(spec))
     assert _finished_since(run_dir, spec)
+
+
+@pytest.fixture()
+def no_training(monkeypatch):
+    """Fail the test if compare gets as far as training a run; ``PSGRPO_DEBUG=0`` for ``main``'s error line."""
+    import psgrpo.commands.train as train_module
+
+    def refuse(argv):
+        raise AssertionError(f"a run trained before the bad input was reported: {argv}")
+
+    monkeypatch.setattr(train_module, "train", refuse)
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+
+
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("psgrpo: error:")]
+    assert "Traceback" not in err and len(lines) == 1, err
+    return lines[0]
+
+
+ONE_RUN = ["--seeds", "0", "--report_to", "none"]
+
+
+def test_a_run_folder_compare_did_not_make_is_refused_before_anything_is_written(
+    tmp_path, capsys, no_training
+):
+    """A folder in runs/ without compare_run.json is the user's: it used to be deleted (and compare.md
+    overwritten) to train there. Every run's folder is checked before the first trains."""
+    proj = tmp_path / "proj"
+    (proj / "runs" / "b-seed0").mkdir(parents=True)
+    (proj / "runs" / "b-seed0" / "data.txt").write_text("mine")
+    (proj / "recipe.yaml").write_text("max_steps: 3\n")
+    (proj / "compare.md").write_text("my notes")
+    arms = ["--arms", "a=--method grpo", "b=--method vps"]  # b's folder is the user's; a comes first
+    assert main(["compare", *ONE_RUN, "--output_dir", str(proj), *arms]) == 2
+    line = _one_error_line(capsys)
+    assert f"{proj / 'runs' / 'b-seed0'} (the folder of arm b, seed 0) was not made by psgrpo compare" in line
+    assert "give another --output_dir" in line
+    assert (proj / "runs" / "b-seed0" / "data.txt").read_text() == "mine"
+    assert (proj / "compare.md").read_text() == "my notes" and (
+        proj / "recipe.yaml"
+    ).read_text() == "max_steps: 3\n"
+    assert not (proj / "runs" / "a-seed0").exists()
+    (proj / "runs" / "a-seed0").write_text("a file")  # where a run folder goes
+    with pytest.raises(FileExistsError, match="a-seed0 .the folder of arm a, seed 0. was not made"):
+        compare([*ONE_RUN, "--output_dir", str(proj), "--arms", "a=--method grpo"])
+
+
+def test_only_a_run_folder_compare_made_or_an_empty_one_is_cleared(tmp_path, monkeypatch):
+    import psgrpo.commands.train as train_module
+
+    trained = []
+    monkeypatch.setattr(
+        train_module, "train", lambda argv: trained.append(sorted(p.name for p in run.iterdir()))
+    )
+    out = tmp_path / "cmp"
+    run = out / "runs" / "grpo-seed0"
+    run.mkdir(parents=True)
+    (run / "compare_run.json").write_text("{}")  # an interrupted run of compare's
+    (run / "metrics.jsonl").write_text("{}")
+    (out / "runs" / "vps-seed0").mkdir()  # empty
+    with pytest.raises(ValueError, match="no finished run to report"):  # the fake train finishes nothing
+        compare([*ONE_RUN, "--output_dir", str(out), "--methods", "grpo", "vps"])
+    assert trained[0] == ["compare_run.json"]  # cleared, then the fresh spec written
+    assert json.loads((run / "compare_run.json").read_text())["flags"]["method"] == ["grpo"]
+    assert (out / "runs" / "vps-seed0" / "compare_run.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("held", "refused"),
+    [
+        (["notes.txt"], True),
+        (["runs/events.out"], True),  # a runs/ folder of someone else's (TensorBoard's default name)
+        (["recipe.yaml"], True),  # a user's recipe may have that name
+        (["notes.txt", "compare.md"], False),  # an earlier compare's folder, annotated
+        (["runs/.grpo-seed0.lock"], False),
+        (["runs/grpo-seed1/compare_run.json"], False),
+        ([], False),
+    ],
+)
+def test_an_output_dir_holding_nothing_of_compare_is_refused(tmp_path, capsys, no_training, held, refused):
+    out = tmp_path / "proj"
+    out.mkdir()
+    for name in held:
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text("{}")
+    command = ["compare", *ONE_RUN, "--output_dir", str(out), "--methods", "grpo"]
+    if not refused:
+        with pytest.raises(AssertionError, match="a run trained"):  # past the checks, to the first run
+            main(command)
+        return
+    assert main(command) == 2
+    line = _one_error_line(capsys)
+    assert f"--output_dir {out}: holds" in line and "no output of psgrpo compare" in line
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == sorted(held)
+
+
+def test_every_arm_is_checked_as_its_runs_get_it_before_the_first_run(tmp_path, capsys, no_training):
+    out = tmp_path / "cmp"
+    arms = ["--arms", "a=--method grpo", "b=--method grpo --temperature 0"]
+    assert main(["compare", *ONE_RUN, "--output_dir", str(out), *arms]) == 2
+    assert _one_error_line(capsys).startswith("psgrpo: error: --arms b: --temperature 0: ")
+    assert not out.exists()
+    with pytest.raises(OSError, match="--arms b: --model_name_or_path"):  # train's checkpoint check, too
+        compare([*ONE_RUN, "--output_dir", str(out), "--arms", "a=--method grpo",
+                 f"b=--method grpo --model_name_or_path {tmp_path / 'none'}"])  # fmt: skip
+
+
+def test_an_unclosed_quote_in_an_arm_names_the_entry(tmp_path, capsys, no_training):
+    with pytest.raises(ValueError, match=r"--arms entry 'b=--method \"grpo': .*No closing quotation"):
+        compare_arms(CompareConfig(arms=["a=--method grpo", 'b=--method "grpo']))
+    out = tmp_path / "cmp"
+    assert main(["compare", *ONE_RUN, "--output_dir", str(out), "--arms", 'b=--method "grpo']) == 2
+    assert "--arms entry 'b=--method \"grpo'" in _one_error_line(capsys)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("where", ["afile", "afile/sub", "/proc/nope"])
+def test_an_output_dir_that_cannot_be_a_folder_is_one_line_naming_the_flag(
+    tmp_path, capsys, no_training, where
+):
+    if where.startswith("/proc") and not Path("/proc/self").exists():
+        pytest.skip("needs Linux's /proc")
+    (tmp_path / "afile").write_text("x")
+    out = where if where.startswith("/") else str(tmp_path / where)
+    assert main(["compare", *ONE_RUN, "--output_dir", out]) == 2
+    line = _one_error_line(capsys)
+    assert line.startswith(f"psgrpo: error: --output_dir {out}: ") and "Errno" not in line
+    assert (tmp_path / "afile").read_text() == "x"

@@ -35,6 +35,17 @@ def config(tmp_path, **fields):
             {"num_generations": 3, "generation_batch_size": 16},
             "num_generations=3 must divide generation_batch_size=16",
         ),
+        # from a bad-input sweep, 2026-12-07: a traceback, a silent loss, or an error after the model loaded
+        ({"num_generations": 0}, r"num_generations=0 is outside its range \[2, inf\]"),  # ZeroDivisionError
+        ({"steps_per_generation": 0}, r"steps_per_generation=0 is outside its range \[1, inf\]"),
+        ({"reward_weights": [float("nan"), 1.0]}, r"reward_weights=\[nan, 1.0\] is not a finite number"),
+        ({"delta": -1.0}, "delta=-1.0 clips the probability ratio at or below 1"),
+        ({"max_grad_norm": -1.0}, r"max_grad_norm=-1.0 is outside its range"),
+        ({"weight_decay": -1.0}, r"weight_decay=-1.0 is outside its range"),
+        ({"correctness_exact": -2.0}, r"correctness_exact=-2.0 is outside its range"),
+        ({"correctness_close": 5.0}, r"correctness_close=5.0 is outside its range \[0.0, 2.0\]"),
+        ({"generation_kwargs": "[1]"}, r"generation_kwargs must be a JSON object, got \[1\]"),
+        ({"model_init_kwargs": '{"a": 1,}'}, r"model_init_kwargs must be a JSON object, got '\{\"a\": 1,\}'"),
     ],
 )
 def test_refused_before_anything_loads(tmp_path, monkeypatch, fields, message):

@@ -208,3 +208,56 @@ def test_a_failed_swap_puts_the_earlier_checkpoint_back(tmp_path, tiny_model, ch
         save_checkpoint(tiny_model, char_tokenizer, out)
     assert (out / "model.safetensors").is_file()
     assert [p.name for p in tmp_path.iterdir()] == ["ckpt"]
+
+
+def test_warmstart_refuses_a_folder_with_a_users_files_and_keeps_them(tmp_path, capsys, monkeypatch):
+    """`wproj/` held config.json, main.py and notes.txt: warmstart exited 0 and deleted main.py and notes.txt
+    (it only looked for run files, folders or a missing config.json). Now any file save_checkpoint does not
+    write itself, hidden ones too, is refused before training, in one line."""
+    import pytest
+
+    monkeypatch.setenv("PSGRPO_DEBUG", "0")
+    wproj = tmp_path / "wproj"
+    wproj.mkdir()
+    (wproj / "config.json").write_text("{}")
+    (wproj / "main.py").write_text("print('mine')\n")
+    (wproj / "notes.txt").write_text("notes")
+    assert main(["warmstart", "--output_dir", str(wproj), *SMALLEST]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    (line,) = [line for line in err.splitlines() if line.startswith("psgrpo: error:")]
+    assert f"--output_dir {wproj}: holds more than a warm-start checkpoint (main.py, notes.txt)" in line
+    assert "give a new or empty --output_dir" in line
+    assert sorted(p.name for p in wproj.iterdir()) == ["config.json", "main.py", "notes.txt"]
+    assert (wproj / "main.py").read_text() == "print('mine')\n"
+    (wproj / "main.py").unlink()
+    (wproj / "notes.txt").unlink()
+    (wproj / ".env").write_text("KEY=1")  # hidden: save_checkpoint writes none
+    with pytest.raises(FileExistsError, match=r"\(\.env\)"):
+        check_replaceable(wproj)
+
+
+def test_check_replaceable_accepts_exactly_what_save_checkpoint_writes(tmp_path, tiny_model, char_tokenizer):
+    """Every name save_checkpoint writes (a chat template too) is its own, so a warm start may replace its
+    earlier output; a name beside them is not."""
+    import copy
+
+    import pytest
+
+    from psgrpo.tiny.warmstart import checkpoint_names, not_written_by_save
+
+    tokenizer = copy.deepcopy(char_tokenizer)  # the session's tokenizer stays as it was
+    tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    out = tmp_path / "ckpt"
+    save_checkpoint(tiny_model, tokenizer, out)
+    written = {p.name for p in out.iterdir()}
+    assert "chat_template.jinja" in written and written <= checkpoint_names()
+    assert not_written_by_save(out) == []
+    check_replaceable(out)
+    for name in ("model-00001-of-00002.safetensors", "model.safetensors.index.json"):
+        (out / name).write_text("{}")  # a sharded model's weights
+    check_replaceable(out)
+    (out / "train.py").write_text("")
+    (out / "model.safetensors.bak").write_text("")
+    with pytest.raises(FileExistsError, match=r"\(model\.safetensors\.bak, train\.py\)"):
+        check_replaceable(out)

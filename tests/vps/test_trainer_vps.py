@@ -73,8 +73,13 @@ def test_marker_boundaries_are_the_segmenters_step_ends(tmp_path, char_tokenizer
 
 def test_missing_answer_column_is_a_clear_error(tmp_path, char_tokenizer):
     data = Dataset.from_dict({"prompt": ["Question: 1+1\n"] * 8, "gold": ["2"] * 8})
-    with pytest.raises(ValueError, match="row 0"):
-        _run(tmp_path, char_tokenizer, dataset=data)
+    with pytest.raises(
+        ValueError, match=r"vps_answer_column='answer': the training dataset has no such column"
+    ):
+        _run(tmp_path, char_tokenizer, dataset=data)  # refused when the trainer is built, before any step
+    data = Dataset.from_dict({"prompt": ["Question: 1+1\n"] * 8, "answer": [""] + ["2"] * 7})
+    with pytest.raises(ValueError, match=r"row \d+: gold answer is missing or empty \(..\)"):
+        _run(tmp_path / "empty", char_tokenizer, dataset=data)  # a row without one: named at its step
 
 
 def test_gold_suffix_probe_trains_and_shares_c0_within_a_group(tmp_path, char_tokenizer):
@@ -110,6 +115,14 @@ def test_gold_suffix_needs_a_solution_column_and_step_boundaries(tmp_path, char_
         _run(tmp_path, char_tokenizer, dataset=data, vps_probe="gold_suffix", vps_boundaries="markers")
     with pytest.raises(ValueError, match="needs step boundaries: set vps_boundaries='markers'"):
         ProcessGRPOConfig(**tiny_run_args(tmp_path, method="vps", vps_probe="gold_suffix"))
+
+
+def test_an_answer_column_the_dataset_lacks_is_refused_when_the_trainer_is_built(tmp_path, char_tokenizer):
+    """It trained until step 0, then said "row 0: gold answer is missing", naming no option (a bad-input sweep)."""
+    with pytest.raises(
+        ValueError, match=r"vps_answer_column='nosuch': the training dataset has no such column"
+    ):
+        _run(tmp_path, char_tokenizer, vps_answer_column="nosuch")
 
 
 def test_gold_suffix_names_the_row_with_an_empty_solution(tmp_path, char_tokenizer):
