@@ -76,6 +76,15 @@ def check_config(config: Any) -> None:
     if isinstance(config.reward_funcs, str):  # YAML/CLI may give "correctness,format"
         config.reward_funcs = [name.strip() for name in config.reward_funcs.split(",") if name.strip()]
     check_number("correctness_rel_tol", config.correctness_rel_tol, low=0.0)
+    check_number("max_grad_norm", config.max_grad_norm, low=0.0, allow_none=True)
+    check_number("weight_decay", config.weight_decay, low=0.0)
+    if config.delta is not None and config.delta <= 1:  # TRL recommends δ > 1 + ε
+        raise ValueError(
+            f"delta={config.delta} clips the probability ratio at or below 1, which takes the gradient from every "
+            f"positive advantage; TRL recommends delta > 1 + epsilon ({1 + config.epsilon:g}), or leave it unset"
+        )
+    check_number("correctness_exact", config.correctness_exact, low=0.0, low_open=True)
+    check_number("correctness_close", config.correctness_close, low=0.0, high=config.correctness_exact)
     check_components(config)
     check_trl_compatibility(config)  # TRL option × method combinations psgrpo refuses
 
@@ -128,15 +137,6 @@ def check_sampling_and_batch(config: Any) -> None:
     check_number("top_p", config.top_p, low=0.0, high=1.0, low_open=True, allow_none=True)
     check_number("min_p", config.min_p, low=0.0, high=1.0, allow_none=True)
     check_number("repetition_penalty", config.repetition_penalty, low=0.0, low_open=True, allow_none=True)
-    check_number("max_grad_norm", config.max_grad_norm, low=0.0, allow_none=True)
-    check_number("weight_decay", config.weight_decay, low=0.0)
-    if config.delta is not None and config.delta <= 1:  # TRL recommends δ > 1 + ε
-        raise ValueError(
-            f"delta={config.delta} clips the probability ratio at or below 1, which takes the gradient from every "
-            f"positive advantage; TRL recommends delta > 1 + epsilon ({1 + config.epsilon:g}), or leave it unset"
-        )
-    check_number("correctness_exact", config.correctness_exact, low=0.0, low_open=True)
-    check_number("correctness_close", config.correctness_close, low=0.0, high=config.correctness_exact)
     if config.cache_implementation is not None:
         try:
             from transformers.generation.configuration_utils import ALL_CACHE_IMPLEMENTATIONS
