@@ -14,9 +14,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from collections.abc import Callable, Iterator, Sequence
+import numbers
+import reprlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 
@@ -69,18 +72,82 @@ def check_rewards(rewards_per_func: torch.Tensor, names: Sequence[str], step: in
             raise stopped(step, what, rows, " (return None for a row it cannot score)")
 
 
+REWARDS_EXPECTED = "a list (or tuple, 1-D array or tensor) of one number or None per completion"
+"""What a reward function must return, quoted by :func:`reward_values`."""
+
+
+def reward_values(name: str, values: Any, completions: int | None = None) -> list[float | None]:
+    """What reward function ``name`` returned, checked, as Python floats and ``None``.
+
+    Args:
+        name: the function's name, for the error message.
+        values: its result: a list or tuple whose entries are numbers (``int``, ``float``, ``bool``, numpy
+            numbers, 0-d arrays or tensors) or ``None`` (TRL's "unscorable"), or a 1-D ``numpy.ndarray`` /
+            ``torch.Tensor``.
+        completions: how many completions it was given (``None``: not known, not checked).
+
+    Returns:
+        (completions,) the rewards as floats, ``None`` kept, a NaN made ``inf`` (see :func:`nan_as_infinite`).
+
+    Raises:
+        ValueError: ``values`` is no such sequence (a scalar, ``None``, a string, a mapping, a 2-D array …), an
+            entry is not a number or ``None`` (a string, a list …), or there is not one per completion; the
+            message names the function, what it returned (short repr and type) and what was expected.
+    """
+    where = f"reward function {name!r}"
+    if isinstance(values, (torch.Tensor, np.ndarray)):
+        if values.ndim != 1:
+            raise ValueError(f"{where} returned {_described(values)}; expected {REWARDS_EXPECTED}")
+        values = values.tolist()
+    elif isinstance(values, Iterable) and not isinstance(values, (str, bytes, Mapping)):
+        values = list(values)  # a generator, a pandas Series, an array.array: TRL only iterates it
+    else:
+        raise ValueError(f"{where} returned {_described(values)}; expected {REWARDS_EXPECTED}")
+    if completions is not None and len(values) != completions:
+        raise ValueError(
+            f"{where} returned {len(values)} rewards for {completions} completions; expected {REWARDS_EXPECTED}"
+        )
+    rewards: list[float | None] = []
+    for row, value in enumerate(values):
+        if (
+            isinstance(value, np.ndarray | torch.Tensor) and math.prod(value.shape) == 1
+        ):  # a 0-d or [x] tensor
+            value = value.item()
+        number = isinstance(value, (numbers.Number, np.bool_)) and not isinstance(
+            value, (complex, np.complexfloating)
+        )
+        if value is not None and not number:
+            raise ValueError(
+                f"{where} returned {_described(value)} for completion {row}; expected {REWARDS_EXPECTED}"
+            )
+        reward = None if value is None else float(value)
+        rewards.append(math.inf if reward is not None and math.isnan(reward) else reward)
+    return rewards
+
+
+def _described(value: Any) -> str:
+    """A short repr of ``value`` on one line, its type, and an array's or tensor's shape."""
+    shape = f" of shape {tuple(value.shape)}" if isinstance(value, (torch.Tensor, np.ndarray)) else ""
+    return f"{' '.join(reprlib.repr(value).split())} of type {type(value).__name__}{shape}"
+
+
 def nan_as_infinite(reward_func: Callable[..., Any]) -> Callable[..., Any]:
-    """``reward_func`` with a NaN it returns handed on as ``inf``, so :func:`check_rewards` stops the step.
+    """``reward_func`` with its result checked (:func:`reward_values`) and a NaN it returns handed on as
+    ``inf``, so :func:`check_rewards` stops the step.
 
     TRL turns a ``None`` reward into NaN, its "unscorable" marker, after the function returns; a NaN the
     function returned itself would pass as unscorable, so it is made infinite before TRL sees it (and the check
-    runs on the gathered rewards, on every process together). Sync and async functions alike; the name is kept.
+    runs on the gathered rewards, on every process together). A result that is no sequence of numbers, or not
+    one per completion, raises a ``ValueError`` naming the function, instead of TRL's ``TypeError: 'float'
+    object is not iterable``. Sync and async functions alike; the name is kept.
     """
+    from trl.trainer.utils import get_callable_name
 
-    def mark(values: Any) -> Any:
-        if isinstance(values, (list, tuple)):
-            return [math.inf if isinstance(v, float) and math.isnan(v) else v for v in values]
-        return values
+    name = get_callable_name(reward_func)
+
+    def mark(values: Any, kwargs: dict[str, Any]) -> list[float | None]:
+        completions = kwargs.get("completions")
+        return reward_values(name, values, None if completions is None else len(completions))
 
     from trl.trainer.utils import (
         is_async_callable,  # also a partial or a callable object with an async __call__
@@ -90,15 +157,29 @@ def nan_as_infinite(reward_func: Callable[..., Any]) -> Callable[..., Any]:
 
         @functools.wraps(reward_func)
         async def checked_async(*args: Any, **kwargs: Any) -> Any:
-            return mark(await reward_func(*args, **kwargs))
+            with named_errors(name):
+                return mark(await reward_func(*args, **kwargs), kwargs)
 
         return checked_async
 
     @functools.wraps(reward_func)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        return mark(reward_func(*args, **kwargs))
+        with named_errors(name):
+            return mark(reward_func(*args, **kwargs), kwargs)
 
     return checked
+
+
+@contextlib.contextmanager
+def named_errors(name: str) -> Iterator[None]:
+    """An error a reward function raises itself (a ``KeyError('gold')``, a bug) keeps its type and traceback and
+    gains a note naming the function: TRL calls every function in one loop, so the traceback alone names none."""
+    try:
+        yield
+    except Exception as err:
+        if not isinstance(err, ValueError) or not str(err).startswith(f"reward function {name!r}"):
+            err.add_note(f"(raised in reward function {name!r})")
+        raise
 
 
 def check_loss_and_gradients(loss: torch.Tensor, model: torch.nn.Module, accelerator: Any, step: int) -> None:

@@ -114,6 +114,9 @@ class MethodSpec:
         colour: its matplotlib colour in ``psgrpo compare``'s plots (``None``: the next free one).
         rollout: how its groups are sampled in training: ``"independent"`` (TRL's G samples per prompt)
             or ``"tree"`` (one tree per prompt, :mod:`psgrpo.tree.sampling`).
+        scores_steps: its signal scores steps with a step scorer (the trainer's ``step_scorer=`` callable);
+            the trainer refuses ``step_scorer=`` where this is ``False``. ``None`` (the default of a method
+            registered elsewhere): not known, nothing refused.
     """
 
     name: str
@@ -132,6 +135,7 @@ class MethodSpec:
     diagnostics: Callable[[Any, Any, Any], tuple[list[tuple[float, bool]], list[str]]] | None = None
     colour: str | None = None
     rollout: Literal["independent", "tree"] = "independent"
+    scores_steps: bool | None = None
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():

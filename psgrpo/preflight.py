@@ -332,11 +332,10 @@ def check_generation_options(temperature: float | None, max_completion_length: i
     """``--temperature`` > 0 and ``--max_completion_length`` ≥ 1, in the user's terms (transformers would name
     ``do_sample`` and ``max_new_tokens``, options ``train`` does not have, after the model loaded)."""
     if temperature is not None and temperature <= 0:
+        from psgrpo.config.checks import GREEDY_NOTE
+
         raise ValueError(
-            f"--temperature {temperature:g}: GRPO learns from the differences between a group's sampled "
-            "completions, so it samples with a temperature > 0 (1.0 samples the model as it is, 0.7 closer to "
-            "greedy); greedy decoding would give every completion of a group the same text. The held-out "
-            "evaluation is already greedy"
+            f"--temperature {temperature:g}: {GREEDY_NOTE}. The held-out evaluation is already greedy"
         )
     if max_completion_length is not None and max_completion_length < 1:
         raise ValueError(

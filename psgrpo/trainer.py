@@ -18,13 +18,18 @@ undoing it (docs/compatibility.md). Formulas: docs/design.md.
 from __future__ import annotations
 
 import functools
+import inspect
+import itertools
+import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from torch import nn
 from trl import GRPOTrainer
 from trl.import_utils import is_vllm_available
+from trl.trainer.utils import get_callable_name
 
 from psgrpo.advantages import ADVANTAGE_ESTIMATORS
 from psgrpo.checkpoints.trainer_mixin import CheckpointMixin
@@ -33,6 +38,7 @@ from psgrpo.config.kernel_caches import bound_kernel_caches
 from psgrpo.config.precision import log_precision
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.credit import CreditRecord, ProcessSignal, SignalOutput, StepRecord, process_term_metrics
+from psgrpo.data.validation import STREAM_ROWS_CHECKED, validate_gold_answers, validate_prompts
 from psgrpo.diagnostics.step_logger import StepDiagnostics
 from psgrpo.eval.vllm_backend import VLLM_INSTALL
 from psgrpo.generation import (
@@ -48,15 +54,142 @@ from psgrpo.guards import (
     diverged_sampling,
     nan_as_infinite,
 )
+from psgrpo.hub import looks_like_local_path
+from psgrpo.loading import checkpoint_path
 from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
-from psgrpo.methods import estimator_for, estimator_options, get_method
+from psgrpo.methods import all_methods, estimator_for, estimator_options, get_method
 from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
-from psgrpo.rewards.functions import get_reward_funcs
+from psgrpo.rewards.functions import REWARD_FUNCS, get_reward_funcs
 from psgrpo.techniques.trainer_mixin import TechniquesMixin
 from psgrpo.timing import PhaseTimingMixin, timed
-from psgrpo.tiny import resolve_checkpoint
+from psgrpo.tiny import EMBEDDED_PREFIX
 from psgrpo.tree.sampling import TreeSamplingMixin
 from psgrpo.trl_warnings import ignore_trl_deprecations
+
+
+def model_argument(model: Any) -> Any:
+    """``model`` as TRL takes it: a path, Hub id or model object; ``embedded:NAME`` → the committed checkpoint, and
+    a local path that does not exist refused before TRL reads it as a Hub id."""
+    if model is None:
+        raise TypeError(
+            "model is required: a checkpoint folder, a Hub id, 'embedded:arith' (the committed tiny model) or a "
+            "loaded PreTrainedModel"
+        )
+    model = os.fspath(model) if isinstance(model, os.PathLike) else model
+    if isinstance(model, str) and (model.startswith(EMBEDDED_PREFIX) or looks_like_local_path(model)):
+        return checkpoint_path(model, option="model")
+    return model
+
+
+def resolve_reward_funcs(reward_funcs: Any, args: ProcessGRPOConfig) -> tuple[list[Any], bool]:
+    """The reward functions TRL gets, and whether psgrpo's ``correctness`` reward (which reads the ``answer``
+    column) is one of them.
+
+    ``None`` → ``args.reward_funcs``; a registered name (``"correctness"``, ``"format"``, alone or in a list)
+    → that function, configured by ``args`` (TRL would take the name for a reward model's Hub id); anything
+    else (a callable, a reward model or its Hub id) is passed on as given.
+    """
+    correctness = {
+        "exact": args.correctness_exact,
+        "close": args.correctness_close,
+        "rel_tol": args.correctness_rel_tol,
+    }
+    if reward_funcs is None:  # names or import paths (my_rewards.accuracy)
+        given, named = get_reward_funcs(args.reward_funcs, **correctness), list(args.reward_funcs)
+    else:
+        given = list(reward_funcs) if isinstance(reward_funcs, list | tuple) else [reward_funcs]
+        named = [f for f in given if isinstance(f, str) and f in REWARD_FUNCS]
+        if named:
+            funcs = iter(get_reward_funcs(named, **correctness))  # refuses a name given twice
+            given = [next(funcs) if isinstance(f, str) and f in REWARD_FUNCS else f for f in given]
+    return given, "correctness" in named
+
+
+TRL_REWARD_KEYWORDS = ("prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric")
+"""What TRL 1.16 passes every reward function besides the dataset's columns (and ``environments`` with an
+``environment_factory``)."""
+
+
+def check_reward_signature(func: Any, columns: Sequence[str] | None) -> None:
+    """A reward function must accept what TRL passes it: :data:`TRL_REWARD_KEYWORDS` and every dataset column
+    (``columns``; ``None``: unknown, not checked), by name or through ``**kwargs``. One that did not failed at the
+    first step with an "unexpected keyword argument"."""
+    if columns is None or isinstance(func, str | nn.Module) or not callable(func):
+        return
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):  # a builtin without a signature: TRL's call decides
+        return
+    passed = [
+        *TRL_REWARD_KEYWORDS,
+        *(c for c in columns if c not in ("prompt", "completion", "completion_ids")),
+    ]
+    try:
+        signature.bind(**dict.fromkeys(passed))
+    except TypeError as err:
+        name = get_callable_name(func)
+        raise TypeError(
+            f"reward function {name!r} cannot take what TRL passes it ({err}): TRL calls it as "
+            f"f({', '.join(f'{k}=...' for k in passed)}) and it must return one number (or None) per completion; "
+            f"define it as def {name}(completions, **kwargs)"
+        ) from None
+
+
+def check_datasets(
+    train: Any, evaluation: Any, gold_column: str | None, prompts_from_environment: bool = False
+) -> None:
+    """Refuse, naming the dataset, row and field, a prompt TRL cannot render and a gold answer that can match
+    nothing (``gold_column``: checked when the correctness reward reads it). A stream is read once, in its first
+    :data:`~psgrpo.data.validation.STREAM_ROWS_CHECKED` rows. ``prompts_from_environment``: TRL's
+    ``environment_factory`` writes the prompts, so a dataset may have none."""
+    named = [("train_dataset", train)]
+    if isinstance(evaluation, dict):
+        named += [(f"eval_dataset[{key!r}]", value) for key, value in evaluation.items()]
+    else:
+        named.append(("eval_dataset", evaluation))
+    for name, dataset in named:
+        if dataset is None or not hasattr(dataset, "column_names"):  # TRL refuses other types itself
+            continue
+        if not hasattr(dataset, "__len__"):  # a stream: its first rows, read once
+            dataset = list(itertools.islice(dataset, STREAM_ROWS_CHECKED))
+        if not prompts_from_environment:
+            validate_prompts(dataset, name)
+        if gold_column is not None:
+            validate_gold_answers(dataset, gold_column, name, numeric=False)
+
+
+def check_enough_rows(args: ProcessGRPOConfig, train: Any) -> None:
+    """A training set smaller than one generation's prompts: TRL's sampler would yield no batch, and training
+    stop after 0 steps with a loss of 0.0, silently."""
+    per_generation = args.generation_batch_size // args.num_generations
+    rows = len(train) if train is not None and hasattr(train, "__len__") else None
+    if rows is not None and rows < per_generation:
+        processes = f" × {args.world_size} processes" if args.world_size > 1 else ""
+        raise ValueError(
+            f"train_dataset has {rows} row{'' if rows == 1 else 's'}, fewer than the {per_generation} prompts each "
+            f"generation draws (generation_batch_size {args.generation_batch_size}, per_device_train_batch_size × "
+            f"steps_per_generation{processes}, / num_generations {args.num_generations}): no batch would fill, "
+            "and training would stop after 0 steps; give more rows, or lower per_device_train_batch_size, "
+            "steps_per_generation or generation_batch_size"
+        )
+
+
+def check_chat_prompts(dataset: Any, processing_class: Any) -> None:
+    """Chat-message prompts need a chat template (the processor's own, else its tokenizer's): TRL fails at the
+    first rollout otherwise."""
+    if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__") or not len(dataset):
+        return
+    first = dataset[0]
+    conversational = isinstance(first, dict) and isinstance(first.get("prompt"), list)
+    template = getattr(processing_class, "chat_template", None) or getattr(
+        getattr(processing_class, "tokenizer", None), "chat_template", None
+    )
+    if conversational and not template:
+        raise ValueError(
+            "train_dataset's prompts are chat messages, but the tokenizer has no chat template to render them: "
+            "write plain-string prompts (psgrpo.data.tasks.load_task(..., chat=False)), or use an instruct model "
+            "whose tokenizer has one"
+        )
 
 
 class ProcessGRPOTrainer(
@@ -117,6 +250,12 @@ class ProcessGRPOTrainer(
             )
         check_compiled_generation(args)
         self.method_spec = get_method(args.method)  # everything about the method: psgrpo/<method>/spec.py
+        if step_scorer is not None and self.method_spec.scores_steps is False:
+            scoring = ", ".join(repr(m.name) for m in all_methods() if m.scores_steps)
+            raise ValueError(
+                f"step_scorer= is given, but method={args.method!r} never calls a step scorer (methods that do: "
+                f"{scoring}): set method='ps' in the config, or leave step_scorer= out"
+            )
         name = estimator_for(args)
         estimator = ADVANTAGE_ESTIMATORS.get(name)
         # the method's options (ps_lambda, vps_alpha …) bound once; the signal adds the batch's tensors
@@ -126,17 +265,22 @@ class ProcessGRPOTrainer(
         self.advantage_estimator = functools.partial(estimator, **bound)
         self.outcome_weight = bound.get("outcome_weight", 1.0)  # w of A_t = w·A_i + …, for process_share
         self.token_credit = has_token_credit(args)
-        if reward_funcs is None:
-            reward_funcs = get_reward_funcs(
-                args.reward_funcs,
-                exact=args.correctness_exact,
-                close=args.correctness_close,
-                rel_tol=args.correctness_rel_tol,
-            )
+        reward_funcs, reads_answer = resolve_reward_funcs(reward_funcs, args)
+        columns = getattr(kwargs.get("train_dataset"), "column_names", None)
+        for func in reward_funcs:
+            check_reward_signature(func, None if kwargs.get("environment_factory") else columns)
         self.step_record = StepRecord(inputs=[])  # made anew for every generation batch
-        if isinstance(model, str):  # "embedded:arith" → the committed checkpoint, loaded offline by TRL
-            model = resolve_checkpoint(model)
+        model = model_argument(model)
+        # every row, before the model loads: tokenizers fail on a bad prompt only when training reaches its row
+        check_datasets(
+            kwargs.get("train_dataset"),
+            kwargs.get("eval_dataset"),
+            "answer" if reads_answer else None,
+            prompts_from_environment=kwargs.get("environment_factory") is not None,
+        )
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
+        check_chat_prompts(self.train_dataset, self.processing_class)
+        self.run_record = {"method": args.method}  # in every checkpoint; psgrpo train writes its task too
         # a NaN a reward function returns must not pass as TRL's "unscorable" (guards.check_rewards)
         self.reward_funcs = [
             f if isinstance(f, nn.Module) or not callable(f) else nan_as_infinite(f)
@@ -160,6 +304,12 @@ class ProcessGRPOTrainer(
         self.add_callback(JsonlMetricsCallback(Path(args.output_dir) / METRICS_FILE))
         if args.process_index == 0:  # last: every check of the input has passed, so a refusal stays one line
             log_precision(args)
+
+    def train(self, *args: Any, **kwargs: Any) -> Any:
+        """``Trainer.train`` (resuming as :class:`CheckpointMixin` does), after :func:`check_enough_rows`: checked here,
+        not when the trainer is built, which benchmarks do for single steps on a few rows."""
+        check_enough_rows(self.args, self.train_dataset)
+        return super().train(*args, **kwargs)
 
     def create_model_card(
         self,

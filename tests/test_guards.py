@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -11,7 +12,14 @@ from transformers import AutoModelForCausalLM, TrainerCallback
 
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.data.arith import make_arith_dataset
-from psgrpo.guards import NonFiniteError, bad_rows, check_finite, check_rewards, nan_as_infinite
+from psgrpo.guards import (
+    NonFiniteError,
+    bad_rows,
+    check_finite,
+    check_rewards,
+    nan_as_infinite,
+    reward_values,
+)
 from psgrpo.tiny.model import build_tiny_model
 from psgrpo.trainer import ProcessGRPOTrainer
 
@@ -49,6 +57,51 @@ def test_a_nan_the_function_returns_is_not_taken_for_trls_unscorable_none():
     checked_async = nan_as_infinite(async_reward)
     assert asyncio.iscoroutinefunction(checked_async) and checked_async.__name__ == "async_reward"
     assert asyncio.run(checked_async([])) == [math.inf, 2.0]
+
+
+def test_reward_values_keep_none_and_read_numpy_and_torch_numbers():
+    """What TRL accepts still passes, as floats: None (unscorable), bools, numpy and torch numbers, 1-D arrays."""
+    import numpy as np
+
+    mixed = [1, None, True, np.float32(0.5), np.int64(2), torch.tensor(0.25), np.array(3.0), math.nan]
+    assert reward_values("r", mixed, completions=8) == [1.0, None, 1.0, 0.5, 2.0, 0.25, 3.0, math.inf]
+    assert reward_values("r", (0.5, None)) == [0.5, None]
+    assert reward_values("r", np.array([1.0, math.nan]), completions=2) == [1.0, math.inf]
+    assert reward_values("r", torch.tensor([0.0, 2.0]), completions=2) == [0.0, 2.0]
+
+
+EXPECTED = re.escape("expected a list (or tuple, 1-D array or tensor) of one number or None per completion")
+
+
+@pytest.mark.parametrize(
+    ("returned", "described"),
+    [
+        (0.5, "returned 0.5 of type float;"),
+        (None, "returned None of type NoneType;"),
+        ("1.0", "returned '1.0' of type str;"),
+        ({"a": 1.0, "b": 0.0}, "returned {'a': 1.0, 'b': 0.0} of type dict;"),
+        (torch.ones(2, 1), "returned tensor([[1.], [1.]]) of type Tensor of shape (2, 1);"),
+        (["1.0", "0.0"], "returned '1.0' of type str for completion 0;"),
+        ([0.0, [1.0]], "returned [1.0] of type list for completion 1;"),
+        ([1.0], "returned 1 rewards for 2 completions;"),
+    ],
+)
+def test_a_reward_function_returning_no_list_of_numbers_is_named(returned, described):
+    """TRL failed on these with `TypeError: 'float' object is not iterable` or `ValueError: too many dimensions
+    'str'`, naming no function (a bad-input sweep, F13)."""
+    import asyncio
+
+    def my_reward(completions, **_):
+        return returned
+
+    async def my_async_reward(completions, **_):
+        return returned
+
+    message = rf"reward function 'my_reward' {re.escape(described)} {EXPECTED}"
+    with pytest.raises(ValueError, match=message):
+        nan_as_infinite(my_reward)(prompts=["p", "p"], completions=["a", "b"])  # as TRL calls it
+    with pytest.raises(ValueError, match=message.replace("my_reward", "my_async_reward")):
+        asyncio.run(nan_as_infinite(my_async_reward)(prompts=["p", "p"], completions=["a", "b"]))
 
 
 def returns_nan_for_row_two(completions, **_):
@@ -158,3 +211,27 @@ def test_a_diverged_model_stops_at_generation_with_one_line(tmp_path, char_token
         NonFiniteError, match=r"step 0: the policy's sampling probabilities hold NaN or infinite"
     ):
         trainer.train()
+
+
+def test_an_error_a_reward_function_raises_keeps_its_type_and_names_the_function():
+    from psgrpo.guards import nan_as_infinite
+
+    def needs_gold(completions, **kwargs):
+        return [float(kwargs["gold"] == c) for c in completions]
+
+    with pytest.raises(KeyError, match="gold") as raised:
+        nan_as_infinite(needs_gold)(completions=["4"], answer=["4"])
+    assert raised.value.__notes__ == ["(raised in reward function 'needs_gold')"]
+
+
+def test_reward_results_trl_iterates_are_taken_as_it_takes_them():
+    """TRL only iterates a reward function's result and builds a float32 tensor: a generator, ``[x]`` tensors and
+    Decimals trained before the check and still do."""
+    from decimal import Decimal
+
+    from psgrpo.guards import reward_values
+
+    assert reward_values("f", (r for r in [1, 0]), 2) == [1.0, 0.0]
+    assert reward_values("f", [torch.tensor([0.5]), Decimal("0.25"), None], 3) == [0.5, 0.25, None]
+    with pytest.raises(ValueError, match=r"reward function 'f' returned 1j of type complex for completion 0"):
+        reward_values("f", [1j], 1)

@@ -5,11 +5,13 @@ Every other TRL option with every method: tests/test_compatibility.py.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
 import pytest
 import torch
+from datasets import Dataset
 from trainer_helpers import assert_same_logs, length_reward, record_batches, save_tiny_model, tiny_run_args
 from transformers import AutoModelForCausalLM
 from trl import GRPOConfig, GRPOTrainer
@@ -199,3 +201,169 @@ def test_an_embedded_name_is_a_model_the_trainer_loads_offline(tmp_path, monkeyp
         assert trainer.processing_class("Step 1: 4 + 1 = 5")["input_ids"]  # the character tokenizer
     with pytest.raises(ValueError, match=r"unknown embedded checkpoint 'embedded:qwen'; expected one of"):
         ProcessGRPOTrainer(model="embedded:qwen", args=args, train_dataset=rows)
+
+
+def _refuses_before_loading(monkeypatch):
+    """Make TRL's model loading fail the test: the refusal must come before it."""
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("the model loaded before the bad input was refused")
+
+    monkeypatch.setattr(GRPOTrainer, "__init__", loaded)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"row": 5, "prompt": None},
+            r"dataset 'train_dataset': row 5, field 'prompt': prompt None is missing",
+        ),
+        ({"row": 2, "role": "human"}, r"row 2, field 'prompt': .* role 'human', not one of system"),
+        ({"row": 3, "answer": ""}, r"row 3, field 'answer': gold answer '' is empty"),  # correctness reads it
+    ],
+)
+def test_a_bad_row_is_named_before_the_model_loads(tmp_path, monkeypatch, change, message):
+    """Tokenizers refused a None prompt only when training reached its row (seven steps in, a sweep found); an empty
+    gold answer trained on format and process credit alone, silently."""
+    _refuses_before_loading(monkeypatch)
+    row, role = change.pop("row"), change.pop("role", None)
+    rows = make_arith_dataset("train", n=8, chat=role is not None).to_list()  # one Arrow type per column
+    rows[row] |= change
+    if role is not None:
+        rows[row]["prompt"][-1]["role"] = role
+    args = ProcessGRPOConfig(**tiny_run_args(tmp_path, method="ps"))
+    with pytest.raises(ValueError, match=message):
+        ProcessGRPOTrainer(model="embedded:arith", args=args, train_dataset=Dataset.from_list(rows))
+
+
+def test_an_empty_gold_passes_where_no_reward_reads_it(tmp_path, monkeypatch, char_tokenizer, tiny_model):
+    rows = make_arith_dataset("train", n=8).to_list()
+    rows[0]["answer"] = ""
+    args = ProcessGRPOConfig(reward_funcs="format", **tiny_run_args(tmp_path))
+    trainer = ProcessGRPOTrainer(
+        model=tiny_model, args=args, train_dataset=Dataset.from_list(rows), processing_class=char_tokenizer
+    )
+    assert trainer.reward_func_names == ["format_reward"]
+
+
+def test_too_few_rows_for_one_generation_are_refused_when_training(tmp_path, char_tokenizer, tiny_model):
+    """TRL's sampler yields no batch: train() returned after 0 steps with train_loss 0.0. Building the trainer
+    still works (benchmarks drive single steps on a few rows)."""
+    args = ProcessGRPOConfig(**tiny_run_args(tmp_path, per_device_train_batch_size=8, num_generations=4))
+    trainer = ProcessGRPOTrainer(
+        model=tiny_model,
+        args=args,
+        train_dataset=make_arith_dataset("train", n=1),
+        processing_class=char_tokenizer,
+    )
+    with pytest.raises(
+        ValueError, match=r"train_dataset has 1 row, fewer than the 2 prompts each generation"
+    ):
+        trainer.train()
+    assert trainer.state.global_step == 0
+
+
+def test_model_argument_mistakes_are_named(tmp_path, monkeypatch):
+    _refuses_before_loading(monkeypatch)
+    args = ProcessGRPOConfig(**tiny_run_args(tmp_path))
+    rows = make_arith_dataset("train", n=8)
+    with pytest.raises(TypeError, match="model is required: a checkpoint folder, a Hub id, 'embedded:arith'"):
+        ProcessGRPOTrainer(model=None, args=args, train_dataset=rows)
+    with pytest.raises(FileNotFoundError, match=r"model .*/missing: no such checkpoint directory"):
+        ProcessGRPOTrainer(
+            model=tmp_path / "missing", args=args, train_dataset=rows
+        )  # a Path, as TRL does not take
+
+
+def test_a_path_and_reward_names_are_taken_as_the_cli_takes_them(tmp_path, char_tokenizer, tiny_model):
+    """TRL read ``reward_funcs="correctness"`` as a reward model's Hub id, and a ``Path`` model as no model."""
+    model = save_tiny_model(tmp_path / "model", char_tokenizer)
+    args = ProcessGRPOConfig(correctness_exact=2.0, **tiny_run_args(tmp_path))
+    rows = make_arith_dataset("train", n=8)
+    given = {"args": args, "train_dataset": rows, "processing_class": char_tokenizer}
+    trainer = ProcessGRPOTrainer(model=model, reward_funcs=["correctness", length_reward], **given)
+    assert trainer.reward_func_names == ["correctness_reward", "length_reward"]
+    completion = "<reasoning>Step 1: 1 + 1 = 2</reasoning><answer>2</answer>"
+    assert trainer.reward_funcs[0]([completion], answer=["2"]) == [2.0]  # configured by args
+    with pytest.raises(ValueError, match=r"reward function\(s\) \['format'\] listed more than once"):
+        ProcessGRPOTrainer(model=model, reward_funcs=["format", "format"], **given)
+
+
+@pytest.mark.parametrize("method", ["grpo", "vps", "tree"])
+def test_a_step_scorer_for_a_method_that_never_calls_it_is_refused(tmp_path, monkeypatch, method):
+    _refuses_before_loading(monkeypatch)
+    args = ProcessGRPOConfig(**tiny_run_args(tmp_path, method=method))
+    with pytest.raises(ValueError, match=f"method='{method}' never calls a step scorer .*'ps'"):
+        ProcessGRPOTrainer(
+            model="embedded:arith",
+            args=args,
+            train_dataset=make_arith_dataset("train", n=8),
+            step_scorer=lambda prompts, steps, **columns: [[1.0] * len(s) for s in steps],
+        )
+
+
+def test_chat_prompts_need_a_chat_template(tmp_path, char_tokenizer, tiny_model):
+    rows = make_arith_dataset("train", n=8, chat=True)
+    args = ProcessGRPOConfig(**tiny_run_args(tmp_path))
+    with pytest.raises(ValueError, match="prompts are chat messages, but the tokenizer has no chat template"):
+        ProcessGRPOTrainer(model=tiny_model, args=args, train_dataset=rows, processing_class=char_tokenizer)
+
+
+def test_a_python_api_checkpoint_records_its_method(tmp_path, char_tokenizer, tiny_model):
+    """Resuming it with another method is refused as for ``psgrpo train`` (the API wrote no record)."""
+    args = ProcessGRPOConfig(**tiny_run_args(tmp_path, method="ps", save_strategy="steps", save_steps=1))
+    trainer = _built(tiny_model, char_tokenizer, args)
+    trainer.train()
+    checkpoint = Path(args.output_dir) / "checkpoint-1"
+    assert json.loads((checkpoint / "psgrpo_task.json").read_text()) == {"method": "ps"}
+    other = ProcessGRPOConfig(**tiny_run_args(tmp_path, method="vps", max_steps=2))
+    with pytest.raises(ValueError, match="was trained with --method ps"):
+        _built(tiny_model, char_tokenizer, other).train(resume_from_checkpoint=str(checkpoint))
+
+
+def test_a_reward_function_without_kwargs_is_refused_before_loading(tmp_path, monkeypatch):
+    """TRL calls every reward function with completion_ids= and the dataset's columns: one taking only
+    ``(prompts, completions)`` failed at the first step with an "unexpected keyword argument"."""
+    _refuses_before_loading(monkeypatch)
+
+    def exact(prompts, completions):
+        return [1.0 for _ in completions]
+
+    args = ProcessGRPOConfig(**tiny_run_args(tmp_path))
+    rows = make_arith_dataset("train", n=8)
+    with pytest.raises(
+        TypeError, match=r"reward function 'exact' cannot take what TRL passes it .*completion_ids"
+    ):
+        ProcessGRPOTrainer(model="embedded:arith", reward_funcs=exact, args=args, train_dataset=rows)
+
+    def named(prompts, completions, completion_ids, trainer_state, log_extra, log_metric, **unused):
+        return [1.0 for _ in completions]
+
+    with pytest.raises(AssertionError, match="the model loaded"):  # accepted: the check passed, loading began
+        ProcessGRPOTrainer(
+            model="embedded:arith", reward_funcs=functools.partial(named), args=args, train_dataset=rows
+        )
+
+
+def test_a_reward_function_naming_every_keyword_and_column_is_accepted():
+    from psgrpo.trainer import check_reward_signature
+
+    def every(
+        prompts, completions, completion_ids, trainer_state, log_extra, log_metric, answer=None, solution=None
+    ):
+        return [1.0 for _ in completions]
+
+    check_reward_signature(every, ["prompt", "answer", "solution"])
+    check_reward_signature(every, None)  # columns unknown (a stream): not checked
+    with pytest.raises(TypeError, match=r"reward function 'every' cannot take .*difficulty"):
+        check_reward_signature(functools.partial(every), ["prompt", "answer", "difficulty"])
+
+
+def test_datasets_without_prompts_pass_where_an_environment_writes_them():
+    from psgrpo.trainer import check_datasets
+
+    rows = Dataset.from_list([{"task": "count to 3", "answer": "3"}] * 4)
+    check_datasets(rows, None, "answer", prompts_from_environment=True)
+    with pytest.raises(ValueError, match="missing required column 'prompt'"):
+        check_datasets(rows, None, "answer")

@@ -7,6 +7,7 @@ cross-field rules of the methods, and the TRL option × method combinations psgr
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +34,8 @@ from psgrpo.methods import all_methods, get_method, method_names
 from psgrpo.ps.spec import check_step_scorer  # noqa: F401  (psgrpo score-steps imports it from here)
 from psgrpo.rewards.functions import REWARD_FUNCS, resolve_reward_func
 from psgrpo.techniques.options import check_technique_options
+
+logger = logging.getLogger(__name__)
 
 
 def check_config(config: Any) -> None:
@@ -127,16 +130,54 @@ def check_before_trl(config: Any) -> None:
             setattr(config, name, json_object_option(name, value))
 
 
+SAMPLING_RANGES: dict[str, dict[str, Any]] = {
+    "temperature": {"low": 0.0, "low_open": True},
+    "top_p": {"low": 0.0, "high": 1.0, "low_open": True},
+    "min_p": {"low": 0.0, "high": 1.0},
+    "repetition_penalty": {"low": 0.0, "low_open": True},
+    "top_k": {"low": 0},
+    "max_new_tokens": {"low": 1},
+    "min_new_tokens": {"low": 0},
+    "num_beams": {"low": 1},
+}
+"""The range of each sampling value, as an option of its own (``--top_p``) or a key of ``generation_kwargs``
+(:func:`sampling_range`)."""
+
+WHOLE_NUMBERS = ("top_k", "max_new_tokens", "min_new_tokens", "num_beams")
+
+GREEDY_NOTE = (
+    "GRPO learns from the differences between a group's sampled completions, so it samples with a temperature "
+    "> 0 (1.0 samples the model as it is, 0.7 closer to greedy); greedy decoding would give every completion of "
+    "a group the same text"
+)
+"""Why training samples: the reason given for a temperature of 0 and for ``do_sample: false``."""
+
+
+def sampling_range(name: str, use_vllm: bool) -> dict[str, Any]:
+    """:data:`SAMPLING_RANGES`' bounds of ``name``; ``top_k`` 0 is no top-k filtering, and vLLM also reads -1 so."""
+    return {**SAMPLING_RANGES[name], **({"low": -1} if name == "top_k" and use_vllm else {})}
+
+
 def check_sampling_and_batch(config: Any) -> None:
     """Sampling and batch options that transformers and torch check only once the model has loaded (or never:
-    ``top_p`` 1.5 samples as 1.0), with messages that name neither the option nor its range."""
+    ``top_p`` 1.5 samples as 1.0), with messages that name neither the option nor its range; the same values
+    given as ``generation_kwargs`` keys (which win over the options) are held to the same ranges (``None``:
+    unset, as transformers reads it)."""
     check_number("per_device_train_batch_size", config.per_device_train_batch_size, low=1)
     check_number("gradient_accumulation_steps", config.gradient_accumulation_steps, low=1)
-    # 0 = no top-k filtering; vLLM also reads -1 so
-    check_number("top_k", config.top_k, low=-1 if config.use_vllm else 0, allow_none=True)
-    check_number("top_p", config.top_p, low=0.0, high=1.0, low_open=True, allow_none=True)
-    check_number("min_p", config.min_p, low=0.0, high=1.0, allow_none=True)
-    check_number("repetition_penalty", config.repetition_penalty, low=0.0, low_open=True, allow_none=True)
+    for name in ("top_k", "top_p", "min_p", "repetition_penalty"):
+        check_number(name, getattr(config, name), **sampling_range(name, config.use_vllm), allow_none=True)
+    for name, value in (config.generation_kwargs or {}).items():
+        option = f"generation_kwargs[{name!r}]"
+        if name == "do_sample" and value is False:  # a determinism test may want it; training learns nothing
+            logger.warning("%s=false: %s, so no group has an advantage to learn from", option, GREEDY_NOTE)
+        if name not in SAMPLING_RANGES or value is None:
+            continue
+        if name == "temperature" and isinstance(value, int | float) and value <= 0:
+            raise ValueError(f"{option}={value}: {GREEDY_NOTE}")
+        check_number(option, value, **sampling_range(name, config.use_vllm))
+        if name in WHOLE_NUMBERS and not isinstance(value, int):
+            raise ValueError(f"{option}={value!r} must be a whole number")
     if config.cache_implementation is not None:
         try:
             from transformers.generation.configuration_utils import ALL_CACHE_IMPLEMENTATIONS

@@ -563,6 +563,16 @@ def layer_config_files(paths: Sequence[Path]) -> tuple[dict[str, Any], dict[str,
         values = check_unique_keys(str(path))
         if not isinstance(values.get("env") or {}, dict):
             raise ConfigError(f"{path}: env: expected a mapping of environment variables (`NAME: value`)")
+        for name, value in (values.get("env") or {}).items():
+            if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+                raise ConfigError(
+                    f"{path}: env: {name!r} is not an environment variable name (a name without '=', e.g. "
+                    "OMP_NUM_THREADS)"
+                )
+            if value is None or isinstance(value, (dict, list)) or "\0" in str(value):
+                raise ConfigError(
+                    f"{path}: env: {name}: expected one value (a string or a number), got {value!r}"
+                )
         env = {**(merged.get("env") or {}), **(values.get("env") or {})}
         for component, kwargs_key in COMPONENT_KWARGS.items():
             replaced = component in values and str(values[component]) != str(merged.get(component))

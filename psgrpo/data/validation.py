@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import difflib
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from psgrpo.rewards.numbers import parse_number
@@ -36,6 +37,7 @@ __all__ = [
     "short_repr",
     "validate_columns",
     "validate_gold_answers",
+    "validate_prompts",
 ]
 
 REPR_LIMIT = 80
@@ -45,6 +47,15 @@ MAX_LISTED_ROWS = 5
 """How many further bad rows an error message lists after the first one."""
 
 GOLD_EXPECTATION = "a non-empty string holding one number, e.g. '72', '1,000', '-3.5' or '3/4'"
+
+ANY_GOLD_EXPECTATION = "a non-empty string (a number, or LaTeX such as '\\frac{3}{4}') or a number"
+
+PROMPT_EXPECTATION = (
+    "a non-empty string, or a non-empty list of chat messages such as [{'role': 'user', 'content': '...'}]"
+)
+
+CHAT_ROLES = ("system", "developer", "user", "assistant", "tool")
+"""The roles a chat message of a prompt may have (those chat templates render)."""
 
 
 class DatasetValidationError(ValueError):
@@ -189,14 +200,20 @@ def validate_columns(
         )
 
 
-def _gold_problem(value: Any) -> str | None:
-    """Why ``value`` is not a usable gold answer, or ``None`` when it is one."""
+def _gold_problem(value: Any, numeric: bool = True) -> str | None:
+    """Why ``value`` is not a usable gold answer, or ``None`` when it is one.
+
+    ``numeric``: the answer must parse as one number (the arith tasks, GSM8K); else any non-empty string or a
+    number passes (the correctness reward compares ``str(gold)``, math-verify reads LaTeX and expressions).
+    """
+    if not numeric and isinstance(value, int | float) and not isinstance(value, bool):
+        return None if math.isfinite(value) else "is not a finite number"
     if not isinstance(value, str):
         hint = " (convert the column to strings)" if isinstance(value, int | float) else ""
         return f"is of type {type(value).__name__}, not a string{hint}"
     if not value.strip():
         return "is empty"
-    if parse_number(value) is None:
+    if numeric and parse_number(value) is None:
         return "is not a number"
     return None
 
@@ -215,15 +232,23 @@ def more_rows_note(labels: Sequence[str]) -> str:
 
 
 def validate_gold_answers(
-    dataset: Any, column: str = "answer", name: str = "dataset", *, source: str | None = None
+    dataset: Any,
+    column: str = "answer",
+    name: str = "dataset",
+    *,
+    source: str | None = None,
+    numeric: bool = True,
 ) -> None:
     """Check that every row's gold answer is a non-empty string that :func:`parse_number` parses.
 
     Args:
-        dataset: as for :func:`validate_columns`; the column is read column-wise when possible.
+        dataset: as for :func:`validate_columns`; the column is read column-wise when possible (a stream
+            only in its first :data:`STREAM_ROWS_CHECKED` rows).
         column: the gold-answer column.
         name: what the dataset is called in error messages.
         source: where it came from, quoted in error messages when given.
+        numeric: ``False`` accepts any non-empty string or finite number (symbolic golds math-verify reads)
+            and refuses only what can match nothing: ``None``, an empty string, another type.
 
     Raises:
         DatasetValidationError: the column is missing (see :func:`validate_columns`), or a value is
@@ -231,17 +256,77 @@ def validate_gold_answers(
             offending value and what was expected, and counts the other bad rows.
     """
     validate_columns(dataset, [column], name, source=source)
-    bad: list[tuple[int, Any, str]] = []
-    for index, value in enumerate(iter_column(dataset, column)):
-        problem = _gold_problem(value)
-        if problem is not None:
-            bad.append((index, value, problem))
+    expected = GOLD_EXPECTATION if numeric else ANY_GOLD_EXPECTATION
+    _raise_bad_rows(
+        dataset, column, lambda value: _gold_problem(value, numeric), "gold answer", expected, name, source
+    )
+
+
+def _prompt_problem(value: Any) -> str | None:
+    """Why ``value`` is not a prompt TRL can render, or ``None`` when it is one."""
+    if isinstance(value, str):
+        return None if value.strip() else "is empty"
+    if value is None:
+        return "is missing"
+    if not isinstance(value, list):
+        return f"is of type {type(value).__name__}"
+    if not value:
+        return "is an empty list of messages"
+    for k, message in enumerate(value):
+        if not isinstance(message, Mapping):
+            return f"has message {k} of type {type(message).__name__}, not a mapping"
+        role, content = message.get("role"), message.get("content")
+        if role not in CHAT_ROLES:
+            return f"has message {k} with role {short_repr(role)}, not one of {', '.join(CHAT_ROLES)}"
+        if not isinstance(content, str | list):
+            return f"has message {k} with content {short_repr(content)}, not a string"
+    return None
+
+
+def validate_prompts(
+    dataset: Any, name: str = "dataset", *, column: str = "prompt", source: str | None = None
+) -> None:
+    """Check that every row's prompt is a non-empty string or a non-empty list of chat messages
+    (``{"role": one of CHAT_ROLES, "content": a string}``; a content list of parts also passes).
+
+    Args: as for :func:`validate_gold_answers`.
+
+    Raises:
+        DatasetValidationError: the column is missing, or a prompt is ``None``, empty, of another type, or a
+            message lacks a known role or a string content; the message names the first bad row and counts
+            the others (tokenizers and chat templates fail on these with errors that name no row, some only
+            when training reaches the row).
+    """
+    validate_columns(dataset, [column], name, source=source)
+    _raise_bad_rows(dataset, column, _prompt_problem, "prompt", PROMPT_EXPECTATION, name, source)
+
+
+STREAM_ROWS_CHECKED = 64
+"""Rows of a stream (an iterable dataset without a length) whose values are checked: reading more would
+consume it before training."""
+
+
+def _raise_bad_rows(
+    dataset: Any,
+    column: str,
+    problem_of: Callable[[Any], str | None],
+    what: str,
+    expected: str,
+    name: str,
+    source: str | None,
+) -> None:
+    """Raise :class:`DatasetValidationError` naming the first row whose ``column`` value has a problem
+    (``problem_of``), with the value, the problem, what was ``expected`` and the other bad rows."""
+    values = iter_column(dataset, column)
+    if _num_rows(dataset) is None:
+        values = itertools.islice(values, STREAM_ROWS_CHECKED)
+    bad = [(index, value, problem) for index, value in enumerate(values) if (problem := problem_of(value))]
     if not bad:
         return
     index, value, problem = bad[0]
     raise DatasetValidationError(
-        f"{describe_dataset(name, source)}: row {index}, field {column!r}: gold answer "
-        f"{short_repr(value)} {problem}; expected {GOLD_EXPECTATION}"
+        f"{describe_dataset(name, source)}: row {index}, field {column!r}: {what} "
+        f"{short_repr(value)} {problem}; expected {expected}"
         f"{more_rows_note([f'row {other}' for other, _, _ in bad[1:]])}",
         row=index,
         field=column,

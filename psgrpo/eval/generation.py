@@ -13,7 +13,7 @@ score them with the same answer extraction and correctness check as the training
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,12 +22,24 @@ from datasets import Dataset
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from psgrpo.data.validation import validate_columns
+from psgrpo.data.validation import (
+    iter_column,
+    short_repr,
+    validate_columns,
+    validate_gold_answers,
+    validate_prompts,
+)
 from psgrpo.eval.metrics import CompletionGrade, check_pass_k, grade_completion, summarize
 from psgrpo.ps.segmentation import TextSegmenter, get_segmenter
 
 BACKENDS = ("hf", "vllm")
 """Generation backends: ``hf`` (``model.generate``, default) and ``vllm`` (optional extra)."""
+
+EvalDataset = Dataset | Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Any]]
+"""What the evaluation reads its ``prompt`` and ``answer`` columns from: a ``datasets.Dataset``, a list of row
+dicts or a dict of columns (:mod:`psgrpo.data.validation`)."""
+
+DATASET_NAME = "evaluation dataset"
 
 
 def prompt_ids(
@@ -222,10 +234,52 @@ def score_completions(texts: Sequence[str], lengths: Sequence[int], golds: Seque
     return score_samples(texts, lengths, golds).summary
 
 
+def check_model(model: Any, backend: str) -> None:
+    """The model fits the backend: a loaded ``torch.nn.Module`` for ``hf``, a checkpoint path or hub id for ``vllm``.
+
+    Raises:
+        TypeError: it does not; the message says what to pass instead.
+    """
+    if backend == "vllm" and not isinstance(model, str):
+        raise TypeError(
+            "backend 'vllm' loads the model itself: pass its checkpoint path or hub id, not a "
+            f"{type(model).__name__}"
+        )
+    if backend == "hf" and not isinstance(model, torch.nn.Module):
+        loaded = (
+            f"load_model_and_tokenizer({model!r})"
+            if isinstance(model, str)
+            else "load_model_and_tokenizer(path)"
+        )
+        raise TypeError(
+            f"backend 'hf' generates with a loaded model (a torch.nn.Module), got {short_repr(model)} of type "
+            f"{type(model).__name__}; load it first: `from psgrpo.loading import load_model_and_tokenizer; "
+            f"model, tokenizer = {loaded}`, or pass backend='vllm', which loads a checkpoint path itself"
+        )
+
+
+def evaluation_rows(dataset: EvalDataset) -> tuple[list[Any], list[str]]:
+    """The P prompts and P gold answers of ``dataset``, checked before anything is generated.
+
+    Every prompt must be a non-empty string or a non-empty list of chat messages, every answer a non-empty
+    string or a finite number (read as ``str(answer)``, as the correctness reward reads it).
+
+    Raises:
+        DatasetValidationError: the dataset is empty, lacks ``prompt`` / ``answer``, or a row's value is not
+            one of the above; the message names the first bad row and field.
+    """
+    validate_columns(dataset, ["prompt", "answer"], DATASET_NAME)  # both named when one is missing
+    validate_prompts(dataset, DATASET_NAME)
+    validate_gold_answers(dataset, "answer", DATASET_NAME, numeric=False)
+    prompts = list(iter_column(dataset, "prompt"))
+    golds = [gold if isinstance(gold, str) else str(gold) for gold in iter_column(dataset, "answer")]
+    return prompts, golds
+
+
 def evaluate_samples(
     model: PreTrainedModel | str,
     tokenizer: PreTrainedTokenizerBase,
-    dataset: Dataset,
+    dataset: EvalDataset,
     num_samples: int = 1,
     pass_k: Sequence[int] = (),
     max_new_tokens: int = 256,
@@ -244,6 +298,8 @@ def evaluate_samples(
 
     Args:
         model: a loaded model (backend ``hf``), or a checkpoint path / hub id (backend ``vllm``).
+        dataset: a ``datasets.Dataset``, a list of row dicts or a dict of columns (:data:`EvalDataset`), with
+            ``prompt`` (text or chat messages) and ``answer`` (the gold answer, a string or a number).
         num_samples: completions per prompt; more than one needs ``do_sample=True``.
         pass_k: the k of the pass@k metrics, each at most ``num_samples``.
         batch_size: sequences per ``generate`` call (``hf``; prompts per call = batch_size // num_samples).
@@ -256,27 +312,27 @@ def evaluate_samples(
         do_sample, generation_kwargs: decoding, ``temperature``, ``top_k``, ``top_p``.
         chat_template_kwargs: what training passes to the chat template for conversational prompts.
 
-    Raises:
-        ValueError: bad ``num_samples`` / ``pass_k`` / ``backend`` (before any generation).
-        DatasetValidationError: the dataset is empty or lacks ``prompt`` / ``answer``.
+    Raises (all before any generation):
+        ValueError: bad ``num_samples`` / ``pass_k`` / ``backend``, ``batch_size`` or ``max_new_tokens`` below 1.
+        TypeError: ``model`` does not fit the backend (:func:`check_model`).
+        DatasetValidationError: the dataset is empty, lacks ``prompt`` / ``answer``, or a row's prompt or
+            answer is ``None``, empty or of another type (:func:`evaluation_rows`).
         ImportError: backend ``vllm`` without vllm installed (says how to install it).
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; expected one of {list(BACKENDS)}")
     check_sampling(num_samples, do_sample)
     check_pass_k(pass_k, num_samples)
-    validate_columns(dataset, ["prompt", "answer"], name="evaluation dataset")
+    for name, value in (("batch_size", batch_size), ("max_new_tokens", max_new_tokens)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    check_model(model, backend)
+    prompts, golds = evaluation_rows(dataset)
     if isinstance(segmenter, str):
         segmenter = get_segmenter(segmenter, **(segmenter_kwargs or {}))
-    prompts = list(dataset["prompt"])
     if backend == "vllm":
         from psgrpo.eval.vllm_backend import generate_with_vllm
 
-        if not isinstance(model, str):
-            raise TypeError(
-                "backend 'vllm' loads the model itself: pass its checkpoint path or hub id, not a "
-                f"{type(model).__name__}"
-            )
         texts, lengths = generate_with_vllm(
             model,
             [prompt_ids(tokenizer, p, chat_template_kwargs) for p in prompts],
@@ -303,13 +359,13 @@ def evaluate_samples(
             chat_template_kwargs=chat_template_kwargs,
             **generation_kwargs,
         )
-    return score_samples(texts, lengths, list(dataset["answer"]), num_samples, pass_k, prompts, segmenter)
+    return score_samples(texts, lengths, golds, num_samples, pass_k, prompts, segmenter)
 
 
 def evaluate_model(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
-    dataset: Dataset,
+    dataset: EvalDataset,
     max_new_tokens: int = 256,
     batch_size: int = 32,
     show_progress: bool = True,

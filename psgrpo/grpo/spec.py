@@ -12,6 +12,7 @@ from psgrpo.methods import InspectView, MethodSpec, register_method
 SPEC = register_method(
     MethodSpec(
         name="grpo",
+        scores_steps=False,
         summary="one reward per completion, normalised in its group: exactly trl.GRPOTrainer",
         estimator="grpo",
         token_credit=lambda config: False,

@@ -71,6 +71,7 @@ def score_steps(
     steps: list[list[str]],
     columns: dict[str, list[Any]],
     fallback: bool,
+    errors: list[StepScoreError] | None = None,
 ) -> list[list[float] | None]:
     """Run ``scorer`` on the whole local batch and validate its output (once, here).
 
@@ -82,6 +83,11 @@ def score_steps(
             the sample. When True, the batch is re-scored one completion at a time and each
             completion that still fails gets ``None`` (the caller falls back to the outcome
             advantage for it).
+        errors: when given, receives the :class:`StepScoreError` of each completion that fell back,
+            in row order (``PsSignal`` quotes the first when every completion fell back).
+
+    Returns:
+        (B, S_i) the validated scores, ``None`` for a completion that fell back.
     """
     name = scorer_name(scorer)
     try:
@@ -95,8 +101,10 @@ def score_steps(
         try:
             scored = _call(scorer, prompts[i : i + 1], steps[i : i + 1], one)
             results.append(validate_step_scores(scored, steps[i : i + 1], name)[0])
-        except StepScoreError:
+        except StepScoreError as err:
             results.append(None)
+            if errors is not None:
+                errors.append(err)
     return results
 
 
@@ -253,6 +261,14 @@ ONE_STEP_WARNING = (
 )
 
 
+ALL_FELL_BACK_WARNING = (
+    "method ps: step scorer %r failed on every completion of step %d (first error: %s), so with "
+    "ps_on_scorer_error='outcome' each got the outcome advantage only and the batch trained as grpo (counted in "
+    "ps/scorer_fallbacks); fix the scorer, or set ps_on_scorer_error='raise' to stop at its first error. "
+    "Warned once per run"
+)
+
+
 class PsSignal:
     """PS-GRPO's signal stage (see the module docstring); one instance per trainer.
 
@@ -271,6 +287,7 @@ class PsSignal:
         self.segmenter, self.step_scorer = segmenter, step_scorer
         self.advantage_mode = resolve_process_mode(config.ps_advantage_mode, step_scorer)
         self.warned_one_step = False
+        self.warned_all_fell_back = False
 
     def __call__(
         self,
@@ -287,12 +304,14 @@ class PsSignal:
         segmentation = segment_completions(self.tokenizer, ids, self.segmenter)
         columns = {key: [x[key] for x in inputs] for key in inputs[0] if key != "prompt"}
         start = time.perf_counter()
+        errors: list[StepScoreError] = []
         raw = score_steps(
             self.step_scorer,
             [x["prompt"] for x in inputs],
             segmentation.steps,
             columns,
             fallback=config.ps_on_scorer_error == "outcome",
+            errors=errors,
         )
         scorer_seconds = time.perf_counter() - start
         all_raw = gather_object(raw)  # the whole generation batch: groups may span processes
@@ -305,6 +324,7 @@ class PsSignal:
         metrics = step_metrics(all_raw, config.ps_wrong_step_threshold, step_tokens, counts, own)
         metrics["ps/scorer_seconds"] = scorer_seconds
         self.warn_if_one_step(step_tokens, step)
+        self.warn_if_all_fell_back(all_raw, errors, step)
         return SignalOutput(
             estimator_kwargs={
                 "step_advantages": tensors.step_advantages,
@@ -327,3 +347,22 @@ class PsSignal:
             self.accelerator is None or self.accelerator.is_main_process
         ):  # the batch is gathered: once, not per process
             logger.warning(ONE_STEP_WARNING, step, segmenter)
+
+    def warn_if_all_fell_back(
+        self, raw: list[list[float] | None], errors: list[StepScoreError], step: int
+    ) -> None:
+        """Warn once per run when the scorer failed on every completion of the generation batch.
+
+        Args:
+            raw: (N, S_i) the gathered raw scores, ``None`` where a completion fell back.
+            errors: this process's fallback errors, in row order; the first is quoted.
+            step: the training step, for the message.
+        """
+        if self.warned_all_fell_back or not raw or any(row is not None for row in raw):
+            return
+        self.warned_all_fell_back = True
+        if (
+            self.accelerator is None or self.accelerator.is_main_process
+        ):  # the batch is gathered: once, not per process
+            first = errors[0] if errors else "on another process"
+            logger.warning(ALL_FELL_BACK_WARNING, scorer_name(self.step_scorer), step, first)

@@ -25,14 +25,28 @@ from psgrpo.config.options import (
 from psgrpo.methods import InspectView, MethodSpec, register_method
 from psgrpo.ps.options import PsOptions
 from psgrpo.ps.scorers import STEP_SCORERS
+from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier
 from psgrpo.ps.segmentation import SEGMENTERS, get_segmenter
 
 
 def check_step_scorer(step_scorer: str, step_scorer_kwargs: dict[str, Any], hint: str = "") -> None:
     """``step_scorer`` is a registered name and ``step_scorer_kwargs`` bind to it (``psgrpo train`` and
-    ``psgrpo score-steps``): unknown names and non-finite numbers fail before the scorer is built."""
+    ``psgrpo score-steps``): unknown names, non-finite numbers and values the scorer refuses (a ``blame_stop``
+    it has no rule for, a PRM ``style`` or ``format`` it does not know) fail before any model loads."""
     check_registered("step_scorer", step_scorer, STEP_SCORERS, hint=hint)
     check_keyword_arguments("step_scorer_kwargs", STEP_SCORERS.get(step_scorer), step_scorer_kwargs)
+    try:
+        if step_scorer == "prm":
+            from psgrpo.ps.scorers.prm_formats import BUILT_IN_DEFAULTS, prm_settings
+
+            settings = ("format", "batch_size", "max_length", *BUILT_IN_DEFAULTS)
+            prm_settings(**{k: v for k, v in step_scorer_kwargs.items() if k in settings})
+        elif issubclass(scorer := STEP_SCORERS.get(step_scorer), ArithmeticVerifier):
+            scorer(**step_scorer_kwargs)  # a rule-based verifier, built in microseconds: its checks run
+    except ValueError as err:
+        raise ValueError(
+            f"step_scorer_kwargs={step_scorer_kwargs!r} do not fit step_scorer {step_scorer!r}: {err}"
+        ) from None
     if step_scorer == "prm" and isinstance(step_scorer_kwargs.get("model"), str):
         from psgrpo.loading import checkpoint_path
 
@@ -157,5 +171,6 @@ SPEC = register_method(
         ),
         diagnostics=labelled_steps,
         colour="C1",
+        scores_steps=True,
     )
 )

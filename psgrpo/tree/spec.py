@@ -88,6 +88,7 @@ def show_levels(view: Any, credit: Any, i: int, token_adv: Any, offsets: Any, co
 SPEC = register_method(
     MethodSpec(
         name="tree",
+        scores_steps=False,
         summary="the group sampled as a tree; each segment gets its node's value gain",
         estimator="tree",
         options=TreeOptions,

@@ -57,6 +57,12 @@ def build_signal(trainer: Any, step_scorer: Any) -> Any:
             f"vps_answer_column={args.vps_answer_column!r}: the training dataset has no such column (it has: "
             f"{', '.join(columns)}); VPS probes the probability of each row's gold answer: name its column"
         )
+    if (
+        answer_probe and columns is not None
+    ):  # a None or empty gold would probe nothing (row of the batch, later)
+        from psgrpo.data.validation import validate_gold_answers
+
+        validate_gold_answers(trainer.train_dataset, args.vps_answer_column, "train_dataset", numeric=False)
     if args.vps_probe == "gold_suffix" and columns is not None and args.vps_solution_column not in columns:
         raise ValueError(
             f"vps_probe='gold_suffix' probes the gold worked solution, but the training dataset has no "
@@ -126,6 +132,7 @@ def show_confidence(view: Any, credit: Any, i: int, token_adv: Any, offsets: Any
 SPEC = register_method(
     MethodSpec(
         name="vps",
+        scores_steps=False,
         summary="GRPO-VPS: the policy's own probability of the gold answer, probed between segments",
         estimator="vps",
         options=VpsOptions,

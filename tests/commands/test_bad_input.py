@@ -231,6 +231,48 @@ def test_prm_path_that_does_not_exist(tmp_path, capsys, no_model_loads):
     assert not out.exists()
 
 
+SCORER_VALUE_ROWS = [
+    ("reference", {"blame_stop": "later"}, "blame_stop must be one of ('next_step', 'last_equation', 'conclusion')"),
+    ("reference", {"correct_weight": 0.0, "reference_weight": 0.0}, "must be >= 0, with one above 0"),
+    ("arithmetic", {"necessary_weight": -0.4}, "must be >= 0, with one above 0"),
+    ("prm", {"model": "PRM", "style": "classifier"}, "style must be one of ['token_classification', 'causal_lm']"),
+    ("prm", {"model": "PRM", "format": "qwen"}, "format must be one of ['qwen2.5-math-prm', 'math-shepherd', 'trl']"),
+    ("prm", {"model": "PRM", "encoding": "chars"}, "encoding must be 'tokens' or 'text'"),
+    ("prm", {"model": "PRM", "batch_size": 0}, "batch_size must be an integer >= 1, got 0"),
+    ("prm", {"model": "PRM", "template": "{steps} for {question}"}, "template must contain '{question}' and end"),
+]  # fmt: skip
+"""``(step_scorer, step_scorer_kwargs, what the line says)``: values the scorer itself refuses, which used to be
+reported only once the policy had loaded (the scorer is built with the trainer)."""
+
+
+def test_step_scorer_values_that_fit_pass_before_anything_loads(tmp_path):
+    """A PRM's own settings with its loading keywords (``trust_remote_code``, ``dtype``) and the recipe's weights."""
+    from psgrpo.config.checks import check_step_scorer
+
+    (tmp_path / "prm").mkdir()
+    (tmp_path / "prm" / "config.json").write_text("{}")
+    prm = {"model": str(tmp_path / "prm"), "format": "qwen2.5-math-prm", "trust_remote_code": True}
+    check_step_scorer("prm", {**prm, "dtype": "bfloat16", "batch_size": 4, "max_length": 4096})
+    check_step_scorer(
+        "reference", {"correct_weight": 0.0, "reference_weight": 1.0, "blame_stop": "conclusion"}
+    )
+
+
+@pytest.mark.parametrize(("scorer", "kwargs", "expected"), SCORER_VALUE_ROWS)
+def test_a_step_scorer_value_it_refuses(scorer, kwargs, expected, tmp_path, capsys, no_model_loads):
+    out = tmp_path / "run"
+    if kwargs.get("model") == "PRM":
+        (tmp_path / "prm").mkdir()  # a directory that exists: the value, not the path, is refused
+        kwargs = {**kwargs, "model": str(tmp_path / "prm")}
+    flags = ["--method", "ps", "--step_scorer", scorer, "--step_scorer_kwargs", json.dumps(kwargs)]
+    assert run_train(out, *flags) == 2
+    line = error_line(capsys)
+    assert f"do not fit step_scorer '{scorer}'" in line and expected in line, line
+    assert not out.exists()
+    assert main(["score-steps", "--data", str(tmp_path / "steps.jsonl"), *flags[2:]]) == 2
+    assert expected in error_line(capsys)
+
+
 @pytest.mark.parametrize("kind", ["file", "below_a_file", "unwritable"])
 def test_output_dir_that_cannot_be_written(kind, tmp_path, capsys, no_model_loads):
     afile = tmp_path / "notes.txt"

@@ -46,6 +46,17 @@ def config(tmp_path, **fields):
         ({"correctness_close": 5.0}, r"correctness_close=5.0 is outside its range \[0.0, 2.0\]"),
         ({"generation_kwargs": "[1]"}, r"generation_kwargs must be a JSON object, got \[1\]"),
         ({"model_init_kwargs": '{"a": 1,}'}, r"model_init_kwargs must be a JSON object, got '\{\"a\": 1,\}'"),
+        # generation_kwargs win over the options they repeat, so they keep the options' ranges
+        (
+            {"generation_kwargs": {"temperature": -1}},
+            r"generation_kwargs\['temperature'\]=-1: GRPO learns from the differences",
+        ),
+        ({"generation_kwargs": {"top_p": 1.5}}, r"generation_kwargs\['top_p'\]=1.5 is outside its range"),
+        (
+            {"generation_kwargs": {"max_new_tokens": "x"}},
+            r"generation_kwargs\['max_new_tokens'\] must be a number",
+        ),
+        ({"generation_kwargs": {"top_k": 2.5}}, r"generation_kwargs\['top_k'\]=2.5 must be a whole number"),
     ],
 )
 def test_refused_before_anything_loads(tmp_path, monkeypatch, fields, message):
@@ -88,3 +99,41 @@ def test_reward_funcs_accept_import_paths(tmp_path, monkeypatch):
         config(tmp_path, reward_funcs=["gsm8k_rewards_a2.nope"])
     with pytest.raises(ValueError, match="or an import path such as my_rewards.accuracy"):
         config(tmp_path, reward_funcs=["formatt"])
+
+
+def test_generation_kwargs_in_range_pass_and_vllm_reads_top_k_minus_one(tmp_path, monkeypatch, caplog):
+    import importlib.util
+
+    monkeypatch.chdir(tmp_path)
+    kwargs = {
+        "top_k": 5,
+        "repetition_penalty": 1.1,
+        "max_new_tokens": 64,
+        "suppress_tokens": [0],
+        "min_p": None,
+    }
+    assert (
+        config(tmp_path, generation_kwargs=kwargs).generation_kwargs == kwargs
+    )  # None: unset, as TRL's min_p
+    with pytest.raises(ValueError, match=r"generation_kwargs\['top_k'\]=-1 is outside its range \[0, inf\]"):
+        config(tmp_path, generation_kwargs={"top_k": -1})
+    with pytest.raises(
+        ValueError, match=r"generation_kwargs\['temperature'\]=0: GRPO learns from the differences"
+    ):
+        config(tmp_path, generation_kwargs={"temperature": 0})
+    find_spec = importlib.util.find_spec  # vLLM present, whatever this machine has: the config only checks it
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: object() if name == "vllm" else find_spec(name, *a)
+    )
+    assert config(tmp_path, use_vllm=True, generation_kwargs={"top_k": -1}).generation_kwargs == {"top_k": -1}
+
+
+def test_greedy_generation_kwargs_warn_but_pass(tmp_path, monkeypatch, caplog):
+    """``do_sample: false`` gives a group identical completions (no advantage to learn from), yet a determinism test
+    may want exactly that: a warning, not a refusal."""
+    monkeypatch.chdir(tmp_path)
+    with caplog.at_level("WARNING", logger="psgrpo.config.checks"):
+        assert config(tmp_path, generation_kwargs={"do_sample": False}).generation_kwargs == {
+            "do_sample": False
+        }
+    assert "generation_kwargs['do_sample']=false: GRPO learns from the differences" in caplog.text

@@ -489,3 +489,39 @@ def test_a_kernel_cache_variable_in_a_recipes_env_is_checked_when_it_is_read(tmp
     with pytest.raises(ValueError, match=r"r.yaml: env: \$LRU_CACHE_CAPACITY='0': expected an integer >= 1"):
         load_recipe(str(recipe))
     assert "LRU_CACHE_CAPACITY" not in os.environ  # nothing set
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ('{"": "1"}', r"env: '' is not an environment variable name"),
+        ('{"A=B": "1"}', r"env: 'A=B' is not an environment variable name"),
+        (
+            "{PSGRPO_TEST_EMPTY: }",
+            r"env: PSGRPO_TEST_EMPTY: expected one value \(a string or a number\), got None",
+        ),
+        ("{PSGRPO_TEST_LIST: [1, 2]}", r"env: PSGRPO_TEST_LIST: expected one value"),
+    ],
+)
+def test_an_env_entry_the_os_cannot_take_is_named_with_its_file(tmp_path, env, message):
+    """``os.environ`` raised a bare ``ValueError: illegal environment variable name`` (or set the text "None")."""
+    from psgrpo.loading import load_recipe
+
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(f"env: {env}\n")
+    with pytest.raises(ValueError, match=r"r.yaml: " + message):
+        load_recipe(str(recipe))
+    assert "PSGRPO_TEST_EMPTY" not in os.environ and "PSGRPO_TEST_LIST" not in os.environ  # nothing set
+
+
+def test_env_numbers_and_booleans_are_set_as_text(tmp_path, monkeypatch):
+    from psgrpo.loading import load_recipe
+
+    for name in ("PSGRPO_TEST_NUMBER", "PSGRPO_TEST_FLAG"):
+        monkeypatch.delenv(name, raising=False)
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("env: {PSGRPO_TEST_NUMBER: 2, PSGRPO_TEST_FLAG: true}\n")
+    load_recipe(str(recipe))
+    assert (os.environ["PSGRPO_TEST_NUMBER"], os.environ["PSGRPO_TEST_FLAG"]) == ("2", "True")
+    for name in ("PSGRPO_TEST_NUMBER", "PSGRPO_TEST_FLAG"):
+        monkeypatch.delenv(name)

@@ -11,6 +11,7 @@ from psgrpo.data.validation import (
     short_repr,
     validate_columns,
     validate_gold_answers,
+    validate_prompts,
 )
 
 
@@ -139,3 +140,68 @@ def test_iter_column_reads_every_form() -> None:
     assert list(iter_column(rows, "a")) == [1, None]
     assert list(iter_column({"a": [1, 2]}, "a")) == [1, 2]
     assert list(iter_column(Dataset.from_dict({"a": [1, 2]}), "a")) == [1, 2]
+
+
+CHAT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "problem"),
+    [
+        (None, "None is missing"),
+        ("   ", "'   ' is empty"),
+        ({"role": "user", "content": "hi"}, "is of type dict"),
+        ([], "is an empty list of messages"),
+        (["2+2?"], "has message 0 of type str, not a mapping"),
+        ([{"role": "human", "content": "hi"}], "has message 0 with role 'human', not one of system"),
+        ([{"role": "user"}], "has message 0 with content None, not a string"),
+        ([{"role": "user", "content": 4}], "has message 0 with content 4, not a string"),
+    ],
+)
+def test_a_prompt_no_tokenizer_can_render_is_named_with_its_row(prompt, problem) -> None:
+    rows = [{"prompt": "ok"}, {"prompt": prompt}, {"prompt": prompt}]
+    with pytest.raises(DatasetValidationError, match="expected a non-empty string") as info:
+        validate_prompts(rows, "train_dataset")
+    assert str(info.value).startswith("dataset 'train_dataset': row 1, field 'prompt': prompt ")
+    assert problem in str(info.value)
+    assert "(1 more bad row: row 2)" in str(info.value)
+    assert (info.value.row, info.value.field) == (1, "prompt")
+
+
+def test_plain_and_chat_prompts_pass_in_every_dataset_kind() -> None:
+    from datasets import IterableDataset
+
+    validate_prompts(_dataset(prompt=["2+2?", "3+3?"]), "train")
+    validate_prompts(
+        [{"prompt": CHAT}, {"prompt": [{"role": "user", "content": [{"type": "text", "text": "x"}]}]}]
+    )
+    stream = IterableDataset.from_generator(lambda: ({"prompt": p} for p in ["a", "b"]))
+    validate_prompts(stream, "train")
+
+
+def test_a_stream_is_checked_only_in_its_first_rows() -> None:
+    """Reading a whole stream would consume it before training; its first rows are read."""
+    from datasets import IterableDataset
+
+    from psgrpo.data.validation import STREAM_ROWS_CHECKED
+
+    def rows(bad_at: int):
+        return IterableDataset.from_generator(
+            lambda: ({"prompt": "" if i == bad_at else "q"} for i in range(STREAM_ROWS_CHECKED + 10))
+        )
+
+    with pytest.raises(DatasetValidationError, match="row 3, field 'prompt'"):
+        validate_prompts(rows(3), "train")
+    validate_prompts(rows(STREAM_ROWS_CHECKED + 5), "train")  # past the rows read
+
+
+def test_any_gold_accepts_symbolic_answers_and_numbers_but_not_nothing() -> None:
+    ok = _dataset(answer=["\\frac{3}{4}", "x = 5", "72"])
+    validate_gold_answers(ok, numeric=False)
+    with pytest.raises(DatasetValidationError, match="is not a number"):
+        validate_gold_answers(ok)  # the numeric check (arith, GSM8K) still refuses them
+    validate_gold_answers([{"answer": 4}, {"answer": 2.5}], numeric=False)
+    for bad, problem in [(None, "is of type NoneType"), ("", "is empty"), (True, "is of type bool"),
+                         (float("nan"), "is not a finite number")]:  # fmt: skip
+        with pytest.raises(DatasetValidationError, match=problem):
+            validate_gold_answers([{"answer": "1"}, {"answer": bad}], numeric=False)

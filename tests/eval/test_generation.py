@@ -8,6 +8,7 @@ import sys
 import types
 
 import pytest
+import torch
 from datasets import Dataset
 
 from psgrpo.data.validation import DatasetValidationError
@@ -189,6 +190,72 @@ def test_evaluate_rejects_bad_options_before_generating(tiny_model, char_tokeniz
         evaluate_samples(tiny_model, char_tokenizer, Dataset.from_dict({"prompt": [], "answer": []}))
 
 
+@pytest.mark.parametrize(
+    ("column", "value", "refused"),
+    [
+        ("answer", 7, False),  # a number is read as its text, as the correctness reward reads it
+        ("answer", 2.5, False),
+        ("answer", None, True),
+        ("answer", "  ", True),
+        ("answer", True, True),
+        ("prompt", None, True),
+        ("prompt", "", True),
+        ("prompt", [], True),
+        ("prompt", 3, True),
+    ],
+)
+def test_bad_prompts_and_answers_are_refused_before_generating(
+    monkeypatch, char_tokenizer, column, value, refused
+):
+    """An int or None answer failed with `'int' object has no attribute 'strip'` after all generation; a None or
+    empty prompt with a misleading chat-template error (a bad-input sweep, F17)."""
+    rows = [{"prompt": "Question: 1+1\n", "answer": "2"} for _ in range(3)]
+    rows[1][column] = value
+    generated = []
+
+    def fake_generate(model, tokenizer, prompts, **kwargs):
+        generated.append(prompts)
+        return ["<answer>7</answer>"] * len(prompts), [3] * len(prompts)
+
+    monkeypatch.setattr("psgrpo.eval.generation.generate_completions", fake_generate)
+    model = torch.nn.Linear(1, 1)  # never generates: generate_completions is faked
+    if not refused:
+        result = evaluate_samples(model, char_tokenizer, rows, show_progress=False)
+        assert [r["gold"] for r in result.samples] == ["2", str(value), "2"]
+        assert [r["correct"] for r in result.samples] == [False, value == 7, False]
+        return
+    with pytest.raises(DatasetValidationError) as info:
+        evaluate_samples(model, char_tokenizer, rows, show_progress=False)
+    assert f"dataset 'evaluation dataset': row 1, field '{column}': " in str(info.value)
+    assert repr(value) in str(info.value) and (info.value.row, info.value.field) == (1, column)
+    assert generated == []
+
+
+def test_a_list_of_rows_and_a_dict_of_columns_are_evaluated_as_a_dataset(tiny_model, char_tokenizer):
+    """A list of row dicts passed the column check, then failed with a TypeError at `dataset["prompt"]`."""
+    rows = [{"prompt": f"Question: {i}+1\n", "answer": str(i + 1)} for i in range(3)]
+    options = {"max_new_tokens": 5, "show_progress": False, "seed": 0}
+    expected = evaluate_samples(tiny_model, char_tokenizer, Dataset.from_list(rows), **options).samples
+    assert evaluate_samples(tiny_model, char_tokenizer, rows, **options).samples == expected
+    columns = {"prompt": [r["prompt"] for r in rows], "answer": [r["answer"] for r in rows]}
+    assert evaluate_samples(tiny_model, char_tokenizer, columns, **options).samples == expected
+
+
+@pytest.mark.parametrize("model", ["outputs/demo", None])
+def test_the_hf_backend_needs_a_loaded_model(char_tokenizer, model):
+    """A path as `model` failed with `'str' object has no attribute 'training'` inside generation."""
+    data = Dataset.from_dict({"prompt": ["x"], "answer": ["1"]})
+    loaded = re.escape(
+        f"load_model_and_tokenizer({'outputs/demo'!r})" if model else "load_model_and_tokenizer(path)"
+    )
+    with pytest.raises(
+        TypeError,
+        match=rf"backend 'hf' generates with a loaded model \(a torch.nn.Module\), got {re.escape(repr(model))} of "
+        rf"type {type(model).__name__}; load it first: .*{loaded}.*, or pass backend='vllm'",
+    ):
+        evaluate_model(model, char_tokenizer, data, show_progress=False)
+
+
 # --------------------------------------------------------------------------- vLLM backend (not installed here)
 
 
@@ -335,3 +402,13 @@ def test_a_conversation_is_tokenized_with_the_runs_chat_template_kwargs(char_tok
     assert chat_template_kwargs(types.SimpleNamespace(chat_template_kwargs={"enable_thinking": False})) == {
         "enable_thinking": False
     }
+
+
+@pytest.mark.parametrize(("name", "value"), [("batch_size", 0), ("max_new_tokens", 0), ("batch_size", 2.5)])
+def test_batch_size_and_length_below_one_are_refused(tiny_model, char_tokenizer, name, value):
+    """``batch_size=0`` was read as 1, silently."""
+    from psgrpo.eval.generation import evaluate_model
+
+    rows = [{"prompt": "Q: 1+1\n", "answer": "2"}]
+    with pytest.raises(ValueError, match=f"{name} must be a positive integer, got {value}"):
+        evaluate_model(tiny_model, char_tokenizer, rows, **{name: value})

@@ -178,3 +178,59 @@ def test_ps_warns_once_when_no_completion_splits_into_steps(caplog, segmenter, w
          "for 'Step N:' lines"]
         if warns else []
     )  # fmt: skip
+
+
+def _always_raises(prompts, steps, **columns):
+    raise RuntimeError("no GPU for the PRM")
+
+
+def _ps_signal(step_scorer):
+    from types import SimpleNamespace
+
+    from psgrpo.ps.signal import PsSignal
+
+    config = SimpleNamespace(ps_advantage_mode="auto", segmenter="markers")
+    return PsSignal(config, tokenizer=None, accelerator=None, segmenter=None, step_scorer=step_scorer)
+
+
+def test_ps_warns_once_when_the_scorer_fails_on_every_completion(caplog):
+    """ps_on_scorer_error='outcome' with a scorer that always raises trained as grpo with nothing but a metric
+    to say so (a bad-input sweep, F11): one warning per run names the scorer and its first error."""
+    from psgrpo.ps.signal import score_steps
+
+    signal = _ps_signal(_always_raises)
+    with caplog.at_level("WARNING", logger="psgrpo"):
+        for step in range(3):
+            errors = []
+            raw = score_steps(_always_raises, ["q1", "q2"], [["a"], ["b"]], {}, fallback=True, errors=errors)
+            assert raw == [None, None] and len(errors) == 2
+            signal.warn_if_all_fell_back(raw, errors, step)
+    warnings = [r.getMessage() for r in caplog.records if "failed on every completion" in r.getMessage()]
+    assert warnings == [
+        "method ps: step scorer '_always_raises' failed on every completion of step 0 (first error: step scorer "
+        "'_always_raises' raised RuntimeError: no GPU for the PRM), so with ps_on_scorer_error='outcome' each got "
+        "the outcome advantage only and the batch trained as grpo (counted in ps/scorer_fallbacks); fix the "
+        "scorer, or set ps_on_scorer_error='raise' to stop at its first error. Warned once per run"
+    ]
+
+
+def test_ps_does_not_warn_while_some_completion_is_scored(caplog):
+    """A scorer failing on some completions only is what ps/scorer_fallbacks counts: no warning."""
+    from psgrpo.ps.signal import score_steps
+
+    def fails_on_the_first(prompts, steps, **columns):
+        if "q1" in prompts:
+            raise RuntimeError("bad row")
+        return [[1.0] * len(s) for s in steps]
+
+    signal = _ps_signal(fails_on_the_first)
+    errors = []
+    raw = score_steps(fails_on_the_first, ["q1", "q2"], [["a"], ["b"]], {}, fallback=True, errors=errors)
+    assert raw == [None, [1.0]] and [str(e) for e in errors] == [
+        "step scorer 'fails_on_the_first' raised RuntimeError: bad row"
+    ]
+    with caplog.at_level("WARNING", logger="psgrpo"):
+        signal.warn_if_all_fell_back(raw, errors, step=0)
+        signal.warn_if_all_fell_back([], [], step=1)  # an empty batch is no failure either
+    assert not [r for r in caplog.records if "failed on every completion" in r.getMessage()]
+    assert signal.warned_all_fell_back is False

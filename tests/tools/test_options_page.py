@@ -33,7 +33,7 @@ def test_page_lists_every_psgrpo_field_and_scorer_keyword(options_page):
     page = options_page.render()
     for name in [*options_page.own_fields(ProcessGRPOConfig), *TaskConfig.__dataclass_fields__]:
         assert f"| `--{name}` |" in page, name
-    assert "| `reference_weight` | `0.5` | weight of the step reaching a reference value. |" in page
+    assert "| `reference_weight` | `0.5` | weight of the step reaching a reference value (>= 0). |" in page
     assert "| `final_step_reaches_answer` | `True` |" in page
     assert str(ROOT) not in page, "the page must not depend on where the checkout is"
 

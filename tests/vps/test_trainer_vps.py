@@ -78,8 +78,8 @@ def test_missing_answer_column_is_a_clear_error(tmp_path, char_tokenizer):
     ):
         _run(tmp_path, char_tokenizer, dataset=data)  # refused when the trainer is built, before any step
     data = Dataset.from_dict({"prompt": ["Question: 1+1\n"] * 8, "answer": [""] + ["2"] * 7})
-    with pytest.raises(ValueError, match=r"row \d+: gold answer is missing or empty \(..\)"):
-        _run(tmp_path / "empty", char_tokenizer, dataset=data)  # a row without one: named at its step
+    with pytest.raises(ValueError, match=r"'train_dataset': row 0, field 'answer': gold answer '' is empty"):
+        _run(tmp_path / "empty", char_tokenizer, dataset=data)  # a row without one: named before any step
 
 
 def test_gold_suffix_probe_trains_and_shares_c0_within_a_group(tmp_path, char_tokenizer):

@@ -52,6 +52,7 @@ __all__ = [  # the verifier, and the helpers its users read from this one import
     "StepEquations",
     "StepScore",
     "VerifierCounts",
+    "check_step_lists",
     "evaluate_text",
     "extract_equations",
     "extract_step",
@@ -143,6 +144,16 @@ class VerifierCounts:
     """Counts of steps, logged as shares of the steps scored."""
 
 
+def check_step_lists(steps: Sequence[Any]) -> None:
+    """Each completion's steps are a list of strings: one string would be scored character by character."""
+    for i, sample in enumerate(steps):
+        if isinstance(sample, str) or not all(isinstance(step, str) for step in sample):
+            raise ValueError(
+                f"steps[{i}] must be the completion's list of step strings, got {type(sample).__name__} "
+                f"{sample!r:.60}; pass [[step, ...], ...], one list per completion"
+            )
+
+
 class ArithmeticVerifier:
     """Step scorer ``(prompts, steps, **columns) -> list[list[float]]`` checking each step's arithmetic.
 
@@ -153,12 +164,13 @@ class ArithmeticVerifier:
     :class:`VerifierCounts`; :meth:`pop_counts` hands the counts since the last call to the trainer.
 
     Args:
-        correct_weight: weight of the fraction of a step's equations that hold.
-        necessary_weight: weight of the step being necessary (on the dependency path to the answer).
+        correct_weight: weight of the fraction of a step's equations that hold (>= 0; one of the two weights
+            above 0: all zero would score a right and a wrong equation alike).
+        necessary_weight: weight of the step being necessary (on the dependency path to the answer; >= 0).
         neutral_score: score of a step with no equation (default 0.5, for prose steps). 0 where every step
             should be an equation (arith): an unreadable step then earns no more than a wrong one, and a
             policy has no reason to drift into such steps (docs/results.md, arith-hard at 240 steps).
-        rel_tol: relative tolerance of ``lhs = rhs`` (besides rounding to the decimals written).
+        rel_tol: relative tolerance of ``lhs = rhs`` (besides rounding to the decimals written; >= 0).
     """
 
     default_process_mode = "step"
@@ -175,6 +187,16 @@ class ArithmeticVerifier:
         self.neutral_score = neutral_score
         self.rel_tol = rel_tol
         self.counts = VerifierCounts()
+        weights = self.weights()
+        if not all(w >= 0 for w in weights.values()) or not any(w > 0 for w in weights.values()):  # NaN too
+            # all 0: every step with equations scores 0, right or wrong; negative: wrong steps score higher
+            raise ValueError(f"the weights {weights} must be >= 0, with one above 0")
+        if rel_tol < 0:
+            raise ValueError(f"rel_tol must be >= 0, got {rel_tol}")
+
+    def weights(self) -> dict[str, float]:
+        """The weights a step's score is made of (both must be >= 0, one above 0)."""
+        return {"correct_weight": self.correct_weight, "necessary_weight": self.necessary_weight}
 
     def score_steps(self, steps: Sequence[str], final_answer: str | None) -> list[StepScore]:
         """The verdict on each step of one completion (see the module-level :func:`score_steps`)."""
@@ -193,6 +215,7 @@ class ArithmeticVerifier:
         """One score per step per completion for the whole batch; ``prompts`` and ``columns`` are unused."""
         if len(prompts) != len(steps):
             raise ValueError(f"got {len(prompts)} prompts but steps for {len(steps)} completions")
+        check_step_lists(steps)
         return [self.score_completion(sample) for sample in steps]
 
     def pop_counts(self) -> dict[str, int]:

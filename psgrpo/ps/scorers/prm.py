@@ -60,17 +60,18 @@ from transformers import (
 
 from psgrpo.distributed import replicated_loading
 from psgrpo.ps.scorers.base import Prompt, question_text, validate_step_scores
-from psgrpo.ps.scorers.prm_formats import BUILT_IN_DEFAULTS, PRM_FORMATS, Encoding, auto_class, char_owners
+from psgrpo.ps.scorers.prm_formats import (
+    DEFAULT_JOINER,
+    DEFAULT_SEPARATOR,
+    Encoding,
+    auto_class,
+    char_owners,
+    prm_settings,
+)
 
 logger = logging.getLogger(__name__)
 
 Style = Literal["token_classification", "causal_lm"]
-
-DEFAULT_SEPARATOR: dict[str, str] = {"token_classification": "<extra_0>", "causal_lm": " ки"}
-"""Step separator (token classification) or step tag (causal LM) per style."""
-
-DEFAULT_JOINER: dict[str, str] = {"token_classification": "", "causal_lm": "\n"}
-"""Text put between one step's separator and the next step (Qwen PRM: none; Math-Shepherd: newline)."""
 
 
 @dataclass
@@ -160,36 +161,23 @@ class PRMScorer:
         encoding: Encoding | Literal[""] = "",
         **model_kwargs: Any,
     ) -> None:
-        if format and format not in PRM_FORMATS:
-            raise ValueError(f"format must be one of {list(PRM_FORMATS)}, got {format!r}")
-        given = {
-            "style": style,
-            "step_separator": step_separator,
-            "step_joiner": step_joiner,
-            "template": template,
-            "good_token": good_token,
-            "bad_token": bad_token,
-            "positive_label": positive_label,
-            "encoding": encoding,
-        }
-        # An argument left at its default takes the format's value; any other value wins.
-        settings = {key: value for key, value in given.items() if value != BUILT_IN_DEFAULTS.get(key)}
-        settings = {**BUILT_IN_DEFAULTS, **PRM_FORMATS.get(format, {}), **settings}
-        style, template, encoding = settings["style"], settings["template"], settings["encoding"] or "tokens"
+        settings = prm_settings(
+            format,
+            batch_size,
+            max_length,
+            style=style,
+            step_separator=step_separator,
+            step_joiner=step_joiner,
+            template=template,
+            good_token=good_token,
+            bad_token=bad_token,
+            positive_label=positive_label,
+            encoding=encoding,
+        )
+        style, template, encoding = settings["style"], settings["template"], settings["encoding"]
         good_token, bad_token = settings["good_token"], settings["bad_token"]
         positive_label = settings["positive_label"]
-        step_separator, step_joiner = settings.get("step_separator"), settings.get("step_joiner")
-        if encoding not in ("tokens", "text"):
-            raise ValueError(f"encoding must be 'tokens' or 'text', got {encoding!r}")
-        if style not in DEFAULT_SEPARATOR:
-            raise ValueError(f"style must be one of {list(DEFAULT_SEPARATOR)}, got {style!r}")
-        if not template.endswith("{steps}") or "{question}" not in template:
-            raise ValueError(
-                f"template must contain '{{question}}' and end with '{{steps}}' (text after the steps "
-                f"does not change a causal PRM's scores), got {template!r}"
-            )
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        step_separator, step_joiner = settings["step_separator"], settings["step_joiner"]
         self.style = style
         self.model_id = (
             model if isinstance(model, str) else (getattr(model, "name_or_path", "") or type(model).__name__)
@@ -237,7 +225,11 @@ class PRMScorer:
                 )
         self.positive_label = positive_label
         self.batch_size = batch_size
-        self.max_length = max_length or getattr(self.model.config, "max_position_embeddings", None)
+        self.max_length = (
+            max_length
+            if max_length is not None
+            else getattr(self.model.config, "max_position_embeddings", None)
+        )
         self.template = template
         self.pad_id = next(
             (i for i in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id) if i is not None), 0

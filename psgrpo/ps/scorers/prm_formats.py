@@ -85,6 +85,54 @@ encoding ``""``: ``"tokens"``). An argument left at its default takes the format
 value wins over the format."""
 
 
+DEFAULT_SEPARATOR: dict[str, str] = {"token_classification": "<extra_0>", "causal_lm": " ки"}
+"""Step separator (token classification) or step tag (causal LM) per style."""
+
+DEFAULT_JOINER: dict[str, str] = {"token_classification": "", "causal_lm": "\n"}
+"""Text put between one step's separator and the next step (Qwen PRM: none; Math-Shepherd: newline)."""
+
+
+def prm_settings(
+    format: str = "",
+    batch_size: int = 8,
+    max_length: int | None = None,
+    **given: Any,
+) -> dict[str, Any]:
+    """The settings a :class:`~psgrpo.ps.scorers.prm.PRMScorer` is built with, checked: ``given`` (the keys of
+    :data:`BUILT_IN_DEFAULTS`) over ``format``'s over the built-in defaults, an argument left at its default taking
+    the format's value.
+
+    Pure (no model, no tokenizer), so ``psgrpo train`` and ``psgrpo score-steps`` run it on
+    ``step_scorer_kwargs`` before anything loads. Raises ``ValueError`` naming the setting.
+    """
+    if format and format not in PRM_FORMATS:
+        raise ValueError(f"format must be one of {list(PRM_FORMATS)}, got {format!r}")
+    chosen = {key: value for key, value in given.items() if value != BUILT_IN_DEFAULTS.get(key)}
+    settings = {**BUILT_IN_DEFAULTS, **PRM_FORMATS.get(format, {}), **chosen}
+    settings["encoding"] = settings["encoding"] or "tokens"
+    if settings["encoding"] not in ("tokens", "text"):
+        raise ValueError(f"encoding must be 'tokens' or 'text', got {settings['encoding']!r}")
+    if settings["style"] not in DEFAULT_SEPARATOR:
+        raise ValueError(f"style must be one of {list(DEFAULT_SEPARATOR)}, got {settings['style']!r}")
+    template = settings["template"]
+    if not isinstance(template, str) or not template.endswith("{steps}") or "{question}" not in template:
+        raise ValueError(
+            f"template must contain '{{question}}' and end with '{{steps}}' (text after the steps "
+            f"does not change a causal PRM's scores), got {template!r}"
+        )
+    for key in ("step_separator", "step_joiner"):
+        if settings[key] is not None and not isinstance(settings[key], str):
+            raise ValueError(f"{key} must be a string, got {settings[key]!r}")
+    for key, value, low in (("batch_size", batch_size, 1), ("positive_label", settings["positive_label"], 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{key} must be an integer >= {low}, got {value!r}")
+    if max_length is not None and (
+        isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2
+    ):
+        raise ValueError(f"max_length must be an integer >= 2 (tokens) or left unset, got {max_length!r}")
+    return settings
+
+
 def auto_class(path: str, style: str, trust_remote_code: bool) -> Any:
     """The Auto class that loads the PRM at ``path``: a causal LM, a token classifier, or a remote-code
     model registered only for ``AutoModel`` (Qwen2.5-Math-PRM), which needs ``trust_remote_code``."""

@@ -65,13 +65,14 @@ cannot read are neutral. On real GSM8K solutions by other models (158 wrong with
 correct ones unflagged (weights 0/1): F1 0.803, the same with their steps in LaTeX
 (docs/scorers.md). A row whose gold solution states no equation on the path gives no reference
 values (its worked solution is algebra): its steps are then judged on arithmetic alone, a step whose
-equations hold being on reference (counted in ``rows_without_reference``), except that a solution
-whose own final answer is not the gold answer is off the path at its last step with equations
-(unless that step reaches the gold answer).
+equations hold being on reference (counted in ``rows_without_reference``, logged as the share
+``ps/frac_rows_without_reference``), except that a solution whose own final answer is not the gold
+answer is off the path at its last step with equations (unless that step reaches the gold answer).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -79,7 +80,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, StepScore, VerifierCounts
+from psgrpo.data.validation import short_repr
+from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, StepScore, VerifierCounts, check_step_lists
 from psgrpo.ps.scorers.dependencies import answer_value, dependency_path
 from psgrpo.ps.scorers.equations import Equation, extract_step, plain_step
 from psgrpo.ps.scorers.expressions import (
@@ -628,14 +630,24 @@ def credit_before_slip(verdicts: Sequence[StepScore], flags: list[bool]) -> int:
 @dataclass
 class ReferenceCounts(VerifierCounts):
     """:class:`VerifierCounts` plus the steps with equations that reach no reference value, the
-    last steps among them that end the reasoning short of (or beside) the gold answer, and the
-    rows whose gold solution gave no reference value."""
+    last steps among them that end the reasoning short of (or beside) the gold answer, the rows
+    (completions) scored and those among them whose gold solution gave no reference value (none on
+    its path, or no equation it can read): their steps were judged on arithmetic alone."""
 
     off_reference: int = 0
     stop_short: int = 0
+    rows: int = 0
     rows_without_reference: int = 0
 
     STEP_KINDS = (*VerifierCounts.STEP_KINDS, "off_reference", "stop_short")
+
+    @classmethod
+    def metrics(cls, totals: dict[str, int]) -> dict[str, float]:
+        """:meth:`VerifierCounts.metrics` plus ``frac_rows_without_reference``: the share of the rows scored
+        whose gold solution gave no reference value (NaN without rows)."""
+        rows = totals["rows"]
+        share = totals["rows_without_reference"] / rows if rows else math.nan
+        return super().metrics(totals) | {"frac_rows_without_reference": share}
 
 
 class ReferenceVerifier(ArithmeticVerifier):
@@ -646,8 +658,9 @@ class ReferenceVerifier(ArithmeticVerifier):
     checks them before training starts.
 
     Args:
-        correct_weight: weight of the fraction of a step's equations that hold.
-        reference_weight: weight of the step reaching a reference value.
+        correct_weight: weight of the fraction of a step's equations that hold (>= 0; one of the two weights
+            above 0).
+        reference_weight: weight of the step reaching a reference value (>= 0).
         neutral_score: score of a step with no equation (default 0.5, for prose steps). 0 where every step
             should be an equation (arith): an unreadable step then earns no more than a wrong one, and a
             policy has no reason to drift into such steps (docs/results.md, arith-hard at 240 steps).
@@ -695,8 +708,8 @@ class ReferenceVerifier(ArithmeticVerifier):
         unit_flag: bool = True,
         blame_announcement: bool = True,
     ) -> None:
+        self.reference_weight = reference_weight  # before super().__init__, which checks weights()
         super().__init__(correct_weight, 0.0, neutral_score, rel_tol)
-        self.reference_weight = reference_weight
         self.final_step_reaches_answer = final_step_reaches_answer
         if blame_stop not in BLAME_STOP:
             raise ValueError(f"blame_stop must be one of {BLAME_STOP}, got {blame_stop!r}")
@@ -710,6 +723,10 @@ class ReferenceVerifier(ArithmeticVerifier):
         self.counts = ReferenceCounts()
         self._reference_cache: dict[tuple[str, str | None], Counter[Fraction]] = {}
         self._parts_cache: dict[tuple[str, str | None], GoldParts] = {}
+
+    def weights(self) -> dict[str, float]:
+        """The weights a step's score is made of (both must be >= 0, one above 0)."""
+        return {"correct_weight": self.correct_weight, "reference_weight": self.reference_weight}
 
     def reference(self, solution: str, answer: str | None) -> Counter[Fraction]:
         """:func:`reference_values` of one row, cached (a group's completions share the row)."""
@@ -814,6 +831,7 @@ class ReferenceVerifier(ArithmeticVerifier):
         self.counts.off_reference += sum(
             v.correct is not None and not f for v, f in zip(verdicts, flags, strict=True)
         )
+        self.counts.rows += 1
         self.counts.rows_without_reference += not reference
         return [
             0.0
@@ -845,11 +863,20 @@ class ReferenceVerifier(ArithmeticVerifier):
                 f"got {len(prompts)} prompts, steps for {len(steps)} completions, {len(solution)} solutions and "
                 f"{len(answer)} answers; expected one of each per completion"
             )
+        check_step_lists(steps)
+        for index, gold in enumerate(solution):
+            if gold is not None and not isinstance(gold, str):
+                raise ValueError(
+                    f"ReferenceVerifier: row {index}, field 'solution': got {short_repr(gold)} of type "
+                    f"{type(gold).__name__}; expected the gold worked solution as a string, or None where a row has "
+                    "none (its steps are then scored on arithmetic alone, counted in frac_rows_without_reference)"
+                )
+        solution = ["" if gold is None else gold for gold in solution]  # Arrow fills a missing key with None
         questions = columns.get("question") or [prompt_text(p) for p in prompts]
         scores = []
         for sample, gold, gold_answer, question in zip(steps, solution, answer, questions, strict=True):
             text = None if gold_answer is None else str(gold_answer)
-            reference, parts = self.reference(str(gold), text), self.parts(str(gold), text)
+            reference, parts = self.reference(gold, text), self.parts(gold, text)
             scores.append(self.score_against(sample, reference, answer_value(text), parts, str(question)))
         return scores
 

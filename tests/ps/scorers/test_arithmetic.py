@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from psgrpo.ps.credit_gaming import HOSTILE_STEPS
 from psgrpo.ps.scorers.arithmetic import ArithmeticVerifier, StepScore, score_steps
+from psgrpo.ps.scorers.reference import ReferenceVerifier
 from psgrpo.rewards.functions import extract_answer
 
 
@@ -184,3 +185,39 @@ def test_any_text_is_scored_without_raising(steps, final_answer):
         assert verdict.correct is None or 0.0 <= verdict.correct <= 1.0
     scores = verifier(["Q"], [steps])[0]
     assert len(scores) == len(steps) and all(0.0 <= s <= 1.0 for s in scores)
+
+
+@pytest.mark.parametrize(
+    ("scorer", "weights"),
+    [
+        (ArithmeticVerifier, {"correct_weight": 0.0, "necessary_weight": 0.0}),
+        (ArithmeticVerifier, {"correct_weight": 1.0, "necessary_weight": -0.5}),
+        (ReferenceVerifier, {"correct_weight": 0.0, "reference_weight": 0.0}),
+        (ReferenceVerifier, {"correct_weight": -1.0, "reference_weight": 1.0}),
+    ],
+)
+def test_weights_that_give_no_honest_signal_are_refused(scorer, weights):
+    """All zero: a right and a wrong equation both score 0; negative: a wrong step outscores a right one."""
+    with pytest.raises(ValueError, match="must be >= 0, with one above 0"):
+        scorer(**weights)
+
+
+def test_one_weight_may_be_zero():
+    assert ReferenceVerifier(correct_weight=0.0, reference_weight=1.0).weights() == {
+        "correct_weight": 0.0,
+        "reference_weight": 1.0,
+    }
+    assert ArithmeticVerifier(correct_weight=1.0, necessary_weight=0.0).weights()["necessary_weight"] == 0.0
+    with pytest.raises(ValueError, match="rel_tol must be >= 0"):
+        ArithmeticVerifier(rel_tol=-1e-6)
+
+
+@pytest.mark.parametrize("scorer", [ArithmeticVerifier(), ReferenceVerifier()])
+def test_one_string_of_steps_is_refused_not_scored_by_character(scorer):
+    """``steps`` holds one list of step strings per completion; a bare string was scored as one step per character."""
+    columns = {"solution": ["3 + 4 = 7"], "answer": ["7"]}
+    with pytest.raises(
+        ValueError, match=r"steps\[0\] must be the completion's list of step strings, got str"
+    ):
+        scorer(["Q"], ["Step 1: 3 + 4 = 7"], **columns)
+    assert len(scorer(["Q"], [["Step 1: 3 + 4 = 7"]], **columns)[0]) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 import torch
@@ -417,3 +418,22 @@ def test_both_encodings_count_the_steps_that_did_not_fit_alike(tc_model, tokeniz
     short = PRMScorer(tc_model, tokenizer, encoding=encoding, max_length=prefix + 2)
     short([QUESTION], [STEPS[0]])
     assert short.num_truncated_steps == len(STEPS[0])
+
+
+def test_prm_settings_are_checked_without_a_model():
+    """The pure check ``psgrpo train`` runs on step_scorer_kwargs before anything loads, and the constructor's."""
+    from psgrpo.ps.scorers.prm_formats import prm_settings
+
+    settings = prm_settings("math-shepherd", step_joiner=" ")
+    assert (settings["style"], settings["step_joiner"], settings["encoding"]) == ("causal_lm", " ", "text")
+    assert prm_settings()["encoding"] == "tokens"
+    for kwargs, message in [
+        ({"positive_label": -1}, "positive_label must be an integer >= 0"),
+        ({"positive_label": 0.5}, "positive_label must be an integer >= 0"),
+        ({"batch_size": True}, "batch_size must be an integer >= 1"),
+        ({"max_length": 1}, "max_length must be an integer >= 2"),
+        ({"step_separator": 3}, "step_separator must be a string"),
+        ({"template": "{question}\n{steps}\nDone."}, "end with '{steps}'"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            prm_settings(**kwargs)

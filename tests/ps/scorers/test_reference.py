@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from dataclasses import asdict
 from fractions import Fraction
 
 import pytest
@@ -202,6 +204,48 @@ def test_missing_columns_and_length_mismatch_say_what_is_wrong():
         verifier(["q"], [["Step 1: 1 + 1 = 2"]], answer=["2"])
     with pytest.raises(ValueError, match="2 solutions"):
         verifier(["q"], [["Step 1: 1 + 1 = 2"]], solution=[GOLD, GOLD], answer=["2"])
+
+
+def test_rows_without_reference_are_a_logged_share():
+    """A row whose gold solution gives no reference value is scored on arithmetic alone: counted, and logged as
+    ps/frac_rows_without_reference through step_metrics (a bad-input sweep, F12: it was counted, never logged)."""
+    from psgrpo.ps.signal import step_metrics
+
+    verifier = ReferenceVerifier()
+    steps = [["Step 1: 7 + 5 = 12", "Step 2: 12 - 3 = 9"]] * 4
+    solutions = [GOLD, "", "She thinks hard about it.", GOLD]  # no solution, no readable equation
+    verifier(["q"] * 4, steps, solution=solutions, answer=["9"] * 4)
+    counts = verifier.pop_counts()
+    assert counts["rows"] == 4 and counts["rows_without_reference"] == 2
+    other = ReferenceCounts(steps=2, rows=4, rows_without_reference=1)  # a second process
+    metrics = step_metrics([[1.0]], 0.5, counts=[counts, asdict(other)], count_metrics=verifier.count_metrics)
+    assert metrics["ps/frac_rows_without_reference"] == pytest.approx(3 / 8)
+    assert metrics["ps/frac_steps_off_reference"] == pytest.approx(counts["off_reference"] / 10)  # kept
+    assert math.isnan(ReferenceCounts.metrics(asdict(ReferenceCounts()))["frac_rows_without_reference"])
+
+
+def test_a_row_without_a_solution_is_scored_on_arithmetic_and_counted():
+    """Arrow fills a row's missing key with None: it was read as the text 'None', silently; it is now a row without
+    reference, counted in ps/frac_rows_without_reference."""
+    verifier = ReferenceVerifier()
+    steps = [["Step 1: 7 + 5 = 12"]] * 2
+    assert verifier(["q", "q"], steps, solution=[None, ""], answer=["9", "9"]) == verifier(
+        ["q", "q"], steps, solution=["", ""], answer=["9", "9"]
+    )
+    assert verifier.pop_counts()["rows_without_reference"] == 4
+
+
+@pytest.mark.parametrize("bad", [12, ["Step 1: 7 + 5 = 12"]])
+def test_a_solution_that_is_not_a_string_is_refused_naming_the_row(bad):
+    """A number or a list is no worked solution."""
+    verifier = ReferenceVerifier()
+    with pytest.raises(
+        ValueError,
+        match=rf"ReferenceVerifier: row 1, field 'solution': got .* of type {type(bad).__name__}; expected the "
+        "gold worked solution as a string, or None",
+    ):
+        verifier(["q", "q"], [["Step 1: 7 + 5 = 12"]] * 2, solution=[GOLD, bad], answer=["9", "9"])
+    assert verifier.counts == ReferenceCounts()  # refused before any row was scored
 
 
 def test_check_scorer_columns_before_training():
