@@ -192,6 +192,24 @@ def check_chat_prompts(dataset: Any, processing_class: Any) -> None:
         )
 
 
+def check_tokenizer_fits(tokenizer: Any, model: Any) -> None:
+    """The tokenizer pads (TRL fills padding with ``pad_token_id``, else EOS) and has no id past the model's
+    embedding table (the forward would fail with torch's bare ``index out of range in self``)."""
+    if tokenizer.pad_token_id is None and tokenizer.eos_token_id is None:
+        raise ValueError(
+            f"the tokenizer ({type(tokenizer).__name__}) has neither a pad nor an EOS token: TRL pads completions "
+            "with one of them; set tokenizer.pad_token (e.g. to the token that ends a completion) before building "
+            "the trainer"
+        )
+    vocab_size = getattr(getattr(model, "config", None), "vocab_size", None)
+    if isinstance(vocab_size, int) and len(tokenizer) > vocab_size:
+        raise ValueError(
+            f"the tokenizer has {len(tokenizer)} tokens but the model's embedding table only {vocab_size}: ids from "
+            f"{vocab_size} on would index past it; pair the model with its own tokenizer, or resize the embeddings "
+            "(model.resize_token_embeddings(len(tokenizer))) and train them"
+        )
+
+
 class ProcessGRPOTrainer(
     PhaseTimingMixin, TokenCreditLossMixin, TechniquesMixin, CheckpointMixin, TreeSamplingMixin, GRPOTrainer
 ):
@@ -280,6 +298,7 @@ class ProcessGRPOTrainer(
         )
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
         check_chat_prompts(self.train_dataset, self.processing_class)
+        check_tokenizer_fits(self._tokenizer, self.model)
         self.run_record = {"method": args.method}  # in every checkpoint; psgrpo train writes its task too
         # a NaN a reward function returns must not pass as TRL's "unscorable" (guards.check_rewards)
         self.reward_funcs = [

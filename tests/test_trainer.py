@@ -367,3 +367,23 @@ def test_datasets_without_prompts_pass_where_an_environment_writes_them():
     check_datasets(rows, None, "answer", prompts_from_environment=True)
     with pytest.raises(ValueError, match="missing required column 'prompt'"):
         check_datasets(rows, None, "answer")
+
+
+def test_a_tokenizer_that_cannot_pad_or_overruns_the_embeddings_is_refused(
+    tmp_path, char_tokenizer, tiny_model
+):
+    """TRL failed at the first rollout with ``full(): fill_value ... NoneType``, torch with ``index out of range``."""
+    import copy
+
+    args = ProcessGRPOConfig(**tiny_run_args(tmp_path))
+    rows = make_arith_dataset("train", n=8)
+    no_pad = copy.deepcopy(char_tokenizer)
+    no_pad.pad_token, no_pad.eos_token = None, None
+    with pytest.raises(ValueError, match="has neither a pad nor an EOS token"):
+        ProcessGRPOTrainer(model=tiny_model, args=args, train_dataset=rows, processing_class=no_pad)
+    small = copy.deepcopy(tiny_model)
+    small.config.vocab_size = len(char_tokenizer) - 5
+    with pytest.raises(
+        ValueError, match=rf"has {len(char_tokenizer)} tokens but the model's embedding table only"
+    ):
+        ProcessGRPOTrainer(model=small, args=args, train_dataset=rows, processing_class=char_tokenizer)
