@@ -38,7 +38,12 @@ from psgrpo.config.kernel_caches import bound_kernel_caches
 from psgrpo.config.precision import log_precision
 from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.credit import CreditRecord, ProcessSignal, SignalOutput, StepRecord, process_term_metrics
-from psgrpo.data.validation import STREAM_ROWS_CHECKED, validate_gold_answers, validate_prompts
+from psgrpo.data.validation import (
+    STREAM_ROWS_CHECKED,
+    require_chat_template,
+    validate_gold_answers,
+    validate_prompts,
+)
 from psgrpo.diagnostics.step_logger import StepDiagnostics
 from psgrpo.eval.vllm_backend import VLLM_INSTALL
 from psgrpo.generation import (
@@ -175,21 +180,12 @@ def check_enough_rows(args: ProcessGRPOConfig, train: Any) -> None:
 
 
 def check_chat_prompts(dataset: Any, processing_class: Any) -> None:
-    """Chat-message prompts need a chat template (the processor's own, else its tokenizer's): TRL fails at the
-    first rollout otherwise."""
+    """Chat-message prompts need a chat template: TRL fails at the first rollout otherwise."""
     if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__") or not len(dataset):
         return
     first = dataset[0]
-    conversational = isinstance(first, dict) and isinstance(first.get("prompt"), list)
-    template = getattr(processing_class, "chat_template", None) or getattr(
-        getattr(processing_class, "tokenizer", None), "chat_template", None
-    )
-    if conversational and not template:
-        raise ValueError(
-            "train_dataset's prompts are chat messages, but the tokenizer has no chat template to render them: "
-            "write plain-string prompts (psgrpo.data.tasks.load_task(..., chat=False)), or use an instruct model "
-            "whose tokenizer has one"
-        )
+    if isinstance(first, dict) and isinstance(first.get("prompt"), list):
+        require_chat_template(processing_class, "train_dataset")
 
 
 def check_tokenizer_fits(tokenizer: Any, model: Any) -> None:

@@ -38,6 +38,7 @@ __all__ = [
     "validate_columns",
     "validate_gold_answers",
     "validate_prompts",
+    "require_chat_template",
 ]
 
 REPR_LIMIT = 80
@@ -331,3 +332,22 @@ def _raise_bad_rows(
         row=index,
         field=column,
     )
+
+
+def require_chat_template(processing_class: Any, name: str) -> None:
+    """Chat-message prompts of dataset ``name`` need a chat template: the processor's own, else its tokenizer's.
+
+    Raises:
+        DatasetValidationError: ``processing_class`` has none (transformers would refuse at the first prompt, in
+            words that name neither the dataset nor a way out).
+    """
+    template = getattr(processing_class, "chat_template", None) or getattr(
+        getattr(processing_class, "tokenizer", None), "chat_template", None
+    )
+    if not template:
+        raise DatasetValidationError(
+            f"{describe_dataset(name)}: the prompts are chat messages, but the tokenizer has no chat template to "
+            "render them: write plain-string prompts (psgrpo.load_task(..., chat=False)), or use an instruct "
+            "model whose tokenizer has one",
+            field="prompt",
+        )

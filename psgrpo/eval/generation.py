@@ -24,6 +24,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from psgrpo.data.validation import (
     iter_column,
+    require_chat_template,
     short_repr,
     validate_columns,
     validate_gold_answers,
@@ -328,6 +329,8 @@ def evaluate_samples(
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     check_model(model, backend)
     prompts, golds = evaluation_rows(dataset)
+    if any(isinstance(prompt, list) for prompt in prompts):
+        require_chat_template(tokenizer, "evaluation dataset")
     if isinstance(segmenter, str):
         segmenter = get_segmenter(segmenter, **(segmenter_kwargs or {}))
     if backend == "vllm":

@@ -412,3 +412,15 @@ def test_batch_size_and_length_below_one_are_refused(tiny_model, char_tokenizer,
     rows = [{"prompt": "Q: 1+1\n", "answer": "2"}]
     with pytest.raises(ValueError, match=f"{name} must be a positive integer, got {value}"):
         evaluate_model(tiny_model, char_tokenizer, rows, **{name: value})
+
+
+def test_chat_prompts_without_a_chat_template_are_refused_before_generating(tiny_model, char_tokenizer):
+    """transformers refused at the first prompt, in words naming neither the dataset nor a way out."""
+    from psgrpo.data.validation import DatasetValidationError
+    from psgrpo.eval.generation import evaluate_model
+
+    rows = [{"prompt": [{"role": "user", "content": "1+1?"}], "answer": "2"}]
+    with pytest.raises(
+        DatasetValidationError, match="'evaluation dataset': the prompts are chat messages, but the"
+    ):
+        evaluate_model(tiny_model, char_tokenizer, rows)
