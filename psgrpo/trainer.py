@@ -64,6 +64,7 @@ from psgrpo.loading import checkpoint_path
 from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
 from psgrpo.methods import all_methods, estimator_for, estimator_options, get_method
 from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
+from psgrpo.preflight import check_generation_options
 from psgrpo.rewards.functions import REWARD_FUNCS, get_reward_funcs
 from psgrpo.techniques.trainer_mixin import TechniquesMixin
 from psgrpo.timing import PhaseTimingMixin, timed
@@ -263,6 +264,7 @@ class ProcessGRPOTrainer(
                 "(a CUDA machine), or drop --use_vllm to generate with transformers"
             )
         check_compiled_generation(args)
+        check_generation_options(args.temperature, args.max_completion_length)  # as psgrpo train's preflight
         self.method_spec = get_method(args.method)  # everything about the method: psgrpo/<method>/spec.py
         if step_scorer is not None and self.method_spec.scores_steps is False:
             scoring = ", ".join(repr(m.name) for m in all_methods() if m.scores_steps)

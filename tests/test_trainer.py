@@ -387,3 +387,11 @@ def test_a_tokenizer_that_cannot_pad_or_overruns_the_embeddings_is_refused(
         ValueError, match=rf"has {len(char_tokenizer)} tokens but the model's embedding table only"
     ):
         ProcessGRPOTrainer(model=small, args=args, train_dataset=rows, processing_class=char_tokenizer)
+
+
+def test_greedy_sampling_from_python_is_refused_as_from_the_command_line(tmp_path, monkeypatch):
+    """``ProcessGRPOConfig(temperature=0)`` passed the config and failed at the first rollout."""
+    _refuses_before_loading(monkeypatch)
+    args = ProcessGRPOConfig(**tiny_run_args(tmp_path, temperature=0.0))
+    with pytest.raises(ValueError, match="--temperature 0: GRPO learns from the differences"):
+        ProcessGRPOTrainer(model="embedded:arith", args=args, train_dataset=make_arith_dataset("train", n=8))
