@@ -74,10 +74,8 @@ def test_the_run_record_is_part_of_each_committed_checkpoint(tmp_path, tiny_mode
         checkpoint = tmp_path / "out" / f"checkpoint-{step}"
         assert TASK_RECORD in json.loads((checkpoint / MARKER).read_text())["files"]
         assert read_run_record(checkpoint) == {"dataset": "arith", "method": "ps"}
-    _trainer(
-        tmp_path / "api", tiny_model, char_tokenizer, max_steps=1
-    ).train()  # the Python API: none written
-    assert not (tmp_path / "api" / "out" / "checkpoint-1" / TASK_RECORD).exists()
+    _trainer(tmp_path / "api", tiny_model, char_tokenizer, max_steps=1).train()  # the Python API: its method
+    assert read_run_record(tmp_path / "api" / "out" / "checkpoint-1") == {"method": "grpo"}
 
 
 def test_save_total_limit_keeps_only_the_committed_checkpoint(tmp_path, tiny_model, char_tokenizer):
