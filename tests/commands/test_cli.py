@@ -311,8 +311,11 @@ def test_eval_vllm_backend_without_vllm(monkeypatch):
         ),
     ],
 )
-def test_user_errors_are_one_line_without_traceback(argv, message, monkeypatch, capsys):
+def test_user_errors_are_one_line_without_traceback(argv, message, monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("PSGRPO_DEBUG", "0")
+    monkeypatch.chdir(
+        tmp_path
+    )  # the default --output_dir outputs/demo: a `make demo` run in the checkout is refused first
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
