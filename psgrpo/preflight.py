@@ -37,6 +37,16 @@ from typing import Any
 
 RESUME_FLAG = "--resume_from_checkpoint"
 
+_NO_VALUE = object()
+
+
+def option_text(name: str, value: Any = _NO_VALUE, *, api: bool = False) -> str:
+    """How a message names an option: ``--name value`` for ``psgrpo`` commands, ``name=value`` (the value's repr)
+    for the Python API, whose users never typed a flag."""
+    if value is _NO_VALUE:
+        return name if api else f"--{name}"
+    return f"{name}={value!r}" if api else f"--{name} {value}"
+
 
 class TrainingInterrupted(KeyboardInterrupt):
     """Ctrl-C during training; ``str()`` is the line to print (where to resume from, and how)."""
@@ -164,14 +174,19 @@ def holds_no_file(path: Path) -> bool:
 
 
 @contextmanager
-def output_dir_removed_on_failure(path: str | os.PathLike[str] | None) -> Iterator[None]:
+def output_dir_removed_on_failure(
+    path: str | os.PathLike[str] | None, existed: bool | None = None
+) -> Iterator[None]:
     """Run the body; if it raises (or is interrupted) and it created ``path``, which holds no file, remove ``path``.
 
     A directory that existed before is never touched, and neither is one that holds any file
-    (a checkpoint, a log): those are the run's results.
+    (a checkpoint, a log): those are the run's results. ``existed``: whether ``path`` existed before the run began,
+    where that was earlier than the body (the trainer's ``train()``: transformers creates the folder when the
+    trainer is built); ``None`` looks now.
     """
     target = Path(path).expanduser() if path is not None else None
-    existed = target is None or target.exists()
+    if existed is None:
+        existed = target is None or target.exists()
     try:
         yield
     except BaseException:
@@ -180,10 +195,10 @@ def output_dir_removed_on_failure(path: str | os.PathLike[str] | None) -> Iterat
         raise
 
 
-def check_same_run(checkpoint: str, method: str | None, dataset: str | None) -> None:
+def check_same_run(checkpoint: str, method: str | None, dataset: str | None, *, api: bool = False) -> None:
     """Refuse to resume ``checkpoint`` with another method or dataset than the ones its task record names
     (:mod:`psgrpo.eval.trained_on`; a checkpoint without a record, or a record without the method, is not checked
-    on what it lacks)."""
+    on what it lacks). ``api``: the message names the Python API's arguments instead of flags."""
     from psgrpo.eval.trained_on import read_run_record
 
     record = read_run_record(checkpoint)
@@ -194,12 +209,14 @@ def check_same_run(checkpoint: str, method: str | None, dataset: str | None) -> 
         if value is not None and isinstance(record.get(name), str) and record[name] != value
     ]
     if differ:
-        was = " and ".join(f"--{name} {old}" for name, old, _ in differ)
-        now = " and ".join(f"--{name} {new}" for name, _, new in differ)
+        was = " and ".join(option_text(name, old, api=api) for name, old, _ in differ)
+        now = " and ".join(option_text(name, new, api=api) for name, _, new in differ)
+        model = option_text("model" if api else "model_name_or_path", checkpoint, api=api)
         raise ValueError(
-            f"{RESUME_FLAG}: {checkpoint} was trained with {was}, and this run asks for {now}; resuming continues "
-            f"that run (its optimizer, schedule and step count), so give the same options, or start a new run from "
-            f"its weights with --model_name_or_path {checkpoint} and a new --output_dir"
+            f"{option_text('resume_from_checkpoint', api=api)}: {checkpoint} was trained with {was}, and this run "
+            f"asks for {now}; resuming continues that run (its optimizer, schedule and step count), so give the "
+            f"same options, or start a new run from its weights with {model} and a new "
+            f"{option_text('output_dir', api=api)}"
         )
 
 
@@ -209,23 +226,27 @@ def check_resume_target(
     max_steps: int,
     method: str | None = None,
     dataset: str | None = None,
+    *,
+    api: bool = False,
 ) -> str | None:
     """The checkpoint to resume from (:func:`~psgrpo.checkpoints.atomic.resolve_resume_checkpoint`), resolved
     before loading; ValueError when it has already trained ``max_steps`` (> 0) steps, or was trained with another
-    ``method`` or ``dataset`` (:func:`check_same_run`)."""
+    ``method`` or ``dataset`` (:func:`check_same_run`). ``api``: messages name the Python API's arguments
+    (``max_steps``, ``resume_from_checkpoint=True``) instead of flags."""
     from psgrpo.checkpoints.atomic import resolve_resume_checkpoint
 
-    checkpoint = resolve_resume_checkpoint(resume, output_dir)
+    checkpoint = resolve_resume_checkpoint(resume, output_dir, api=api)
     if checkpoint is None:
         return checkpoint
-    check_same_run(checkpoint, method, dataset)
+    check_same_run(checkpoint, method, dataset, api=api)
     if max_steps <= 0:
         return checkpoint
     step = checkpoint_step(checkpoint)
     if step >= max_steps:
+        steps = option_text("max_steps", api=api)
         raise ValueError(
-            f"{RESUME_FLAG}: {checkpoint} is at step {step} and --max_steps is {max_steps}, so there is nothing "
-            f"left to train; raise --max_steps above {step} to train further"
+            f"{option_text('resume_from_checkpoint', api=api)}: {checkpoint} is at step {step} and {steps} is "
+            f"{max_steps}, so there is nothing left to train; raise {steps} above {step} to train further"
         )
     return checkpoint
 

@@ -64,7 +64,7 @@ from psgrpo.loading import checkpoint_path
 from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
 from psgrpo.methods import all_methods, estimator_for, estimator_options, get_method
 from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
-from psgrpo.preflight import check_generation_options
+from psgrpo.preflight import check_generation_options, output_dir_removed_on_failure
 from psgrpo.rewards.functions import REWARD_FUNCS, get_reward_funcs
 from psgrpo.techniques.trainer_mixin import TechniquesMixin
 from psgrpo.timing import PhaseTimingMixin, timed
@@ -294,9 +294,12 @@ class ProcessGRPOTrainer(
             "answer" if reads_answer else None,
             prompts_from_environment=kwargs.get("environment_factory") is not None,
         )
-        super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
-        check_chat_prompts(self.train_dataset, self.processing_class)
-        check_tokenizer_fits(self._tokenizer, self.model)
+        # transformers creates output_dir here: a run refused or failed before writing a file leaves none behind
+        self._output_dir_existed = args.output_dir is None or Path(args.output_dir).expanduser().exists()
+        with output_dir_removed_on_failure(args.output_dir, self._output_dir_existed):
+            super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
+            check_chat_prompts(self.train_dataset, self.processing_class)
+            check_tokenizer_fits(self._tokenizer, self.model)
         self.run_record = {"method": args.method}  # in every checkpoint; psgrpo train writes its task too
         # a NaN a reward function returns must not pass as TRL's "unscorable" (guards.check_rewards)
         self.reward_funcs = [
@@ -324,9 +327,11 @@ class ProcessGRPOTrainer(
 
     def train(self, *args: Any, **kwargs: Any) -> Any:
         """``Trainer.train`` (resuming as :class:`CheckpointMixin` does), after :func:`check_enough_rows`: checked here,
-        not when the trainer is built, which benchmarks do for single steps on a few rows."""
-        check_enough_rows(self.args, self.train_dataset)
-        return super().train(*args, **kwargs)
+        not when the trainer is built, which benchmarks do for single steps on a few rows. A run that fails before it
+        writes a file removes the ``output_dir`` this trainer created (as ``psgrpo train`` does)."""
+        with output_dir_removed_on_failure(self.args.output_dir, getattr(self, "_output_dir_existed", True)):
+            check_enough_rows(self.args, self.train_dataset)
+            return super().train(*args, **kwargs)
 
     def create_model_card(
         self,

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from psgrpo.checkpoints.atomic import write_marker
+from psgrpo.eval.trained_on import write_record
 from psgrpo.preflight import (
     check_output_dir,
     check_resume_target,
@@ -72,6 +73,31 @@ def test_resume_target_resolved_before_loading(tmp_path):
         ValueError, match="is at step 4 and --max_steps is 4, so there is nothing left to train"
     ):
         check_resume_target("true", str(tmp_path), 4)
+
+
+def test_resume_refusals_name_the_python_api_arguments_when_asked(tmp_path):
+    """``ProcessGRPOTrainer.train`` passes ``api=True``: its users set ``max_steps=``, never ``--max_steps``."""
+    with pytest.raises(ValueError, match=r"^resume_from_checkpoint=True: no complete checkpoint") as none:
+        check_resume_target(True, str(tmp_path), 10, api=True)
+    assert "Start without resume_from_checkpoint," in str(none.value)
+    newest = checkpoint(tmp_path, 4)
+    with pytest.raises(
+        ValueError, match="is at step 4 and max_steps is 4, .* raise max_steps above 4"
+    ) as done:
+        check_resume_target(str(newest), str(tmp_path), 4, api=True)
+    write_record(newest, {"method": "ps"})
+    with pytest.raises(
+        ValueError, match="trained with method='ps', and this run asks for method='grpo'"
+    ) as other:
+        check_resume_target(str(newest), str(tmp_path), 10, "grpo", api=True)
+    assert f"with model='{newest}' and a new output_dir" in str(other.value)
+    incomplete = tmp_path / "checkpoint-6"
+    incomplete.mkdir()
+    with pytest.raises(ValueError, match="resume_from_checkpoint=True picks it") as broken:
+        check_resume_target(str(incomplete), str(tmp_path), 10, api=True)
+    assert not any("--" in str(e.value) for e in (none, done, other, broken))
+    with pytest.raises(ValueError, match="trained with --method ps, and this run asks for --method grpo"):
+        check_resume_target(str(newest), str(tmp_path), 10, "grpo")  # the command line's wording stays
 
 
 FLAG = st.sampled_from(["--method", "--max_steps", "--output_dir", "--dataset", "--config"])

@@ -262,6 +262,24 @@ def test_too_few_rows_for_one_generation_are_refused_when_training(tmp_path, cha
     ):
         trainer.train()
     assert trainer.state.global_step == 0
+    assert not (
+        tmp_path / "out"
+    ).exists()  # transformers created it when the trainer was built; nothing in it
+
+
+def test_a_failed_api_run_leaves_no_empty_output_dir_and_keeps_one_that_existed(
+    tmp_path, char_tokenizer, tiny_model
+):
+    """``psgrpo train`` removed the folder a failed run created; from Python, transformers' empty folder stayed."""
+    rows = make_arith_dataset("train", n=8, chat=True)
+    args = ProcessGRPOConfig(**tiny_run_args(tmp_path))
+    with pytest.raises(ValueError, match="no chat template"):  # refused after transformers made the folder
+        ProcessGRPOTrainer(model=tiny_model, args=args, train_dataset=rows, processing_class=char_tokenizer)
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "out").mkdir()  # the user's own folder, empty: never removed
+    with pytest.raises(ValueError, match="no chat template"):
+        ProcessGRPOTrainer(model=tiny_model, args=args, train_dataset=rows, processing_class=char_tokenizer)
+    assert (tmp_path / "out").is_dir()
 
 
 def test_model_argument_mistakes_are_named(tmp_path, monkeypatch):
@@ -318,8 +336,11 @@ def test_a_python_api_checkpoint_records_its_method(tmp_path, char_tokenizer, ti
     checkpoint = Path(args.output_dir) / "checkpoint-1"
     assert json.loads((checkpoint / "psgrpo_task.json").read_text()) == {"method": "ps"}
     other = ProcessGRPOConfig(**tiny_run_args(tmp_path, method="vps", max_steps=2))
-    with pytest.raises(ValueError, match="was trained with --method ps"):
+    with pytest.raises(
+        ValueError, match="was trained with method='ps', and this run asks for method='vps'"
+    ) as err:
         _built(tiny_model, char_tokenizer, other).train(resume_from_checkpoint=str(checkpoint))
+    assert "--" not in str(err.value)  # named as the Python API's arguments, not as flags nobody typed
 
 
 def test_a_reward_function_without_kwargs_is_refused_before_loading(tmp_path, monkeypatch):

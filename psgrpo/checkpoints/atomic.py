@@ -157,7 +157,9 @@ def last_complete_checkpoint(run_dir: str | Path) -> tuple[Path | None, list[tup
     return None, [(p, r) for _, p, r in skipped]
 
 
-def resolve_resume_checkpoint(resume: str | bool | None, run_dir: str | Path) -> str | None:
+def resolve_resume_checkpoint(
+    resume: str | bool | None, run_dir: str | Path, *, api: bool = False
+) -> str | None:
     """The checkpoint ``Trainer.train(resume_from_checkpoint=...)`` should load, or ``None`` to start fresh.
 
     Args:
@@ -165,6 +167,7 @@ def resolve_resume_checkpoint(resume: str | bool | None, run_dir: str | Path) ->
             complete checkpoint in ``run_dir``, skipping (with a warning naming each) newer incomplete ones.
             Anything else: a checkpoint directory, which must be complete.
         run_dir: the output directory the checkpoints are in.
+        api: the messages name the Python API's ``resume_from_checkpoint=True`` instead of the flag.
 
     Raises:
         ValueError: ``True`` and no complete checkpoint exists, or an explicit path that is not a
@@ -180,9 +183,12 @@ def resolve_resume_checkpoint(resume: str | bool | None, run_dir: str | Path) ->
             logger.warning("resume: skipping incomplete checkpoint %s: %s", path, reason)
         if chosen is None:
             found = "; ".join(f"{p.name} ({r})" for p, r in skipped) or "none"
+            from psgrpo.preflight import option_text
+
             raise ValueError(
-                f"resume_from_checkpoint=true: no complete checkpoint in {run_dir} (incomplete ones: {found}). "
-                "Start without --resume_from_checkpoint, or pass a complete checkpoint directory."
+                f"{option_text('resume_from_checkpoint', True if api else 'true', api=api)}: no complete checkpoint "
+                f"in {run_dir} (incomplete ones: {found}). Start without "
+                f"{option_text('resume_from_checkpoint', api=api)}, or pass a complete checkpoint directory."
             )
         logger.info("resume: from the last complete checkpoint %s", chosen)
         return str(chosen)
@@ -195,9 +201,12 @@ def resolve_resume_checkpoint(resume: str | bool | None, run_dir: str | Path) ->
             if newest
             else "there is no complete one next to it"
         )
+        from psgrpo.preflight import option_text
+
+        picks = option_text("resume_from_checkpoint", True if api else "true", api=api)
         raise ValueError(
             f"cannot resume from {resume}: {reason}. Resume from a complete checkpoint instead ({hint}; "
-            "--resume_from_checkpoint true picks it)."
+            f"{picks} picks it)."
         )
     return str(resume)
 

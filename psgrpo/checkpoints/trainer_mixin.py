@@ -92,6 +92,7 @@ class CheckpointMixin:
             self.args.output_dir,
             self.args.max_steps,
             getattr(self.args, "method", None),
+            api=True,
         )
         if checkpoint is None and self.is_world_process_zero():
             warn_earlier_run(self.args.output_dir)

@@ -130,8 +130,14 @@ def inspect(argv: Sequence[str]) -> InspectPage:
     path = Path(cfg.output_file or Path(args.output_dir) / "inspect.html")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_html(page), encoding="utf-8")
+    source = (  # the page may land in a trained run's folder (the recipe's output_dir): say what it sampled
+        model_args.model_name_or_path
+        if model_args.model_name_or_path
+        else "the embedded tiny checkpoint (--model_name_or_path picks a trained one)"
+    )
     print(
-        f"wrote {path} ({len(page.prompts)} prompts × {trainer.num_generations} completions, {args.method})"
+        f"wrote {path} ({len(page.prompts)} prompts × {trainer.num_generations} completions, {args.method}, "
+        f"sampled from {source})"
     )
     return page
 

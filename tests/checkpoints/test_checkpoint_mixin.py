@@ -134,7 +134,9 @@ def test_the_python_api_resumes_as_the_command_does(tmp_path, tiny_model, char_t
     config's resume_from_checkpoint was ignored (the run started again at step 0); psgrpo train refused the
     first and honoured the second (a review, 2026-12-07)."""
     _trainer(tmp_path, tiny_model, char_tokenizer).train()
-    with pytest.raises(ValueError, match=r"checkpoint-2 is at step 2 .* nothing left to train"):
+    with pytest.raises(
+        ValueError, match=r"checkpoint-2 is at step 2 and max_steps is 2, .* raise max_steps above"
+    ):
         _trainer(tmp_path, tiny_model, char_tokenizer).train(resume_from_checkpoint=True)
     resumed = _trainer(tmp_path, tiny_model, char_tokenizer, max_steps=3, resume_from_checkpoint="true")
     resumed.train()  # no argument: the config's resume_from_checkpoint

@@ -104,9 +104,14 @@ def test_tree_page_shows_each_level_and_its_value_gain(tmp_path):
     assert doc.count('<article class="card"') == 8 and "ΔV_k / σ (tree value gain)" in doc
 
 
-def test_cli_inspect_grpo_writes_the_default_file(tmp_path):
+def test_cli_inspect_grpo_writes_the_default_file(tmp_path, capsys):
     argv = ["inspect", *TINY, "--method", "grpo", "--first_prompt", "3", "--output_dir", str(tmp_path)]
     assert main(argv) == 0
+    # the default file may sit in a trained run's folder: the line says the embedded checkpoint was sampled
+    assert (
+        f"wrote {tmp_path / 'inspect.html'} (2 prompts × 4 completions, grpo, sampled from the embedded"
+        in (capsys.readouterr().out)
+    )
     doc = (tmp_path / "inspect.html").read_text(encoding="utf-8")
     assert doc.count('<article class="card"') == 8 and "A_t per token" not in doc
     assert doc.count("A<sub>i</sub>") == 8
