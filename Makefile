@@ -77,7 +77,7 @@ test-min: $(STAMP_MIN)
 # Each set is tools/versions/<SET>.txt, pip constraints; both torch builds are PyPI's CUDA ones (~3 GB,
 # run on the CPU). On this project's machines pip's config caps torch at 2.14.1 (/etc/xdg/pip):
 # `PIP_CONFIG_FILE=/dev/null make test-versions SET=top` lifts it (and the local indexes: PyPI serves all).
-# Not in CI (its 20-minute budget): docs/compatibility.md says when to run them.
+# Not in CI (its 20-minute target; 90 minutes is the hard limit): docs/compatibility.md says when to run them.
 VERSION_SETS := $(sort $(basename $(notdir $(wildcard tools/versions/*.txt))))
 
 .venv-%-py$(PY_XY)/.installed: tools/versions/%.txt pyproject.toml

@@ -273,6 +273,32 @@ def test_neutral_zero_against_half_redraws_and_its_preregistered_test_holds(
     )
 
 
+def test_half_against_grpo_at_240_redraws_and_its_preregistered_test_holds(
+    tmp_path, import_experiment, capsys
+):
+    """hard-240-n05-vs-grpo: ps-ref-bin (the default neutral 0.5) against grpo, both fresh, seeds 74-85, at 240
+    steps: ps better (the interval lies above 0; every seed above)."""
+    seed_args = [str(seed) for seed in range(74, 86)]
+    out = redraw(
+        "hard-240-n05-vs-grpo",
+        tmp_path,
+        ["--config", "configs/arith_hard.yaml", "--bf16", "true", "--max_steps", "240", "--eval_every", "120",
+         "--max_eval_examples", "1000", "--eval_batch_size", "250", "--save_strategy", "no", "--report_to", "none",
+         "--diagnostics", "true", "--seeds", *seed_args, "--arms", "grpo=--method grpo", BIN],
+    )  # fmt: skip
+    assert accuracies(out / "curves.csv") == accuracies(RUNS / "hard-240-n05-vs-grpo" / "curves.csv")
+    capsys.readouterr()
+    import_experiment("preregistered").main(
+        [str(out / "curves.csv"), "--treatment", "ps-ref-bin", "--control", "grpo", "--seeds", *seed_args,
+         "--final_step", "240", "--level", "0.95", "--equivalence_margin", "0.02"]
+    )  # fmt: skip
+    printed = capsys.readouterr().out.strip()
+    assert printed == (RUNS / "hard-240-n05-vs-grpo" / "preregistered.md").read_text().strip()
+    assert "| final | 240 | 240 | 12 | +0.037 [+0.022, +0.051] |" in printed and printed.endswith(
+        "| **yes** | no |"
+    )
+
+
 def test_tree_on_arith_hard_redraws_and_its_preregistered_test_holds(tmp_path):
     """experiments/runs/tree-hard: the primary report (grpo and tree only) and the report with ps-ref-bin."""
     flags = ["--config", "configs/arith_hard.yaml", "--max_steps", "60", "--eval_every", "30",
