@@ -247,56 +247,38 @@ def test_neutral_zero_at_240_redraws_and_its_preregistered_test_holds(
     assert row in printed and printed.endswith(verdict)
 
 
-def test_neutral_zero_against_half_redraws_and_its_preregistered_test_holds(
-    tmp_path, import_experiment, capsys
+TWELVE_SEED_TESTS = [
+    ("hard-240-n0-vs-n05", range(62, 74), [N0, BIN], "ps-ref-bin-n0", "ps-ref-bin",
+     "| final | 240 | 240 | 12 | -0.009 [-0.021, +0.004] |", "| no | no |"),
+    ("hard-240-n05-vs-grpo", range(74, 86), ["grpo=--method grpo", BIN], "ps-ref-bin", "grpo",
+     "| final | 240 | 240 | 12 | +0.037 [+0.022, +0.051] |", "| **yes** | no |"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, seeds, arms, treatment, control, row, verdict", TWELVE_SEED_TESTS)
+def test_the_twelve_seed_240_step_tests_redraw_and_their_preregistered_results_hold(
+    name, seeds, arms, treatment, control, row, verdict, tmp_path, import_experiment, capsys
 ):
-    """hard-240-n0-vs-n05: ps-ref-bin-n0 against ps-ref-bin (neutral 0.5), both fresh, seeds 62-73, at 240 steps:
-    not shown either way (the interval holds 0 and passes -2 points)."""
-    seed_args = [str(seed) for seed in range(62, 74)]
+    """Both arms fresh, twelve seeds, 240 steps: hard-240-n0-vs-n05, ps-ref-bin-n0 against ps-ref-bin (neutral 0.5),
+    seeds 62-73: not shown either way (the interval holds 0 and passes -2 points); hard-240-n05-vs-grpo,
+    ps-ref-bin (neutral 0.5) against grpo, seeds 74-85: ps better (the interval lies above 0)."""
+    seed_args = [str(seed) for seed in seeds]
     out = redraw(
-        "hard-240-n0-vs-n05",
+        name,
         tmp_path,
         ["--config", "configs/arith_hard.yaml", "--bf16", "true", "--max_steps", "240", "--eval_every", "120",
          "--max_eval_examples", "1000", "--eval_batch_size", "250", "--save_strategy", "no", "--report_to", "none",
-         "--diagnostics", "true", "--seeds", *seed_args, "--arms", N0, BIN],
+         "--diagnostics", "true", "--seeds", *seed_args, "--arms", *arms],
     )  # fmt: skip
-    assert accuracies(out / "curves.csv") == accuracies(RUNS / "hard-240-n0-vs-n05" / "curves.csv")
+    assert accuracies(out / "curves.csv") == accuracies(RUNS / name / "curves.csv")
     capsys.readouterr()
     import_experiment("preregistered").main(
-        [str(out / "curves.csv"), "--treatment", "ps-ref-bin-n0", "--control", "ps-ref-bin", "--seeds", *seed_args,
+        [str(out / "curves.csv"), "--treatment", treatment, "--control", control, "--seeds", *seed_args,
          "--final_step", "240", "--level", "0.95", "--equivalence_margin", "0.02"]
     )  # fmt: skip
     printed = capsys.readouterr().out.strip()
-    assert printed == (RUNS / "hard-240-n0-vs-n05" / "preregistered.md").read_text().strip()
-    assert "| final | 240 | 240 | 12 | -0.009 [-0.021, +0.004] |" in printed and printed.endswith(
-        "| no | no |"
-    )
-
-
-def test_half_against_grpo_at_240_redraws_and_its_preregistered_test_holds(
-    tmp_path, import_experiment, capsys
-):
-    """hard-240-n05-vs-grpo: ps-ref-bin (the default neutral 0.5) against grpo, both fresh, seeds 74-85, at 240
-    steps: ps better (the interval lies above 0; every seed above)."""
-    seed_args = [str(seed) for seed in range(74, 86)]
-    out = redraw(
-        "hard-240-n05-vs-grpo",
-        tmp_path,
-        ["--config", "configs/arith_hard.yaml", "--bf16", "true", "--max_steps", "240", "--eval_every", "120",
-         "--max_eval_examples", "1000", "--eval_batch_size", "250", "--save_strategy", "no", "--report_to", "none",
-         "--diagnostics", "true", "--seeds", *seed_args, "--arms", "grpo=--method grpo", BIN],
-    )  # fmt: skip
-    assert accuracies(out / "curves.csv") == accuracies(RUNS / "hard-240-n05-vs-grpo" / "curves.csv")
-    capsys.readouterr()
-    import_experiment("preregistered").main(
-        [str(out / "curves.csv"), "--treatment", "ps-ref-bin", "--control", "grpo", "--seeds", *seed_args,
-         "--final_step", "240", "--level", "0.95", "--equivalence_margin", "0.02"]
-    )  # fmt: skip
-    printed = capsys.readouterr().out.strip()
-    assert printed == (RUNS / "hard-240-n05-vs-grpo" / "preregistered.md").read_text().strip()
-    assert "| final | 240 | 240 | 12 | +0.037 [+0.022, +0.051] |" in printed and printed.endswith(
-        "| **yes** | no |"
-    )
+    assert printed == (RUNS / name / "preregistered.md").read_text().strip()
+    assert row in printed and printed.endswith(verdict)
 
 
 def test_tree_on_arith_hard_redraws_and_its_preregistered_test_holds(tmp_path):
