@@ -7,15 +7,20 @@ needs a download fails here: such text belongs in a ``bash`` or ``text`` block. 
 blocks and the quickstart's run a second time as on a CPU with native bf16 and no GPU
 (``PSGRPO_NATIVE_BF16=1``, :mod:`psgrpo.config.precision`), where transformers used to refuse the config
 unless it set ``use_cpu``; none of them sets it. The runs take minutes (a few steps of training
-each), hence ``slow``; collecting and compiling every block is not.
+each), hence ``slow``; collecting and compiling every block is not. A ```python block indented inside a list
+item is an example that needs a download or a GPU (a real model): it is not run, but it must compile and
+import only names psgrpo has, as every block must.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -23,6 +28,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 PYTHON_BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+INDENTED_BLOCK = re.compile(r"^([ \t]+)```python[ \t]*\n(.*?)^\1```[ \t]*$", re.MULTILINE | re.DOTALL)
+"""A ```python block inside a list item: the pages keep there the examples that need a download or a GPU (a real
+model), so they are not run; they must still compile and import only what psgrpo has."""
 FRONT_PAGES = ("README.md", "docs/quickstart.md")
 """The pages a new user copies from first: they also run as on a CPU with native bf16, and set no ``use_cpu``."""
 CITED_DATA = ("docs", "experiments")
@@ -42,6 +50,14 @@ def python_blocks(markdown: str) -> list[tuple[int, str]]:
     return [(markdown.count("\n", 0, m.start()) + 1, m.group(1)) for m in PYTHON_BLOCK.finditer(markdown)]
 
 
+def indented_blocks(markdown: str) -> list[tuple[int, str]]:
+    """``(line of the opening fence, dedented code)`` of each indented ```python block of ``markdown``."""
+    return [
+        (markdown.count("\n", 0, m.start()) + 1, textwrap.dedent(m.group(2)))
+        for m in INDENTED_BLOCK.finditer(markdown)
+    ]
+
+
 def snippets() -> list:
     params = []
     for page in pages():
@@ -52,6 +68,11 @@ def snippets() -> list:
 
 
 SNIPPETS = snippets()
+INDENTED = [
+    pytest.param(str(page.relative_to(ROOT)), code, id=f"{page.relative_to(ROOT)}:{line}")
+    for page in pages()
+    for line, code in indented_blocks(page.read_text())
+]
 FRONT = [p for p in SNIPPETS if p.values[0] in FRONT_PAGES]
 
 
@@ -86,6 +107,27 @@ def test_blocks_are_found_and_extracted_whole():
 @pytest.mark.parametrize(("page", "code"), SNIPPETS)
 def test_every_block_is_valid_python(page, code):
     compile(code, page, "exec")
+
+
+def test_indented_blocks_are_found_dedented():
+    page = "- A real model:\n\n  ```python\n  from psgrpo import load_recipe\n  print(1)\n  ```\n"
+    assert indented_blocks(page) == [(3, "from psgrpo import load_recipe\nprint(1)\n")]
+    assert python_blocks(page) == []  # the run-as-written blocks never include them
+    assert any(p.values[0] == "docs/quickstart.md" for p in INDENTED)  # the GSM8K recipe from Python
+
+
+@pytest.mark.parametrize(("page", "code"), SNIPPETS + INDENTED)
+def test_every_psgrpo_name_a_block_imports_exists(page, code):
+    """A renamed function or module fails here, also in the blocks that are not run (they need a download)."""
+    for node in ast.walk(ast.parse(code, page)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "psgrpo":
+            module = importlib.import_module(node.module)
+            missing = [a.name for a in node.names if not hasattr(module, a.name)]
+            assert not missing, f"{page}: {node.module} has no {missing}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "psgrpo":
+                    importlib.import_module(alias.name)
 
 
 @pytest.mark.parametrize(("page", "code"), FRONT)
