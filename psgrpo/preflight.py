@@ -173,6 +173,18 @@ def holds_no_file(path: Path) -> bool:
     return not any(child.is_file() or child.is_symlink() for child in path.rglob("*"))
 
 
+def output_dir_state(
+    path: str | os.PathLike[str] | None, should_save: bool = True
+) -> tuple[Path | None, bool]:
+    """``(resolved path, existed)`` of ``output_dir`` before a run, for :func:`output_dir_removed_on_failure`: a
+    process that does not save (not the main one of several) counts it as existing, so it never removes the folder
+    the main process is writing into; ``None`` counts as existing."""
+    if path is None:
+        return None, True
+    target = Path(path).expanduser().resolve()
+    return target, not should_save or target.exists()
+
+
 @contextmanager
 def output_dir_removed_on_failure(
     path: str | os.PathLike[str] | None, existed: bool | None = None

@@ -64,7 +64,7 @@ from psgrpo.loading import checkpoint_path
 from psgrpo.loss_hooks import TokenCreditLossMixin, row_advantages
 from psgrpo.methods import all_methods, estimator_for, estimator_options, get_method
 from psgrpo.metrics_log import METRICS_FILE, JsonlMetricsCallback
-from psgrpo.preflight import check_generation_options, output_dir_removed_on_failure
+from psgrpo.preflight import check_generation_options, output_dir_removed_on_failure, output_dir_state
 from psgrpo.rewards.functions import REWARD_FUNCS, get_reward_funcs
 from psgrpo.techniques.trainer_mixin import TechniquesMixin
 from psgrpo.timing import PhaseTimingMixin, timed
@@ -295,41 +295,45 @@ class ProcessGRPOTrainer(
             prompts_from_environment=kwargs.get("environment_factory") is not None,
         )
         # transformers creates output_dir here: a run refused or failed before writing a file leaves none behind
-        self._output_dir_existed = args.output_dir is None or Path(args.output_dir).expanduser().exists()
-        with output_dir_removed_on_failure(args.output_dir, self._output_dir_existed):
+        self._output_dir_at_build = output_dir_state(args.output_dir, args.should_save)
+        with output_dir_removed_on_failure(args.output_dir, self._output_dir_at_build[1]):
             super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
             check_chat_prompts(self.train_dataset, self.processing_class)
             check_tokenizer_fits(self._tokenizer, self.model)
-        self.run_record = {"method": args.method}  # in every checkpoint; psgrpo train writes its task too
-        # a NaN a reward function returns must not pass as TRL's "unscorable" (guards.check_rewards)
-        self.reward_funcs = [
-            f if isinstance(f, nn.Module) or not callable(f) else nan_as_infinite(f)
-            for f in self.reward_funcs
-        ]
-        tidy_input_grad_hooks(self)  # TRL's rollouts would add a hook to the embeddings per step
-        self.compile_watch: CompileWatch | None = None
-        if args.compiled_generation:  # static cache + compiled decoding (psgrpo/generation.py)
-            enable_compiled_generation(self)
-            self.compile_watch = CompileWatch()  # psgrpo/compiled_graphs per rollout; warns if it never stops
-        if args.phase_times:  # time/<phase>_s metrics (psgrpo/timing.py)
-            self.enable_phase_times()
-        self.signal = self._build_signal(step_scorer)
-        self.diagnostics = (  # --diagnostics: diag/* metrics (psgrpo/diagnostics/step_logger.py)
-            StepDiagnostics(args, self._tokenizer, self.reward_func_names, self.reward_weights.tolist())
-            if args.diagnostics
-            else None
-        )
-        self.last_credit: CreditRecord | None = None
-        self.completion_tokens_seen = 0  # restored on resume (CheckpointMixin)
-        self.add_callback(JsonlMetricsCallback(Path(args.output_dir) / METRICS_FILE))
-        if args.process_index == 0:  # last: every check of the input has passed, so a refusal stays one line
-            log_precision(args)
+            self.run_record = {"method": args.method}  # in every checkpoint; psgrpo train writes its task too
+            # a NaN a reward function returns must not pass as TRL's "unscorable" (guards.check_rewards)
+            self.reward_funcs = [
+                f if isinstance(f, nn.Module) or not callable(f) else nan_as_infinite(f)
+                for f in self.reward_funcs
+            ]
+            tidy_input_grad_hooks(self)  # TRL's rollouts would add a hook to the embeddings per step
+            self.compile_watch: CompileWatch | None = None
+            if args.compiled_generation:  # static cache + compiled decoding (psgrpo/generation.py)
+                enable_compiled_generation(self)
+                # psgrpo/compiled_graphs per rollout; warns if it never stops
+                self.compile_watch = CompileWatch()
+            if args.phase_times:  # time/<phase>_s metrics (psgrpo/timing.py)
+                self.enable_phase_times()
+            self.signal = self._build_signal(step_scorer)
+            self.diagnostics = (  # --diagnostics: diag/* metrics (psgrpo/diagnostics/step_logger.py)
+                StepDiagnostics(args, self._tokenizer, self.reward_func_names, self.reward_weights.tolist())
+                if args.diagnostics
+                else None
+            )
+            self.last_credit: CreditRecord | None = None
+            self.completion_tokens_seen = 0  # restored on resume (CheckpointMixin)
+            self.add_callback(JsonlMetricsCallback(Path(args.output_dir) / METRICS_FILE))
+            if args.process_index == 0:  # last: every check of the input passed, so a refusal stays one line
+                log_precision(args)
 
     def train(self, *args: Any, **kwargs: Any) -> Any:
         """``Trainer.train`` (resuming as :class:`CheckpointMixin` does), after :func:`check_enough_rows`: checked here,
         not when the trainer is built, which benchmarks do for single steps on a few rows. A run that fails before it
         writes a file removes the ``output_dir`` this trainer created (as ``psgrpo train`` does)."""
-        with output_dir_removed_on_failure(self.args.output_dir, getattr(self, "_output_dir_existed", True)):
+        path, existed = getattr(self, "_output_dir_at_build", (None, True))
+        now, _ = output_dir_state(self.args.output_dir)
+        # the flag holds for the folder the trainer was built with; another output_dir is looked at now
+        with output_dir_removed_on_failure(self.args.output_dir, existed if now == path else None):
             check_enough_rows(self.args, self.train_dataset)
             return super().train(*args, **kwargs)
 

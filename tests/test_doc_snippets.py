@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import os
 import re
 import subprocess
@@ -116,13 +117,28 @@ def test_indented_blocks_are_found_dedented():
     assert any(p.values[0] == "docs/quickstart.md" for p in INDENTED)  # the GSM8K recipe from Python
 
 
+def has_name(module, name: str) -> bool:
+    """``from module import name`` works: an attribute, or a submodule not imported yet (``psgrpo.eval.trained_on``)."""
+    if hasattr(module, name):
+        return True
+    return hasattr(module, "__path__") and importlib.util.find_spec(f"{module.__name__}.{name}") is not None
+
+
+def test_a_submodule_counts_as_a_name_and_a_typo_does_not():
+    import psgrpo.eval
+
+    assert has_name(psgrpo.eval, "trained_on") and not has_name(psgrpo.eval, "trained_onn")
+    assert not has_name(importlib.import_module("psgrpo.loading"), "load_polic")
+
+
 @pytest.mark.parametrize(("page", "code"), SNIPPETS + INDENTED)
 def test_every_psgrpo_name_a_block_imports_exists(page, code):
     """A renamed function or module fails here, also in the blocks that are not run (they need a download)."""
+    compile(code, page, "exec")  # the indented blocks too (the others: test_every_block_is_valid_python)
     for node in ast.walk(ast.parse(code, page)):
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "psgrpo":
             module = importlib.import_module(node.module)
-            missing = [a.name for a in node.names if not hasattr(module, a.name)]
+            missing = [a.name for a in node.names if not has_name(module, a.name)]
             assert not missing, f"{page}: {node.module} has no {missing}"
         elif isinstance(node, ast.Import):
             for alias in node.names:

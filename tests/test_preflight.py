@@ -16,6 +16,7 @@ from psgrpo.preflight import (
     check_resume_target,
     interrupted_message,
     output_dir_removed_on_failure,
+    output_dir_state,
     resume_command,
 )
 
@@ -46,6 +47,18 @@ def test_a_failed_run_leaves_no_directory_it_created(tmp_path):
         (out / "metrics.jsonl").write_text('{"step": 1, "loss": 0.25}\n')  # a result: kept
         raise KeyboardInterrupt
     assert (out / "metrics.jsonl").is_file()
+
+
+def test_output_dir_state_is_what_the_removal_needs(tmp_path):
+    """Only the process that saves (and so creates the folder) may count it as new; ``None`` is never removed."""
+    assert output_dir_state(tmp_path / "new") == ((tmp_path / "new").resolve(), False)
+    assert output_dir_state(tmp_path) == (tmp_path.resolve(), True)
+    assert output_dir_state(tmp_path / "new", should_save=False)[1] is True  # another rank's: never removed
+    assert output_dir_state(None) == (None, True)
+    with pytest.raises(ValueError), output_dir_removed_on_failure(tmp_path / "new", existed=True):
+        (tmp_path / "new").mkdir()
+        raise ValueError("bad")
+    assert (tmp_path / "new").is_dir()
 
 
 def test_an_existing_directory_is_never_removed(tmp_path):

@@ -276,10 +276,56 @@ def test_a_failed_api_run_leaves_no_empty_output_dir_and_keeps_one_that_existed(
     with pytest.raises(ValueError, match="no chat template"):  # refused after transformers made the folder
         ProcessGRPOTrainer(model=tiny_model, args=args, train_dataset=rows, processing_class=char_tokenizer)
     assert not (tmp_path / "out").exists()
+    # the last refusal of the build (the step scorer's columns): after everything else was set up
+    no_solution = Dataset.from_list([{"prompt": "2 + 2 =", "answer": "4"}] * 8)
+    scored = ProcessGRPOConfig(**tiny_run_args(tmp_path, method="ps", step_scorer="reference"))
+    with pytest.raises(ValueError, match="solution"):
+        ProcessGRPOTrainer(
+            model=tiny_model, args=scored, train_dataset=no_solution, processing_class=char_tokenizer
+        )
+    assert not (tmp_path / "out").exists()
     (tmp_path / "out").mkdir()  # the user's own folder, empty: never removed
     with pytest.raises(ValueError, match="no chat template"):
         ProcessGRPOTrainer(model=tiny_model, args=args, train_dataset=rows, processing_class=char_tokenizer)
     assert (tmp_path / "out").is_dir()
+
+
+def test_train_keeps_a_folder_it_did_not_create_or_that_holds_files(tmp_path, char_tokenizer, tiny_model):
+    """A review's cases: output_dir changed after the trainer was built (to the user's empty folder), and a
+    failure after the run wrote its first metrics."""
+    args = ProcessGRPOConfig(**tiny_run_args(tmp_path, per_device_train_batch_size=8, num_generations=4))
+    trainer = ProcessGRPOTrainer(
+        model=tiny_model,
+        args=args,
+        train_dataset=make_arith_dataset("train", n=1),
+        processing_class=char_tokenizer,
+    )
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    trainer.args.output_dir = str(mine)
+    with pytest.raises(ValueError, match="fewer than the 2 prompts"):
+        trainer.train()
+    assert mine.is_dir()  # existed before this run: kept, though the trainer's own folder was new
+
+    calls = []
+
+    def fails_at_the_second_step(completions, **kwargs):
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("reward service down")
+        return [0.0] * len(completions)
+
+    failing = ProcessGRPOConfig(**tiny_run_args(tmp_path / "b", max_steps=2, logging_steps=1))
+    trainer = ProcessGRPOTrainer(
+        model=tiny_model,
+        args=failing,
+        reward_funcs=[fails_at_the_second_step],
+        train_dataset=make_arith_dataset("train", n=8),
+        processing_class=char_tokenizer,
+    )
+    with pytest.raises(RuntimeError, match="reward service down"):
+        trainer.train()
+    assert (tmp_path / "b" / "out" / "metrics.jsonl").is_file()  # step 1's row: the folder stays
 
 
 def test_model_argument_mistakes_are_named(tmp_path, monkeypatch):

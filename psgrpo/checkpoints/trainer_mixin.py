@@ -73,7 +73,8 @@ class CheckpointMixin:
     run_record: dict[str, Any] | None = None
     """The task and method the run trains on (:func:`psgrpo.eval.trained_on.run_record`; ``psgrpo train`` sets
     it), written into every checkpoint before its commit: ``psgrpo eval`` reads it, and a resume with another
-    ``--method`` or ``--dataset`` is refused on it. ``None`` (the Python API's default) writes none."""
+    ``--method`` or ``--dataset`` is refused on it. ``ProcessGRPOTrainer`` sets ``{"method": …}``; ``None`` writes
+    none."""
 
     def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any) -> Any:
         """``Trainer.train``, resuming from ``resume_from_checkpoint`` or, when that is ``None``, from the config's

@@ -45,6 +45,7 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
         interrupted_message,
         other_methods_options,
         output_dir_removed_on_failure,
+        output_dir_state,
     )
 
     parser = ConfigParser((TaskConfig, config_class(), ModelConfig), prog="psgrpo train")
@@ -75,7 +76,10 @@ def train(argv: Sequence[str]) -> dict[str, Any]:
             "it" if len(unused) == 1 else "them",
         )
     try:
-        with output_dir_removed_on_failure(args.output_dir):
+        # only the process that creates the folder may remove it: another rank's failure must not race its writes
+        with output_dir_removed_on_failure(
+            args.output_dir, output_dir_state(args.output_dir, args.should_save)[1]
+        ):
             return _train(task, args, model_args)
     except KeyboardInterrupt:
         raise TrainingInterrupted(interrupted_message(args.output_dir, argv)) from None
