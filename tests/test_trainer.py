@@ -247,16 +247,18 @@ def test_an_empty_gold_passes_where_no_reward_reads_it(tmp_path, monkeypatch, ch
     assert trainer.reward_func_names == ["format_reward"]
 
 
+def _one_row_trainer(tmp_path, model, tokenizer) -> ProcessGRPOTrainer:
+    """A trainer on one arith row, while a generation draws two prompts (8 completions / 4 per prompt)."""
+    args = ProcessGRPOConfig(**tiny_run_args(tmp_path, per_device_train_batch_size=8, num_generations=4))
+    return ProcessGRPOTrainer(
+        model=model, args=args, train_dataset=make_arith_dataset("train", n=1), processing_class=tokenizer
+    )
+
+
 def test_too_few_rows_for_one_generation_are_refused_when_training(tmp_path, char_tokenizer, tiny_model):
     """TRL's sampler yields no batch: train() returned after 0 steps with train_loss 0.0. Building the trainer
     still works (benchmarks drive single steps on a few rows)."""
-    args = ProcessGRPOConfig(**tiny_run_args(tmp_path, per_device_train_batch_size=8, num_generations=4))
-    trainer = ProcessGRPOTrainer(
-        model=tiny_model,
-        args=args,
-        train_dataset=make_arith_dataset("train", n=1),
-        processing_class=char_tokenizer,
-    )
+    trainer = _one_row_trainer(tmp_path, tiny_model, char_tokenizer)
     with pytest.raises(
         ValueError, match=r"train_dataset has 1 row, fewer than the 2 prompts each generation"
     ):
@@ -293,13 +295,7 @@ def test_a_failed_api_run_leaves_no_empty_output_dir_and_keeps_one_that_existed(
 def test_train_keeps_a_folder_it_did_not_create_or_that_holds_files(tmp_path, char_tokenizer, tiny_model):
     """A review's cases: output_dir changed after the trainer was built (to the user's empty folder), and a
     failure after the run wrote its first metrics."""
-    args = ProcessGRPOConfig(**tiny_run_args(tmp_path, per_device_train_batch_size=8, num_generations=4))
-    trainer = ProcessGRPOTrainer(
-        model=tiny_model,
-        args=args,
-        train_dataset=make_arith_dataset("train", n=1),
-        processing_class=char_tokenizer,
-    )
+    trainer = _one_row_trainer(tmp_path, tiny_model, char_tokenizer)
     mine = tmp_path / "mine"
     mine.mkdir()
     trainer.args.output_dir = str(mine)
