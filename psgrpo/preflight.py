@@ -198,7 +198,7 @@ def output_dir_removed_on_failure(
     """
     target = Path(path).expanduser() if path is not None else None
     if existed is None:
-        existed = target is None or target.exists()
+        existed = output_dir_state(path)[1]
     try:
         yield
     except BaseException:
