@@ -11,6 +11,7 @@ inspect`` colours it and what ``--diagnostics`` measures. The estimator is
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from psgrpo.config.options import (
@@ -35,12 +36,13 @@ def check_step_scorer(step_scorer: str, step_scorer_kwargs: dict[str, Any], hint
     it has no rule for, a PRM ``style`` or ``format`` it does not know) fail before any model loads."""
     check_registered("step_scorer", step_scorer, STEP_SCORERS, hint=hint)
     check_keyword_arguments("step_scorer_kwargs", STEP_SCORERS.get(step_scorer), step_scorer_kwargs)
+    prm: dict[str, Any] = {}
     try:
         if step_scorer == "prm":
             from psgrpo.ps.scorers.prm_formats import BUILT_IN_DEFAULTS, prm_settings
 
             settings = ("format", "batch_size", "max_length", *BUILT_IN_DEFAULTS)
-            prm_settings(**{k: v for k, v in step_scorer_kwargs.items() if k in settings})
+            prm = prm_settings(**{k: v for k, v in step_scorer_kwargs.items() if k in settings})
         elif issubclass(scorer := STEP_SCORERS.get(step_scorer), ArithmeticVerifier):
             scorer(**step_scorer_kwargs)  # a rule-based verifier, built in microseconds: its checks run
     except ValueError as err:
@@ -52,11 +54,20 @@ def check_step_scorer(step_scorer: str, step_scorer_kwargs: dict[str, Any], hint
 
         # a missing local PRM fails here, before the policy loads (and is never sent to the Hub);
         # an unreachable Hub is one line at once, not a minute of retries
-        checkpoint_path(
+        path = checkpoint_path(
             step_scorer_kwargs["model"],
             option="step_scorer_kwargs['model']",
             hub_example="Qwen/Qwen2.5-Math-PRM-7B (docs/scorers.md)",
         )
+        if (Path(path) / "config.json").is_file():
+            from psgrpo.ps.scorers.prm_formats import auto_class
+
+            # its config.json only: a causal LM read as a token classifier (a random head) or remote code
+            # without trust_remote_code is refused before the policy loads
+            try:
+                auto_class(path, prm["style"], bool(step_scorer_kwargs.get("trust_remote_code", False)))
+            except ValueError as err:
+                raise ValueError(f"step_scorer_kwargs['model']: {err}") from None
 
 
 def check_ps_options(config: Any) -> None:

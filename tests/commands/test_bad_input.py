@@ -273,6 +273,30 @@ def test_a_step_scorer_value_it_refuses(scorer, kwargs, expected, tmp_path, caps
     assert expected in error_line(capsys)
 
 
+PRM_KIND_ROWS = [
+    ({"architectures": ["Qwen2ForCausalLM"]}, {}, "is a Qwen2ForCausalLM checkpoint, which has no token-classification head"),
+    ({"architectures": ["Qwen2ForTokenClassification"]}, {"format": "math-shepherd"}, "has no language-model head"),
+    ({"auto_map": {"AutoModel": "prm.PRM"}}, {"format": "qwen2.5-math-prm"}, 'pass "trust_remote_code": true'),
+]  # fmt: skip
+"""``(the PRM's config.json, more step_scorer_kwargs, what the line says)``: checkpoints whose config shows that
+they would load with a random head (or only as remote code), refused from config.json before the policy loads."""
+
+
+@pytest.mark.parametrize(("config", "kwargs", "expected"), PRM_KIND_ROWS)
+def test_a_prm_checkpoint_of_the_wrong_kind(config, kwargs, expected, tmp_path, capsys, no_model_loads):
+    out = tmp_path / "run"
+    (tmp_path / "prm").mkdir()
+    (tmp_path / "prm" / "config.json").write_text(json.dumps({"model_type": "qwen2", **config}))
+    kwargs = json.dumps({"model": str(tmp_path / "prm"), **kwargs})
+    flags = ["--method", "ps", "--step_scorer", "prm", "--step_scorer_kwargs", kwargs]
+    assert run_train(out, *flags) == 2
+    line = error_line(capsys)
+    assert f"step_scorer_kwargs['model']: PRM {tmp_path / 'prm'}" in line and expected in line, line
+    assert not out.exists()
+    assert main(["score-steps", "--data", str(tmp_path / "steps.jsonl"), *flags[2:]]) == 2
+    assert expected in error_line(capsys)
+
+
 @pytest.mark.parametrize("kind", ["file", "below_a_file", "unwritable"])
 def test_output_dir_that_cannot_be_written(kind, tmp_path, capsys, no_model_loads):
     afile = tmp_path / "notes.txt"

@@ -66,6 +66,7 @@ from psgrpo.ps.scorers.prm_formats import (
     Encoding,
     auto_class,
     char_owners,
+    check_no_missing_weights,
     prm_settings,
 )
 
@@ -183,8 +184,10 @@ class PRMScorer:
             model if isinstance(model, str) else (getattr(model, "name_or_path", "") or type(model).__name__)
         )
         self.name = f"PRMScorer({self.model_id})"
-        # Check the tokens before loading a (possibly large) model.
-        self.tokenizer = _load_tokenizer(model, tokenizer, model_kwargs.get("trust_remote_code", False))
+        # Check the checkpoint's kind (its config only), then the tokens, before loading a (possibly large) model.
+        trust_remote_code = bool(model_kwargs.get("trust_remote_code", False))
+        auto = auto_class(model, style, trust_remote_code) if isinstance(model, str) else None
+        self.tokenizer = _load_tokenizer(model, tokenizer, trust_remote_code)
         self.step_separator = DEFAULT_SEPARATOR[style] if step_separator is None else step_separator
         self.step_joiner = DEFAULT_JOINER[style] if step_joiner is None else step_joiner
         self.encoding = encoding
@@ -206,10 +209,13 @@ class PRMScorer:
                 )
 
         if isinstance(model, str):
-            auto = auto_class(model, style, bool(model_kwargs.get("trust_remote_code", False)))
             dtype_kwargs = {} if dtype is None else {"dtype": dtype}
             with replicated_loading():  # a full copy per process, also under ZeRO-3 / FSDP
-                model = auto.from_pretrained(model, **dtype_kwargs, **model_kwargs)
+                path = model
+                model, loading = auto.from_pretrained(
+                    path, **dtype_kwargs, **model_kwargs, output_loading_info=True
+                )
+            check_no_missing_weights(path, style, loading.get("missing_keys") or ())
             model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         else:
             if device is not None:

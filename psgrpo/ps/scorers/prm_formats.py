@@ -133,14 +133,76 @@ def prm_settings(
     return settings
 
 
+HEADS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "token_classification": (
+        "token-classification head",
+        ("ForTokenClassification",),
+        'A PRM that scores with next-token logits (Math-Shepherd) takes "style": "causal_lm" (or "format": '
+        '"math-shepherd"); otherwise give a PRM trained with a token-classification head (TRL\'s PRMTrainer, '
+        '"format": "trl")',
+    ),
+    "causal_lm": (
+        "language-model head",
+        ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration"),
+        'A token-classification PRM takes "style": "token_classification" (the default)',
+    ),
+}
+"""``style`` → (the head it reads, the endings of the ``architectures`` names that have that head, the advice
+when a checkpoint lacks it)."""
+
+
+def check_prm_architecture(path: str, style: str, config: dict[str, Any]) -> None:
+    """Refuse a PRM checkpoint whose saved ``architectures`` lack the head ``style`` reads.
+
+    ``AutoModelForTokenClassification`` loads a causal LM (and ``AutoModelForCausalLM`` a token classifier)
+    without a word but a load report: the head it needs is then random weights, and every step score noise.
+    ``config`` is the checkpoint's ``config.json`` as a dict (no weights are read). A config without
+    ``architectures``, or with an ``auto_map`` (remote code decides the class), is left to the load itself
+    (:class:`~psgrpo.ps.scorers.prm.PRMScorer` refuses a model whose weights miss keys).
+
+    Raises:
+        ValueError: naming the checkpoint, its architecture and the setting to change.
+    """
+    architectures = [str(name) for name in config.get("architectures") or []]
+    if not architectures or config.get("auto_map") or style not in HEADS:
+        return
+    head, endings, advice = HEADS[style]
+    if any(name.endswith(endings) for name in architectures):
+        return
+    raise ValueError(
+        f"PRM {path} is a {', '.join(architectures)} checkpoint, which has no {head}: read as style {style!r}, "
+        f"its step scores would come from a randomly initialised head. {advice}"
+    )
+
+
+def check_no_missing_weights(path: str, style: str, missing_keys: Sequence[str]) -> None:
+    """Refuse a loaded PRM that lacks saved weights (``from_pretrained``'s ``missing_keys``): transformers filled
+    them with random values, so its scores would be noise (a base model without its head, a head of
+    another name). Catches what :func:`check_prm_architecture` cannot see before the load.
+
+    Raises:
+        ValueError: naming the checkpoint and up to four of the missing weights.
+    """
+    if not missing_keys:
+        return
+    keys = sorted(missing_keys)
+    listed = ", ".join(keys[:4]) + (f" and {len(keys) - 4} more" if len(keys) > 4 else "")
+    raise ValueError(
+        f"PRM {path} loaded as style {style!r} lacks saved weights ({listed}), which would be random: "
+        f"its step scores would be noise. {HEADS[style][2] if style in HEADS else ''}".rstrip()
+    )
+
+
 def auto_class(path: str, style: str, trust_remote_code: bool) -> Any:
     """The Auto class that loads the PRM at ``path``: a causal LM, a token classifier, or a remote-code
     model registered only for ``AutoModel`` (Qwen2.5-Math-PRM), which needs ``trust_remote_code``."""
     if style == "causal_lm":
+        check_prm_architecture(path, style, PretrainedConfig.get_config_dict(path)[0])
         return AutoModelForCausalLM
     config, _ = PretrainedConfig.get_config_dict(path)
     auto_map = config.get("auto_map") or {}
     if "AutoModelForTokenClassification" in auto_map or "AutoModel" not in auto_map:
+        check_prm_architecture(path, style, config)
         return AutoModelForTokenClassification
     if not trust_remote_code:
         raise ValueError(

@@ -437,3 +437,62 @@ def test_prm_settings_are_checked_without_a_model():
     ]:
         with pytest.raises(ValueError, match=re.escape(message)):
             prm_settings(**kwargs)
+
+
+def test_a_checkpoint_without_the_head_its_style_reads_is_refused_before_its_weights_load(
+    tc_model, lm_model, tokenizer, tmp_path, monkeypatch
+):
+    """transformers loads a causal LM as a token classifier (and back) with a random head and a load report
+    only: every step score would be noise."""
+    import transformers
+
+    for name, model, style, head in [
+        ("lm", lm_model, "token_classification", "token-classification head"),
+        ("tc", tc_model, "causal_lm", "language-model head"),
+    ]:
+        model.save_pretrained(tmp_path / name)
+        tokenizer.save_pretrained(tmp_path / name)
+        for auto in (transformers.AutoModelForTokenClassification, transformers.AutoModelForCausalLM):
+            monkeypatch.setattr(auto, "from_pretrained", pytest.fail)  # nothing loads
+        with pytest.raises(ValueError, match=f"is a {type(model).__name__} checkpoint, which has no {head}"):
+            PRMScorer(str(tmp_path / name), style=style, step_separator=SEP, device="cpu")
+        monkeypatch.undo()
+
+
+def test_a_loaded_prm_missing_saved_weights_is_refused(lm_model, tokenizer, tmp_path):
+    """A config without ``architectures`` passes the config check; the load's missing keys then refuse it."""
+    import json
+
+    lm_model.save_pretrained(tmp_path / "prm")
+    tokenizer.save_pretrained(tmp_path / "prm")
+    config = json.loads((tmp_path / "prm" / "config.json").read_text())
+    del config["architectures"]
+    (tmp_path / "prm" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=re.escape("lacks saved weights (score.bias, score.weight)")):
+        PRMScorer(str(tmp_path / "prm"), step_separator=SEP, device="cpu")
+
+
+@pytest.mark.parametrize(
+    ("config", "style", "refused"),
+    [
+        ({"architectures": ["Qwen2ForTokenClassification"]}, "token_classification", False),
+        ({"architectures": ["MistralForCausalLM"]}, "causal_lm", False),
+        ({"architectures": ["GPT2LMHeadModel"]}, "causal_lm", False),
+        ({"architectures": ["Qwen2ForCausalLM"]}, "token_classification", True),
+        ({"architectures": ["Qwen2Model"]}, "token_classification", True),
+        ({"architectures": ["Qwen2ForTokenClassification"]}, "causal_lm", True),
+        ({"architectures": ["Qwen2ForProcessRewardModel"], "auto_map": {"AutoModel": "m.M"}}, "token_classification", False),
+        ({}, "token_classification", False),
+    ],
+)  # fmt: skip
+def test_the_architecture_check_reads_the_saved_class_names(config, style, refused):
+    from psgrpo.ps.scorers.prm_formats import check_no_missing_weights, check_prm_architecture
+
+    if refused:
+        with pytest.raises(ValueError, match="randomly initialised head"):
+            check_prm_architecture("prm", style, config)
+    else:
+        check_prm_architecture("prm", style, config)
+    check_no_missing_weights("prm", style, [])
+    with pytest.raises(ValueError, match=re.escape("(a, b, c, d and 1 more)")):
+        check_no_missing_weights("prm", style, ["e", "d", "c", "b", "a"])
