@@ -117,6 +117,9 @@ class MethodSpec:
         scores_steps: its signal scores steps with a step scorer (the trainer's ``step_scorer=`` callable);
             the trainer refuses ``step_scorer=`` where this is ``False``. ``None`` (the default of a method
             registered elsewhere): not known, nothing refused.
+        probes_past_completion: its signal runs the model on tokens appended after (a prefix of) the completion
+            (vps's probes), so a prompt that leaves less than ``max_completion_length`` of the model's context is
+            refused at trainer build (it would fail the step whose completion runs long), not only warned about.
     """
 
     name: str
@@ -136,6 +139,7 @@ class MethodSpec:
     colour: str | None = None
     rollout: Literal["independent", "tree"] = "independent"
     scores_steps: bool | None = None
+    probes_past_completion: bool = False
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -40,11 +41,14 @@ from psgrpo.config.process_grpo_config import ProcessGRPOConfig
 from psgrpo.credit import CreditRecord, ProcessSignal, SignalOutput, StepRecord, process_term_metrics
 from psgrpo.data.validation import (
     STREAM_ROWS_CHECKED,
+    check_prompts_fit_context,
     require_chat_template,
     validate_gold_answers,
     validate_prompts,
 )
 from psgrpo.diagnostics.step_logger import StepDiagnostics
+from psgrpo.eval.generation import prompt_ids
+from psgrpo.eval.heldout import chat_template_kwargs
 from psgrpo.eval.vllm_backend import VLLM_INSTALL
 from psgrpo.generation import (
     CompileWatch,
@@ -71,6 +75,9 @@ from psgrpo.timing import PhaseTimingMixin, timed
 from psgrpo.tiny import EMBEDDED_PREFIX
 from psgrpo.tree.sampling import TreeSamplingMixin
 from psgrpo.trl_warnings import ignore_trl_deprecations
+from psgrpo.vps.probes import model_max_positions
+
+logger = logging.getLogger(__name__)
 
 
 def model_argument(model: Any) -> Any:
@@ -189,6 +196,34 @@ def check_chat_prompts(dataset: Any, processing_class: Any) -> None:
         require_chat_template(processing_class, "train_dataset")
 
 
+def check_context(trainer: ProcessGRPOTrainer, datasets: dict[str, Any]) -> None:
+    """Every prompt of ``datasets`` (name → dataset) leaves the model's context room for a completion
+    (:func:`~psgrpo.data.validation.check_prompts_fit_context`): one that fills it is refused, naming the row;
+    prompts that leave less than ``max_completion_length`` are warned about, and refused under ``vps``, whose
+    probe after a full-length completion would run past the context and stop training at that step."""
+    args = trainer.args
+    max_positions = model_max_positions(trainer.model)
+    if max_positions is None or args.use_vllm:  # vLLM: its own max_model_len, checked by vLLM
+        return
+
+    def count_tokens(prompt: Any) -> int:
+        return len(prompt_ids(trainer._tokenizer, prompt, chat_template_kwargs(args)))
+
+    for name, dataset in datasets.items():
+        if dataset is None or not hasattr(dataset, "column_names"):
+            continue
+        tight = check_prompts_fit_context(
+            dataset, name, count_tokens, max_positions, args.max_completion_length
+        )
+        if tight and get_method(args.method).probes_past_completion:
+            raise ValueError(
+                f"{tight} (method {args.method!r} probes after the completion, which would then run past the "
+                "context and stop training at that step: refused)"
+            )
+        if tight and args.process_index == 0:
+            logger.warning(tight)
+
+
 def check_tokenizer_fits(tokenizer: Any, model: Any) -> None:
     """The tokenizer pads (TRL fills padding with ``pad_token_id``, else EOS) and has no id past the model's
     embedding table (the forward would fail with torch's bare ``index out of range in self``)."""
@@ -300,6 +335,16 @@ class ProcessGRPOTrainer(
             super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
             check_chat_prompts(self.train_dataset, self.processing_class)
             check_tokenizer_fits(self._tokenizer, self.model)
+            evaluation = kwargs.get("eval_dataset")
+            check_context(
+                self,
+                {"train_dataset": self.train_dataset}
+                | (
+                    {f"eval_dataset[{key!r}]": value for key, value in evaluation.items()}
+                    if isinstance(evaluation, dict)
+                    else {"eval_dataset": evaluation}
+                ),
+            )
             self.run_record = {"method": args.method}  # in every checkpoint; psgrpo train writes its task too
             # a NaN a reward function returns must not pass as TRL's "unscorable" (guards.check_rewards)
             self.reward_funcs = [

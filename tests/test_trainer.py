@@ -458,3 +458,34 @@ def test_greedy_sampling_from_python_is_refused_as_from_the_command_line(tmp_pat
     args = ProcessGRPOConfig(**tiny_run_args(tmp_path, temperature=0.0))
     with pytest.raises(ValueError, match="--temperature 0: GRPO learns from the differences"):
         ProcessGRPOTrainer(model="embedded:arith", args=args, train_dataset=make_arith_dataset("train", n=8))
+
+
+def test_a_prompt_the_context_cannot_hold_is_refused_and_one_that_leaves_too_little_is_warned(
+    tmp_path, char_tokenizer, tiny_model, caplog
+):
+    """transformers only warns while decoding past ``max_position_embeddings`` (or at tokenization), naming no row."""
+    context = tiny_model.config.max_position_embeddings
+    args = ProcessGRPOConfig(**tiny_run_args(tmp_path))  # max_completion_length 24
+    rows = make_arith_dataset("train", n=8).to_list()
+
+    def with_row_3(prompt: str) -> Dataset:
+        return Dataset.from_list([*rows[:3], {**rows[3], "prompt": prompt}, *rows[4:]])
+
+    build = functools.partial(ProcessGRPOTrainer, model=tiny_model, processing_class=char_tokenizer)
+    with pytest.raises(
+        ValueError, match=rf"row 3, field 'prompt': the prompt is {context + 1} tokens, .* context is"
+    ):
+        build(args=args, train_dataset=with_row_3("7" * (context + 1)))
+    with pytest.raises(
+        ValueError, match=rf"dataset 'eval_dataset': row 3, field 'prompt': the prompt is {context}"
+    ):
+        build(args=args, train_dataset=with_row_3("7"), eval_dataset=with_row_3("7" * context))
+    tight = with_row_3("7" * (context - 10))  # 10 positions left for a completion of up to 24 tokens
+    with caplog.at_level("WARNING", logger="psgrpo.trainer"):
+        build(args=args, train_dataset=tight)
+    assert "1 of 8 prompts leave fewer than max_completion_length (24) positions" in caplog.text
+    assert f"row 3, is {context - 10} tokens" in caplog.text
+    vps = ProcessGRPOConfig(**tiny_run_args(tmp_path / "vps", method="vps"))
+    with pytest.raises(ValueError, match="method 'vps' probes after the completion"):
+        build(args=vps, train_dataset=tight)
+    assert not (tmp_path / "vps" / "out").exists()  # the refused build leaves no folder behind

@@ -334,6 +334,81 @@ def _raise_bad_rows(
     )
 
 
+SLACK_TOKENS_PER_MESSAGE = 8
+"""Tokens a chat template may add around each message beyond those of the first row's template (a role
+header, an end marker), in the bound :func:`check_prompts_fit_context` reads before it tokenizes a row."""
+
+
+def _text_bytes(prompt: Any) -> tuple[int, int] | None:
+    """UTF-8 bytes of a prompt's text and its number of messages (a plain string: 1); ``None`` for content
+    that is not text (parts of a multimodal message), which only exact tokenization can measure."""
+    if isinstance(prompt, str):
+        return len(prompt.encode()), 1
+    if not all(isinstance(message.get("content"), str) for message in prompt):
+        return None
+    return sum(len(message["content"].encode()) for message in prompt), len(prompt)
+
+
+def check_prompts_fit_context(
+    dataset: Any,
+    name: str,
+    count_tokens: Callable[[Any], int],
+    max_positions: int | None,
+    max_completion_length: int,
+) -> str | None:
+    """Check that every prompt leaves room in the model's context for a completion.
+
+    ``count_tokens(prompt)``: the prompt's tokens as training renders it (chat template included). A row is
+    tokenized only when a bound on its length (its text's UTF-8 bytes, each at least one byte-level token,
+    plus the first row's template and :data:`SLACK_TOKENS_PER_MESSAGE` per message) could reach
+    ``max_positions - max_completion_length``: GSM8K on a 32k-context model tokenizes none. Streams and
+    ``max_positions=None`` (no limit) are not checked.
+
+    Returns:
+        A warning when some prompts leave fewer than ``max_completion_length`` positions (their long
+        completions would run past the positions the model knows, which transformers only warns about
+        while decoding), else ``None``.
+
+    Raises:
+        DatasetValidationError: a prompt fills the whole context (no completion token fits), naming the
+            first such row, its length and the others.
+    """
+    if max_positions is None or _num_rows(dataset) is None or _is_empty(dataset):
+        return None
+    validate_columns(dataset, ["prompt"], name)
+    limit = max_positions - max_completion_length  # the longest prompt a full-length completion fits after
+    template: int | None = None
+    lengths: dict[int, int] = {}
+    for index, prompt in enumerate(iter_column(dataset, "prompt")):
+        if _prompt_problem(prompt):
+            continue  # validate_prompts names it
+        if template is None:
+            template = count_tokens("" if isinstance(prompt, str) else [{**m, "content": ""} for m in prompt])
+        size = _text_bytes(prompt)
+        if size is None or template + size[0] + SLACK_TOKENS_PER_MESSAGE * size[1] > limit:
+            lengths[index] = count_tokens(prompt)
+    full = [index for index, n in lengths.items() if n >= max_positions]
+    if full:
+        first = full[0]
+        raise DatasetValidationError(
+            f"{describe_dataset(name)}: row {first}, field 'prompt': the prompt is {lengths[first]} tokens, and the "
+            f"model's context is {max_positions} positions, so no completion token fits after it; shorten or drop "
+            f"the row{more_rows_note([f'row {other}' for other in full[1:]])}",
+            row=first,
+            field="prompt",
+        )
+    tight = [index for index, n in lengths.items() if n > limit]
+    if not tight:
+        return None
+    longest = max(tight, key=lambda index: lengths[index])
+    return (
+        f"{describe_dataset(name)}: {len(tight)} of {_num_rows(dataset)} prompts leave fewer than max_completion_length "
+        f"({max_completion_length}) positions of the model's context of {max_positions} (the longest, row {longest}, is "
+        f"{lengths[longest]} tokens): a completion that runs that long passes the positions the model knows "
+        "(transformers only warns); lower max_completion_length or drop those rows"
+    )
+
+
 def require_chat_template(processing_class: Any, name: str) -> None:
     """Chat-message prompts of dataset ``name`` need a chat template: the processor's own, else its tokenizer's.
 

@@ -133,6 +133,7 @@ SPEC = register_method(
     MethodSpec(
         name="vps",
         scores_steps=False,
+        probes_past_completion=True,
         summary="GRPO-VPS: the policy's own probability of the gold answer, probed between segments",
         estimator="vps",
         options=VpsOptions,

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from datasets import Dataset, DatasetDict
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from psgrpo.data.validation import (
     DatasetValidationError,
@@ -205,3 +209,104 @@ def test_any_gold_accepts_symbolic_answers_and_numbers_but_not_nothing() -> None
                          (float("nan"), "is not a finite number")]:  # fmt: skip
         with pytest.raises(DatasetValidationError, match=problem):
             validate_gold_answers([{"answer": "1"}, {"answer": bad}], numeric=False)
+
+
+def _words(prompt) -> int:
+    """A tokenizer stand-in: one token per word, two for a template around each message (fewer than its bytes)."""
+    if isinstance(prompt, str):
+        return len(prompt.split())
+    return sum(len(m["content"].split()) + 2 for m in prompt)
+
+
+def test_a_prompt_that_fills_the_context_is_refused_naming_the_row():
+    from psgrpo.data.validation import DatasetValidationError, check_prompts_fit_context
+
+    rows = [{"prompt": "a " * n} for n in (5, 40, 12, 50, 3)]
+    with pytest.raises(
+        DatasetValidationError, match=r"row 1, field 'prompt': the prompt is 40 tokens, .* 40 po"
+    ) as err:
+        check_prompts_fit_context(rows, "train", _words, max_positions=40, max_completion_length=8)
+    assert err.value.row == 1 and "(1 more bad row: row 3)" in str(err.value)
+    tight = check_prompts_fit_context(rows, "train", _words, max_positions=60, max_completion_length=24)
+    assert tight is not None and "2 of 5 prompts leave fewer than max_completion_length (24)" in tight
+    assert "the longest, row 3, is 50 tokens" in tight
+    assert (
+        check_prompts_fit_context(rows, "train", _words, max_positions=100, max_completion_length=16) is None
+    )
+    assert (
+        check_prompts_fit_context(rows, "train", _words, max_positions=None, max_completion_length=16) is None
+    )
+    stream = iter(rows)  # a stream is not read (it would be consumed)
+    assert (
+        check_prompts_fit_context(stream, "train", pytest.fail, max_positions=4, max_completion_length=2)
+        is None
+    )
+
+
+def test_only_rows_whose_bytes_could_reach_the_limit_are_tokenized():
+    """GSM8K on a long-context model must not tokenize 7,473 prompts at trainer build."""
+    from psgrpo.data.validation import SLACK_TOKENS_PER_MESSAGE, check_prompts_fit_context
+
+    counted = []
+
+    def counting(prompt):
+        counted.append(prompt)
+        return _words(prompt)
+
+    chat = [{"role": "user", "content": "x" * n} for n in (10, 300, 20)]
+    rows = [{"prompt": [message]} for message in chat]
+    # limit 100 - 30 = 70: the first row's empty template (2) + 10 bytes + slack is under it, 300 bytes are not
+    assert check_prompts_fit_context(rows, "t", counting, max_positions=100, max_completion_length=30) is None
+    assert counted == [[{"role": "user", "content": ""}], [chat[1]]] and SLACK_TOKENS_PER_MESSAGE < 40
+    counted.clear()
+    parts = [{"prompt": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}]
+    check_prompts_fit_context(
+        parts, "t", lambda p: counted.append(p) or 3, max_positions=100, max_completion_length=30
+    )
+    assert len(counted) == 2  # content that is not text is always tokenized
+
+
+@functools.cache
+def _embedded_tokenizer():
+    from transformers import AutoTokenizer
+
+    from psgrpo.tiny import resolve_checkpoint
+
+    return AutoTokenizer.from_pretrained(resolve_checkpoint(None))
+
+
+@pytest.mark.parametrize("chat", [False, True])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    texts=st.lists(st.text(max_size=60), min_size=1, max_size=6),
+    max_positions=st.integers(4, 80),
+    completion=st.integers(1, 40),
+)
+def test_the_byte_bound_never_skips_a_row_a_real_tokenizer_finds_long(
+    chat, texts, max_positions, completion, qwen_tokenizer
+):
+    """With a byte-level BPE (the embedded model's on plain prompts, Qwen2.5's chat template with its default
+    system message on conversations), the verdict equals tokenizing every row."""
+    from psgrpo.data.validation import DatasetValidationError, check_prompts_fit_context
+    from psgrpo.eval.generation import prompt_ids
+
+    tokenizer = qwen_tokenizer if chat else _embedded_tokenizer()
+    prompts = [[{"role": "user", "content": t or "?"}] if chat else t or "?" for t in texts]
+    rows = [{"prompt": prompt} for prompt in prompts]
+    lengths = [len(prompt_ids(tokenizer, prompt)) for prompt in prompts]
+
+    def count(prompt):
+        return len(prompt_ids(tokenizer, prompt))
+
+    full = [i for i, n in enumerate(lengths) if n >= max_positions]
+    if full:
+        with pytest.raises(
+            DatasetValidationError, match=f"row {full[0]}, field 'prompt': the prompt is {lengths[full[0]]} "
+        ):
+            check_prompts_fit_context(rows, "t", count, max_positions, completion)
+        return
+    tight = check_prompts_fit_context(rows, "t", count, max_positions, completion)
+    expected = sum(n > max_positions - completion for n in lengths)
+    assert (tight is None) == (expected == 0)
+    if tight:
+        assert tight.startswith(f"dataset 't': {expected} of {len(rows)} prompts")
