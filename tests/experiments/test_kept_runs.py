@@ -297,6 +297,36 @@ def test_tree_on_arith_hard_redraws_and_its_preregistered_test_holds(tmp_path):
     assert accuracies(out / "curves.csv") == accuracies(RUNS / "tree-hard" / "with-ps" / "curves.csv")
 
 
+HARD_SEEDS_0_2 = [*HARD_SEEDS_10_19[: HARD_SEEDS_10_19.index("--seeds")], "--seeds", "0", "1", "2"]
+GOLD_SUFFIX = "--method vps --vps_probe gold_suffix --vps_boundaries markers --vps_max_segments 9"
+
+
+@pytest.mark.parametrize(
+    "report, arms, row",
+    [
+        (
+            "alpha",
+            [
+                f"vps-a{a}=--method vps --vps_alpha {a}"
+                for a in ("0", "0.4", "0.8", "1", "1.2", "1.4", "1.6", "2")
+            ],
+            "| vps-a0.8 | 3 | 0.206 | 0.257 ± 0.024 | +0.023 [-0.038, +0.084] |",
+        ),
+        (
+            "alpha-gs",
+            [f"vps-gs-a{a}={GOLD_SUFFIX} --vps_alpha {a}" for a in ("0.4", "0.8", "1.2", "1.6", "2")],
+            "| vps-gs-a1.2 | 3 | 0.206 | 0.265 ± 0.031 | +0.031 [-0.048, +0.109] |",
+        ),
+    ],
+)
+def test_the_alpha_sweeps_redraw_from_their_kept_runs(report, arms, row, tmp_path):
+    """experiments/runs/hard-sweeps: the answer probe's α sweep and the gold-suffix probe's, one grpo arm."""
+    out = redraw("hard-sweeps", tmp_path, [*HARD_SEEDS_0_2, "--arms", "grpo=--method grpo", *arms])
+    kept = RUNS / "hard-sweeps" / report
+    assert accuracies(out / "curves.csv") == accuracies(kept / "curves.csv")
+    assert row in (out / "compare.md").read_text()
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in RUNS.iterdir() if (p / "runs").is_dir()))
 def test_every_kept_run_holds_what_compare_reads(name):
     """Each ``runs/<arm>-seed<N>/`` has its spec, metrics and report, and the spec names that seed."""
