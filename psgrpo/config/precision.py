@@ -19,10 +19,10 @@ docs/benchmarks.md).
 
 transformers refuses bf16 without a GPU unless ``use_cpu`` is set. On a machine with no
 accelerator at all (no CUDA, MPS, XPU …), where the CPU is the only device anyway,
-:func:`resolve_use_cpu` sets ``use_cpu`` for the user when bf16 is on (by this rule or by
-``--bf16 true``), so no config needs ``use_cpu: true`` to run on a CPU. An explicit ``use_cpu: true``
-is kept, and ``--bf16 false`` leaves ``use_cpu`` alone; on a machine with a GPU nothing changes
-(transformers' own checks apply). ``use_cpu: false`` cannot be told from the default, and on a
+:func:`resolve_use_cpu` sets ``use_cpu`` for the user (bf16 or not: accelerate needs it for
+multi-process CPU training too; in fp32 not under a DeepSpeed or FSDP launch, which needs it off), so
+no config needs ``use_cpu: true`` to run on a CPU. An explicit ``use_cpu: true`` is kept; on a machine
+with a GPU nothing changes (transformers' own checks apply). ``use_cpu: false`` cannot be told from the default, and on a
 machine without an accelerator it could only mean a device there is not.
 
 ``PSGRPO_NATIVE_BF16=1`` (or ``0``) replaces the CPU detection by the given answer: for tests that
@@ -156,17 +156,33 @@ def accelerator_available() -> bool:
     return found or is_torch_xla_available()
 
 
-def resolve_use_cpu(use_cpu: bool, bf16: bool | None, bf16_full_eval: bool = False) -> bool:
-    """``use_cpu`` to train with: ``True`` where bf16 is on and the CPU is the only device, else the user's.
+SHARDED_LAUNCH_ENV = ("ACCELERATE_USE_DEEPSPEED", "ACCELERATE_USE_FSDP")
+"""What ``accelerate launch`` sets for a DeepSpeed or FSDP config: accelerate takes those paths only with
+``cpu=False``, and its plain CPU path (``cpu=True``) would drop them."""
 
-    transformers refuses bf16 without a GPU unless ``use_cpu`` is set, although the CPU is where the
-    run goes anyway; setting it here lets a config (Python, YAML or flags) that never mentions
-    ``use_cpu`` train in bf16 on a CPU with native bf16. Silent: :func:`log_precision` says so once a
-    trainer is built, after every check of the input, so that a refused input stays one line.
+
+def sharded_launch() -> bool:
+    """Whether this process was launched with a DeepSpeed or FSDP accelerate config (:data:`SHARDED_LAUNCH_ENV`)."""
+    return any(os.environ.get(name, "false").lower() == "true" for name in SHARDED_LAUNCH_ENV)
+
+
+def resolve_use_cpu(use_cpu: bool, bf16: bool | None, bf16_full_eval: bool = False) -> bool:
+    """``use_cpu`` to train with: ``True`` where the CPU is the only device, else the user's.
+
+    On a machine with no accelerator the run goes to the CPU anyway, but two things depend on saying so:
+    transformers refuses bf16 without a GPU unless ``use_cpu`` is set, and accelerate (1.15, 1.16) sets up
+    multi-process CPU training (``torchrun``: DDP over gloo) only with ``cpu=True``; without it each process
+    got ``DistributedType.NO`` and trained alone, with no word but transformers' "process group is
+    initialized, but parallel_mode != ParallelMode.DISTRIBUTED" (found on an AVX2 CPU, where bf16 is off and
+    nothing set ``use_cpu``). The one exception is a DeepSpeed or FSDP launch in fp32
+    (:func:`sharded_launch`), which accelerate runs sharded on a CPU only with ``cpu=False``. Setting it here
+    lets a config (Python, YAML or flags) that never mentions ``use_cpu`` train on a CPU. Silent:
+    :func:`log_precision` says so for bf16 once a trainer is built, after every check of the input, so
+    that a refused input stays one line.
     """
-    if use_cpu or not (bf16 or bf16_full_eval) or accelerator_available():
+    if use_cpu or accelerator_available():
         return use_cpu
-    return True
+    return bool(bf16 or bf16_full_eval) or not sharded_launch()
 
 
 PRECISION_NOTES = {

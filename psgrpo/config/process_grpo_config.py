@@ -191,7 +191,8 @@ class ProcessGRPOConfig(PsOptions, VpsOptions, TreeOptions, GRPOConfig):
         self.bf16 = resolve_bf16(self.bf16, self.fp16, self.use_cpu)  # before TRL turns None into True
         # not a field: read by psgrpo.config.precision.log_precision once the trainer is built
         self.bf16_fell_back = cpu_fell_back(user_bf16, self.fp16, self.bf16, self.use_cpu)
-        # before transformers refuses bf16 without a GPU: on a CPU-only machine the CPU is the device anyway
+        # on a CPU-only machine the CPU is the device anyway; transformers (bf16) and accelerate (several
+        # processes) need to be told
         self.use_cpu = resolve_use_cpu(self.use_cpu, self.bf16, self.bf16_full_eval)
         adopt_activation_checkpointing(self)
         check_before_trl(self)  # what TRL's and transformers' __post_init__ would turn into a traceback

@@ -355,6 +355,7 @@ def check_prompts_fit_context(
     count_tokens: Callable[[Any], int],
     max_positions: int | None,
     max_completion_length: int,
+    length_option: str = "max_completion_length",
 ) -> str | None:
     """Check that every prompt leaves room in the model's context for a completion.
 
@@ -362,7 +363,8 @@ def check_prompts_fit_context(
     tokenized only when a bound on its length (its text's UTF-8 bytes, each at least one byte-level token,
     plus the first row's template and :data:`SLACK_TOKENS_PER_MESSAGE` per message) could reach
     ``max_positions - max_completion_length``: GSM8K on a 32k-context model tokenizes none. Streams and
-    ``max_positions=None`` (no limit) are not checked.
+    ``max_positions=None`` (no limit) are not checked. ``length_option`` names ``max_completion_length`` in the
+    warning (the evaluation's ``max_new_tokens``).
 
     Returns:
         A warning when some prompts leave fewer than ``max_completion_length`` positions (their long
@@ -402,10 +404,10 @@ def check_prompts_fit_context(
         return None
     longest = max(tight, key=lambda index: lengths[index])
     return (
-        f"{describe_dataset(name)}: {len(tight)} of {_num_rows(dataset)} prompts leave fewer than max_completion_length "
+        f"{describe_dataset(name)}: {len(tight)} of {_num_rows(dataset)} prompts leave fewer than {length_option} "
         f"({max_completion_length}) positions of the model's context of {max_positions} (the longest, row {longest}, is "
         f"{lengths[longest]} tokens): a completion that runs that long passes the positions the model knows "
-        "(transformers only warns); lower max_completion_length or drop those rows"
+        f"(transformers only warns); lower {length_option} or drop those rows"
     )
 
 

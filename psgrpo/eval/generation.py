@@ -13,6 +13,7 @@ score them with the same answer extraction and correctness check as the training
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from psgrpo.data.validation import (
+    check_prompts_fit_context,
     iter_column,
     require_chat_template,
     short_repr,
@@ -32,6 +34,9 @@ from psgrpo.data.validation import (
 )
 from psgrpo.eval.metrics import CompletionGrade, check_pass_k, grade_completion, summarize
 from psgrpo.ps.segmentation import TextSegmenter, get_segmenter
+from psgrpo.vps.probes import model_max_positions
+
+logger = logging.getLogger(__name__)
 
 BACKENDS = ("hf", "vllm")
 """Generation backends: ``hf`` (``model.generate``, default) and ``vllm`` (optional extra)."""
@@ -317,7 +322,9 @@ def evaluate_samples(
         ValueError: bad ``num_samples`` / ``pass_k`` / ``backend``, ``batch_size`` or ``max_new_tokens`` below 1.
         TypeError: ``model`` does not fit the backend (:func:`check_model`).
         DatasetValidationError: the dataset is empty, lacks ``prompt`` / ``answer``, or a row's prompt or
-            answer is ``None``, empty or of another type (:func:`evaluation_rows`).
+            answer is ``None``, empty or of another type (:func:`evaluation_rows`), or (backend ``hf``) a
+            prompt fills the model's context; prompts that leave fewer than ``max_new_tokens`` positions
+            are warned about (:func:`~psgrpo.data.validation.check_prompts_fit_context`).
         ImportError: backend ``vllm`` without vllm installed (says how to install it).
     """
     if backend not in BACKENDS:
@@ -331,6 +338,17 @@ def evaluate_samples(
     prompts, golds = evaluation_rows(dataset)
     if any(isinstance(prompt, list) for prompt in prompts):
         require_chat_template(tokenizer, "evaluation dataset")
+    if backend == "hf":  # vLLM checks prompts against its own max_model_len
+        tight = check_prompts_fit_context(
+            dataset,
+            DATASET_NAME,
+            lambda prompt: len(prompt_ids(tokenizer, prompt, chat_template_kwargs)),
+            model_max_positions(model),
+            max_new_tokens,
+            length_option="max_new_tokens",
+        )
+        if tight:
+            logger.warning(tight)
     if isinstance(segmenter, str):
         segmenter = get_segmenter(segmenter, **(segmenter_kwargs or {}))
     if backend == "vllm":

@@ -293,8 +293,9 @@ def rows_from_batch(
 
 
 def model_max_positions(model) -> int | None:
-    """The model's context length (``max_position_embeddings``), ``None`` when it has none."""
-    return getattr(model.config, "max_position_embeddings", None)
+    """The model's context length (``max_position_embeddings``), ``None`` when it has none (or no config: a
+    wrapper, a plain module)."""
+    return getattr(getattr(model, "config", None), "max_position_embeddings", None)
 
 
 def attention_mask_for(model, keep: Tensor) -> Tensor:

@@ -151,7 +151,7 @@ def test_the_users_explicit_bf16_and_use_cpu_win(tmp_path, native, cpu_only, cpu
     forced = ProcessGRPOConfig(output_dir=str(tmp_path), bf16=True)  # --bf16 true on any CPU: trains there
     assert (forced.bf16, forced.use_cpu) == (True, True)
     off = ProcessGRPOConfig(output_dir=str(tmp_path), bf16=False)
-    assert (off.bf16, off.use_cpu) == (False, False)  # nothing to work around: use_cpu left alone
+    assert (off.bf16, off.use_cpu) == (False, True)  # the CPU is the device: accelerate's DDP needs use_cpu
     kept = ProcessGRPOConfig(output_dir=str(tmp_path), use_cpu=True)
     assert (kept.bf16, kept.use_cpu) == (cpu_native, True)
 
@@ -160,10 +160,24 @@ def test_use_cpu_is_left_alone_where_there_is_an_accelerator(monkeypatch):
     monkeypatch.setattr(precision, "accelerator_available", lambda: True)
     # a GPU (or MPS, XPU …): transformers' own bf16 checks apply, the run is not moved to the CPU
     assert precision.resolve_use_cpu(False, bf16=True) is False
+    assert precision.resolve_use_cpu(True, bf16=False) is True
     monkeypatch.setattr(precision, "accelerator_available", lambda: False)
     assert precision.resolve_use_cpu(False, bf16=True) is True
     assert precision.resolve_use_cpu(False, bf16=False, bf16_full_eval=True) is True
-    assert precision.resolve_use_cpu(False, bf16=None) is False  # TRL's default on other accelerators
+    # fp32 too: accelerate sets up DDP over torchrun on a CPU only with cpu=True (each process trained alone)
+    assert precision.resolve_use_cpu(False, bf16=False) is True
+    assert precision.resolve_use_cpu(False, bf16=None) is True
+
+
+@pytest.mark.parametrize("variable", ["ACCELERATE_USE_DEEPSPEED", "ACCELERATE_USE_FSDP"])
+def test_a_sharded_launch_in_fp32_keeps_use_cpu_off(monkeypatch, variable):
+    """accelerate runs DeepSpeed and FSDP on a CPU only with cpu=False (benchmarks/sharded_cpu.py's fp32 rows)."""
+    monkeypatch.setattr(precision, "accelerator_available", lambda: False)
+    monkeypatch.setenv(variable, "true")
+    assert precision.resolve_use_cpu(False, bf16=False) is False
+    assert precision.resolve_use_cpu(False, bf16=True) is True  # transformers refuses bf16 otherwise
+    monkeypatch.setenv(variable, "false")
+    assert precision.resolve_use_cpu(False, bf16=False) is True
 
 
 @pytest.mark.parametrize(("value", "expected"), [("1", True), ("true", True), ("0", False), ("False", False)])

@@ -424,3 +424,29 @@ def test_chat_prompts_without_a_chat_template_are_refused_before_generating(tiny
         DatasetValidationError, match="'evaluation dataset': the prompts are chat messages, but the"
     ):
         evaluate_model(tiny_model, char_tokenizer, rows)
+
+
+def test_a_prompt_the_context_cannot_hold_is_refused_before_generating(
+    monkeypatch, tiny_model, char_tokenizer, caplog
+):
+    """transformers warned while tokenizing and decoded past ``max_position_embeddings``, naming no row."""
+    context = tiny_model.config.max_position_embeddings
+    generated = []
+
+    def fake_generate(model, tokenizer, prompts, **kwargs):
+        generated.append(prompts)
+        return ["<answer>2</answer>"] * len(prompts), [3] * len(prompts)
+
+    monkeypatch.setattr("psgrpo.eval.generation.generate_completions", fake_generate)
+    rows = [{"prompt": "Question: 1+1\n", "answer": "2"}, {"prompt": "1" * context, "answer": "2"}]
+    with pytest.raises(
+        DatasetValidationError, match=rf"row 1, field 'prompt': the prompt is {context} tokens"
+    ):
+        evaluate_samples(tiny_model, char_tokenizer, rows, show_progress=False)
+    assert generated == []
+    rows[1]["prompt"] = "1" * (context - 10)
+    with caplog.at_level("WARNING", logger="psgrpo.eval.generation"):
+        evaluate_samples(tiny_model, char_tokenizer, rows, max_new_tokens=20, show_progress=False)
+    assert (
+        "1 of 2 prompts leave fewer than max_new_tokens (20) positions" in caplog.text and len(generated) == 1
+    )

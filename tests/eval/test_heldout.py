@@ -188,8 +188,13 @@ def test_unwritable_cache_warns_and_the_run_goes_on(tmp_path, char_tokenizer, ca
 
 
 @pytest.mark.slow
-def test_two_process_run_evaluates_on_main_and_does_not_hang(tmp_path):
-    """DDP on CPU (gloo): the main process generates, the other waits; both finish; one record per evaluation."""
+@pytest.mark.parametrize("native_bf16", ["0", "1"])
+def test_two_process_run_evaluates_on_main_and_does_not_hang(tmp_path, native_bf16):
+    """DDP on CPU (gloo): the main process generates, the other waits; both finish; one record per evaluation.
+
+    On both CPU kinds (``PSGRPO_NATIVE_BF16``): where bf16 was off (AVX2), nothing set ``use_cpu``, accelerate
+    gave each process ``DistributedType.NO``, and the two trained alone until the other process found no
+    broadcast metrics at the first evaluation (config/precision.py's resolve_use_cpu)."""
     repo = Path(__file__).resolve().parents[1]
     out = tmp_path / "ddp"
     command = [
@@ -199,9 +204,10 @@ def test_two_process_run_evaluates_on_main_and_does_not_hang(tmp_path):
         "--max_eval_examples", "3", "--heldout_eval_steps", "1", "--eval_before_after", "false",
         "--report_to", "none", "--save_strategy", "no", "--logging_steps", "1", "--disable_tqdm", "true",
     ]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(repo)}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(repo), "PSGRPO_NATIVE_BF16": native_bf16}
     done = run_launch(command, env=env, cwd=repo, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "parallel_mode != ParallelMode.DISTRIBUTED" not in done.stderr  # both processes in one DDP run
     heldout = _heldout(read_metrics(out))
     assert [r["step"] for r in heldout] == [0, 1, 2]
     # 2 processes × 8 completions × at most 8 tokens per step, gathered over both processes.
