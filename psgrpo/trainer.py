@@ -206,8 +206,15 @@ def check_context(trainer: ProcessGRPOTrainer, datasets: dict[str, Any]) -> None
     if max_positions is None or args.use_vllm:  # vLLM: its own max_model_len, checked by vLLM
         return
 
+    # as TRL renders a conversation: its tools' schemas and the training chat template too
+    rendering = {
+        **chat_template_kwargs(args),
+        "tools": getattr(trainer, "tools", None) or None,
+        "chat_template": getattr(trainer, "chat_template", None),
+    }
+
     def count_tokens(prompt: Any) -> int:
-        return len(prompt_ids(trainer._tokenizer, prompt, chat_template_kwargs(args)))
+        return len(prompt_ids(trainer._tokenizer, prompt, rendering))
 
     for name, dataset in datasets.items():
         if dataset is None or not hasattr(dataset, "column_names"):

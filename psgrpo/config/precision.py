@@ -166,7 +166,9 @@ def sharded_launch() -> bool:
     return any(os.environ.get(name, "false").lower() == "true" for name in SHARDED_LAUNCH_ENV)
 
 
-def resolve_use_cpu(use_cpu: bool, bf16: bool | None, bf16_full_eval: bool = False) -> bool:
+def resolve_use_cpu(
+    use_cpu: bool, bf16: bool | None, bf16_full_eval: bool = False, deepspeed: Any = None
+) -> bool:
     """``use_cpu`` to train with: ``True`` where the CPU is the only device, else the user's.
 
     On a machine with no accelerator the run goes to the CPU anyway, but two things depend on saying so:
@@ -175,14 +177,15 @@ def resolve_use_cpu(use_cpu: bool, bf16: bool | None, bf16_full_eval: bool = Fal
     got ``DistributedType.NO`` and trained alone, with no word but transformers' "process group is
     initialized, but parallel_mode != ParallelMode.DISTRIBUTED" (found on an AVX2 CPU, where bf16 is off and
     nothing set ``use_cpu``). The one exception is a DeepSpeed or FSDP launch in fp32
-    (:func:`sharded_launch`), which accelerate runs sharded on a CPU only with ``cpu=False``. Setting it here
+    (:func:`sharded_launch`, or a ``deepspeed`` config given to the trainer), which accelerate runs sharded
+    on a CPU only with ``cpu=False`` (and transformers would let ``use_cpu`` win over ``deepspeed``). Setting it here
     lets a config (Python, YAML or flags) that never mentions ``use_cpu`` train on a CPU. Silent:
     :func:`log_precision` says so for bf16 once a trainer is built, after every check of the input, so
     that a refused input stays one line.
     """
     if use_cpu or accelerator_available():
         return use_cpu
-    return bool(bf16 or bf16_full_eval) or not sharded_launch()
+    return bool(bf16 or bf16_full_eval) or not (sharded_launch() or deepspeed)
 
 
 PRECISION_NOTES = {

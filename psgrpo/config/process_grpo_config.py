@@ -193,7 +193,7 @@ class ProcessGRPOConfig(PsOptions, VpsOptions, TreeOptions, GRPOConfig):
         self.bf16_fell_back = cpu_fell_back(user_bf16, self.fp16, self.bf16, self.use_cpu)
         # on a CPU-only machine the CPU is the device anyway; transformers (bf16) and accelerate (several
         # processes) need to be told
-        self.use_cpu = resolve_use_cpu(self.use_cpu, self.bf16, self.bf16_full_eval)
+        self.use_cpu = resolve_use_cpu(self.use_cpu, self.bf16, self.bf16_full_eval, self.deepspeed)
         adopt_activation_checkpointing(self)
         check_before_trl(self)  # what TRL's and transformers' __post_init__ would turn into a traceback
         with named_batch_errors(self):  # TRL names its derived generation_batch_size, not the options set

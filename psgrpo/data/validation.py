@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -335,18 +336,27 @@ def _raise_bad_rows(
 
 
 SLACK_TOKENS_PER_MESSAGE = 8
-"""Tokens a chat template may add around each message beyond those of the first row's template (a role
-header, an end marker), in the bound :func:`check_prompts_fit_context` reads before it tokenizes a row."""
+"""Tokens a tokenizer may add to each message beyond its text's bytes and its role pattern's empty template
+(SentencePiece's leading ``▁``, a BOS), in the bound :func:`check_prompts_fit_context` reads before it
+tokenizes a row."""
+
+
+def _longest_bytes(text: str) -> int:
+    """An upper bound on the UTF-8 bytes of ``text`` after any normalizer a tokenizer applies: the longest of
+    its NFKD forms (compatibility decomposition expands most; NFC can decompose too, e.g. U+0F73), cased and
+    case-folded."""
+    return max(len(unicodedata.normalize("NFKD", form).encode()) for form in (text, text.casefold()))
 
 
 def _text_bytes(prompt: Any) -> tuple[int, int] | None:
-    """UTF-8 bytes of a prompt's text and its number of messages (a plain string: 1); ``None`` for content
-    that is not text (parts of a multimodal message), which only exact tokenization can measure."""
+    """The bound in bytes of a prompt's text (:func:`_longest_bytes`) and its number of messages (a plain
+    string: 1); ``None`` for content that is not text (parts of a multimodal message), which only exact
+    tokenization can measure."""
     if isinstance(prompt, str):
-        return len(prompt.encode()), 1
+        return _longest_bytes(prompt), 1
     if not all(isinstance(message.get("content"), str) for message in prompt):
         return None
-    return sum(len(message["content"].encode()) for message in prompt), len(prompt)
+    return sum(_longest_bytes(message["content"]) for message in prompt), len(prompt)
 
 
 def check_prompts_fit_context(
@@ -360,16 +370,17 @@ def check_prompts_fit_context(
     """Check that every prompt leaves room in the model's context for a completion.
 
     ``count_tokens(prompt)``: the prompt's tokens as training renders it (chat template included). A row is
-    tokenized only when a bound on its length (its text's UTF-8 bytes, each at least one byte-level token,
-    plus the first row's template and :data:`SLACK_TOKENS_PER_MESSAGE` per message) could reach
-    ``max_positions - max_completion_length``: GSM8K on a 32k-context model tokenizes none. Streams and
-    ``max_positions=None`` (no limit) are not checked. ``length_option`` names ``max_completion_length`` in the
-    warning (the evaluation's ``max_new_tokens``).
+    tokenized only when a bound on its length could reach the limit: its text's bytes after any Unicode
+    normalization (each byte at least one token of a byte-level BPE, SentencePiece with byte fallback or
+    WordPiece), plus the template of its role pattern with empty contents (counted once per pattern: a
+    default system prompt comes only where a row has none) and :data:`SLACK_TOKENS_PER_MESSAGE` per message.
+    GSM8K on a 32k-context model tokenizes none. Streams and ``max_positions=None`` (no limit) are not
+    checked. ``length_option`` names ``max_completion_length`` in messages (the evaluation's ``max_new_tokens``).
 
     Returns:
         A warning when some prompts leave fewer than ``max_completion_length`` positions (their long
         completions would run past the positions the model knows, which transformers only warns about
-        while decoding), else ``None``.
+        while decoding), or when ``max_completion_length`` alone reaches the context; else ``None``.
 
     Raises:
         DatasetValidationError: a prompt fills the whole context (no completion token fits), naming the
@@ -378,16 +389,25 @@ def check_prompts_fit_context(
     if max_positions is None or _num_rows(dataset) is None or _is_empty(dataset):
         return None
     validate_columns(dataset, ["prompt"], name)
-    limit = max_positions - max_completion_length  # the longest prompt a full-length completion fits after
-    template: int | None = None
+    # the longest prompt a full-length completion fits after; with no room at all only full prompts are looked for
+    limit = (
+        max_positions - max_completion_length if max_completion_length < max_positions else max_positions - 1
+    )
+    templates: dict[tuple[Any, ...], int] = {}
     lengths: dict[int, int] = {}
     for index, prompt in enumerate(iter_column(dataset, "prompt")):
         if _prompt_problem(prompt):
             continue  # validate_prompts names it
-        if template is None:
-            template = count_tokens("" if isinstance(prompt, str) else [{**m, "content": ""} for m in prompt])
         size = _text_bytes(prompt)
-        if size is None or template + size[0] + SLACK_TOKENS_PER_MESSAGE * size[1] > limit:
+        if size is None:
+            lengths[index] = count_tokens(prompt)
+            continue
+        pattern = () if isinstance(prompt, str) else tuple(message.get("role") for message in prompt)
+        if pattern not in templates:
+            templates[pattern] = count_tokens(
+                "" if isinstance(prompt, str) else [{**message, "content": ""} for message in prompt]
+            )
+        if templates[pattern] + size[0] + SLACK_TOKENS_PER_MESSAGE * size[1] > limit:
             lengths[index] = count_tokens(prompt)
     full = [index for index, n in lengths.items() if n >= max_positions]
     if full:
@@ -398,6 +418,12 @@ def check_prompts_fit_context(
             f"the row{more_rows_note([f'row {other}' for other in full[1:]])}",
             row=first,
             field="prompt",
+        )
+    if max_completion_length >= max_positions:
+        return (
+            f"{length_option} ({max_completion_length}) is not below the model's context of {max_positions} "
+            f"positions: with the prompt before it, a completion that runs that long passes the positions the model "
+            f"knows (transformers only warns); set {length_option} below {max_positions} minus the prompts' length"
         )
     tight = [index for index, n in lengths.items() if n > limit]
     if not tight:

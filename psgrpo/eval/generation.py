@@ -298,6 +298,7 @@ def evaluate_samples(
     vllm_kwargs: dict[str, Any] | None = None,
     do_sample: bool = False,
     chat_template_kwargs: dict[str, Any] | None = None,
+    check_context: bool = True,
     **generation_kwargs: Any,
 ) -> EvalResult:
     """Generate ``num_samples`` completions for every row of ``dataset`` (columns ``prompt``, ``answer``) and score them.
@@ -317,6 +318,8 @@ def evaluate_samples(
         vllm_kwargs: extra ``vllm.LLM`` arguments.
         do_sample, generation_kwargs: decoding, ``temperature``, ``top_k``, ``top_p``.
         chat_template_kwargs: what training passes to the chat template for conversational prompts.
+        check_context: check the prompts against the model's context first (``False``: a caller that
+            checked them once already, as the held-out evaluation during training does on every process).
 
     Raises (all before any generation):
         ValueError: bad ``num_samples`` / ``pass_k`` / ``backend``, ``batch_size`` or ``max_new_tokens`` below 1.
@@ -338,7 +341,7 @@ def evaluate_samples(
     prompts, golds = evaluation_rows(dataset)
     if any(isinstance(prompt, list) for prompt in prompts):
         require_chat_template(tokenizer, "evaluation dataset")
-    if backend == "hf":  # vLLM checks prompts against its own max_model_len
+    if backend == "hf" and check_context:  # vLLM checks prompts against its own max_model_len
         tight = check_prompts_fit_context(
             dataset,
             DATASET_NAME,

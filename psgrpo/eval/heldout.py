@@ -38,8 +38,10 @@ from datasets import Dataset
 from transformers import Trainer, TrainerCallback
 from trl.models.utils import unwrap_model_for_generation
 
+from psgrpo.data.validation import check_prompts_fit_context
 from psgrpo.eval import heldout_cache
-from psgrpo.eval.generation import evaluate_model, stop_token_ids
+from psgrpo.eval.generation import evaluate_model, prompt_ids, stop_token_ids
+from psgrpo.vps.probes import model_max_positions
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +79,20 @@ class HeldOutEvalCallback(TrainerCallback):
                 "held-out evaluation during training does not support FSDP (the main process cannot generate "
                 "with sharded parameters); set heldout_eval_steps 0 and run `psgrpo eval` on saved checkpoints"
             )
+        # once, on every process, before training: at an evaluation only the main process generates, and a
+        # refusal there would leave the others waiting
+        tight = check_prompts_fit_context(
+            eval_dataset,
+            "held-out set",
+            lambda prompt: len(
+                prompt_ids(trainer.processing_class, prompt, chat_template_kwargs(trainer.args))
+            ),
+            model_max_positions(trainer.model),
+            max_new_tokens,
+            length_option="max_new_tokens",
+        )
+        if tight and trainer.args.process_index == 0:
+            logger.warning(tight)
         self.trainer = trainer
         self.eval_dataset = eval_dataset
         self.every_steps = every_steps
@@ -149,6 +165,7 @@ class HeldOutEvalCallback(TrainerCallback):
                         batch_size=self.batch_size,
                         show_progress=False,
                         chat_template_kwargs=chat_template_kwargs(args),
+                        check_context=False,  # checked when the callback was built
                     )
                     if key:
                         try:

@@ -178,6 +178,8 @@ def test_a_sharded_launch_in_fp32_keeps_use_cpu_off(monkeypatch, variable):
     assert precision.resolve_use_cpu(False, bf16=True) is True  # transformers refuses bf16 otherwise
     monkeypatch.setenv(variable, "false")
     assert precision.resolve_use_cpu(False, bf16=False) is True
+    # a DeepSpeed config given to the trainer (torchrun, no accelerate launch): transformers lets use_cpu win
+    assert precision.resolve_use_cpu(False, bf16=False, deepspeed="ds_config.json") is False
 
 
 @pytest.mark.parametrize(("value", "expected"), [("1", True), ("true", True), ("0", False), ("False", False)])

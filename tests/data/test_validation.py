@@ -263,7 +263,7 @@ def test_only_rows_whose_bytes_could_reach_the_limit_are_tokenized():
     check_prompts_fit_context(
         parts, "t", lambda p: counted.append(p) or 3, max_positions=100, max_completion_length=30
     )
-    assert len(counted) == 2  # content that is not text is always tokenized
+    assert len(counted) == 1  # content that is not text is always tokenized (no template needed)
 
 
 @functools.cache
@@ -306,7 +306,57 @@ def test_the_byte_bound_never_skips_a_row_a_real_tokenizer_finds_long(
             check_prompts_fit_context(rows, "t", count, max_positions, completion)
         return
     tight = check_prompts_fit_context(rows, "t", count, max_positions, completion)
+    if completion >= max_positions:  # no room for any prompt: one line about the option, not the rows
+        assert tight is not None and tight.startswith(f"max_completion_length ({completion}) is not below")
+        return
     expected = sum(n > max_positions - completion for n in lengths)
     assert (tight is None) == (expected == 0)
     if tight:
         assert tight.startswith(f"dataset 't': {expected} of {len(rows)} prompts")
+
+
+def test_the_bound_holds_where_normalization_expands_and_rows_have_other_templates(qwen_tokenizer):
+    """Two rows a first version let through (a review, 2026-12-07): NFC decomposes U+0F73 (3 bytes, 4 Qwen
+    tokens), and Qwen2.5's template adds its default system prompt only to a row without a system message."""
+    from psgrpo.data.validation import DatasetValidationError, check_prompts_fit_context
+    from psgrpo.eval.generation import prompt_ids
+
+    def count(prompt):
+        return len(prompt_ids(qwen_tokenizer, prompt))
+
+    expanding = "\u0f73" * 300
+    assert len(expanding.encode()) == 900 and count(expanding) > 900
+    with pytest.raises(DatasetValidationError, match="row 1, field 'prompt'"):
+        check_prompts_fit_context(
+            [{"prompt": "hi"}, {"prompt": expanding}],
+            "t",
+            count,
+            max_positions=count(expanding),
+            max_completion_length=8,
+        )
+    digits = [{"role": "user", "content": "1" * 1000}]
+    rows = [
+        {"prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}]},
+        {"prompt": digits},
+    ]
+    with pytest.raises(
+        DatasetValidationError, match=f"row 1, field 'prompt': the prompt is {count(digits)} tokens"
+    ):
+        check_prompts_fit_context(rows, "t", count, max_positions=count(digits), max_completion_length=8)
+
+
+def test_a_completion_length_that_reaches_the_context_is_one_line_without_tokenizing_every_row():
+    from psgrpo.data.validation import check_prompts_fit_context
+
+    counted = []
+
+    def counting(prompt):
+        counted.append(prompt)
+        return _words(prompt)
+
+    rows = [{"prompt": "a b c"} for _ in range(50)]
+    note = check_prompts_fit_context(rows, "t", counting, max_positions=64, max_completion_length=64)
+    assert note is not None and note.startswith(
+        "max_completion_length (64) is not below the model's context of 64"
+    )
+    assert counted == [""]  # the empty template once, no row

@@ -213,3 +213,26 @@ def test_two_process_run_evaluates_on_main_and_does_not_hang(tmp_path, native_bf
     # 2 processes × 8 completions × at most 8 tokens per step, gathered over both processes.
     tokens = [r["heldout/completion_tokens"] for r in heldout]
     assert tokens[0] == 0 and 64 < tokens[1] <= 128 and tokens[2] > tokens[1]  # > 64: both processes counted
+
+
+def test_a_held_out_prompt_the_context_cannot_hold_is_refused_when_the_callback_is_built(
+    tmp_path, char_tokenizer, caplog
+):
+    """On every process, before training: at an evaluation only the main process generates, and a refusal there
+    would leave the others waiting at the barrier (the held-out set is not the trainer's eval_dataset)."""
+    from datasets import Dataset
+
+    from psgrpo.data.validation import DatasetValidationError
+
+    trainer = _trainer(tmp_path, char_tokenizer, "run", max_steps=1)
+    context = trainer.model.config.max_position_embeddings
+    rows = make_arith_dataset("test", n=2).to_list()
+    long = Dataset.from_list([rows[0], {**rows[1], "prompt": "7" * context}])
+    with pytest.raises(
+        DatasetValidationError, match=rf"'held-out set': row 1, field 'prompt': the prompt is {context}"
+    ):
+        HeldOutEvalCallback(trainer, long, every_steps=1, max_new_tokens=4)
+    tight = Dataset.from_list([rows[0], {**rows[1], "prompt": "7" * (context - 2)}])
+    with caplog.at_level(logging.WARNING, logger="psgrpo.eval.heldout"):
+        HeldOutEvalCallback(trainer, tight, every_steps=1, max_new_tokens=4)
+    assert "1 of 2 prompts leave fewer than max_new_tokens (4) positions" in caplog.text

@@ -212,10 +212,13 @@ class PRMScorer:
             dtype_kwargs = {} if dtype is None else {"dtype": dtype}
             with replicated_loading():  # a full copy per process, also under ZeRO-3 / FSDP
                 path = model
+                model_kwargs.pop("output_loading_info", None)  # read here, whatever was passed
                 model, loading = auto.from_pretrained(
                     path, **dtype_kwargs, **model_kwargs, output_loading_info=True
                 )
-            check_no_missing_weights(path, style, loading.get("missing_keys") or ())
+            # a quantizer reports weights it packs differently as missing (GPTQ biases): not a random head
+            if getattr(model, "hf_quantizer", None) is None:
+                check_no_missing_weights(path, style, loading.get("missing_keys") or ())
             model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         else:
             if device is not None:
