@@ -148,6 +148,15 @@ def check_reward_signature(func: Any, columns: Sequence[str] | None) -> None:
         ) from None
 
 
+def named_datasets(train: Any, evaluation: Any) -> dict[str, Any]:
+    """The trainer's datasets by the names messages give them: ``train_dataset``, and ``eval_dataset`` or, for a
+    dict of eval sets, ``eval_dataset['<key>']`` each."""
+    named = {"train_dataset": train}
+    if isinstance(evaluation, dict):
+        return named | {f"eval_dataset[{key!r}]": value for key, value in evaluation.items()}
+    return named | {"eval_dataset": evaluation}
+
+
 def check_datasets(
     train: Any, evaluation: Any, gold_column: str | None, prompts_from_environment: bool = False
 ) -> None:
@@ -155,12 +164,7 @@ def check_datasets(
     nothing (``gold_column``: checked when the correctness reward reads it). A stream is read once, in its first
     :data:`~psgrpo.data.validation.STREAM_ROWS_CHECKED` rows. ``prompts_from_environment``: TRL's
     ``environment_factory`` writes the prompts, so a dataset may have none."""
-    named = [("train_dataset", train)]
-    if isinstance(evaluation, dict):
-        named += [(f"eval_dataset[{key!r}]", value) for key, value in evaluation.items()]
-    else:
-        named.append(("eval_dataset", evaluation))
-    for name, dataset in named:
+    for name, dataset in named_datasets(train, evaluation).items():
         if dataset is None or not hasattr(dataset, "column_names"):  # TRL refuses other types itself
             continue
         if not hasattr(dataset, "__len__"):  # a stream: its first rows, read once
@@ -342,16 +346,7 @@ class ProcessGRPOTrainer(
             super().__init__(model=model, reward_funcs=reward_funcs, args=args, **kwargs)
             check_chat_prompts(self.train_dataset, self.processing_class)
             check_tokenizer_fits(self._tokenizer, self.model)
-            evaluation = kwargs.get("eval_dataset")
-            check_context(
-                self,
-                {"train_dataset": self.train_dataset}
-                | (
-                    {f"eval_dataset[{key!r}]": value for key, value in evaluation.items()}
-                    if isinstance(evaluation, dict)
-                    else {"eval_dataset": evaluation}
-                ),
-            )
+            check_context(self, named_datasets(self.train_dataset, kwargs.get("eval_dataset")))
             self.run_record = {"method": args.method}  # in every checkpoint; psgrpo train writes its task too
             # a NaN a reward function returns must not pass as TRL's "unscorable" (guards.check_rewards)
             self.reward_funcs = [
