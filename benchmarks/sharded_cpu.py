@@ -43,12 +43,14 @@ import importlib.util
 import json
 import math
 import os
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -235,8 +237,10 @@ def launch(
     resume: bool,
     precision: str = "fp32",
     weights: str = "float32",
+    train_flags: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """One ``accelerate launch`` of the worker; its exit status, wall time and logged steps."""
+    """One ``accelerate launch`` of the worker (``train_flags`` after the benchmark's own); its exit status, wall
+    time and logged steps."""
     command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config)]
     command += ["--main_process_port", str(free_port())]  # not 29500 for all: launches may run side by side
     command += [
@@ -247,7 +251,7 @@ def launch(
         "--output_dir",
         str(run_dir),
     ]
-    command += [*TRAIN_FLAGS, "--bf16", str(precision == "bf16").lower(), "--dtype", weights]
+    command += [*TRAIN_FLAGS, "--bf16", str(precision == "bf16").lower(), "--dtype", weights, *train_flags]
     if resume:
         command += ["--resume_from_checkpoint", "true"]
     # CPU processes on any machine: with a GPU visible, 2 ranks would share it (NCCL refuses duplicate devices)
@@ -357,7 +361,15 @@ def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
             run_dir.parent.mkdir(parents=True, exist_ok=True)
             log = out / f"{name}-{method}.log"
             unbroken = launch(
-                config, method, run_dir, log, args.timeout_s, False, args.precision, args.weights
+                config,
+                method,
+                run_dir,
+                log,
+                args.timeout_s,
+                False,
+                args.precision,
+                args.weights,
+                shlex.split(args.train_flags),
             )
             problems = check_run(unbroken, 1)
             row: dict[str, Any] = {"config": name, "method": method, "wall_s": unbroken["wall_s"]}
@@ -392,7 +404,15 @@ def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
                 )
                 log = out / f"{name}-{method}-resumed.log"
                 resumed = launch(
-                    config, method, resumed_dir, log, args.timeout_s, True, args.precision, args.weights
+                    config,
+                    method,
+                    resumed_dir,
+                    log,
+                    args.timeout_s,
+                    True,
+                    args.precision,
+                    args.weights,
+                    shlex.split(args.train_flags),
                 )
                 problems += [f"resumed: {p}" for p in check_run(resumed, RESUME_FROM + 1)]
                 row["resume_gap"] = largest_gap(
@@ -479,6 +499,13 @@ def main() -> int:
         help="the dtype the policy loads in (psgrpo train's --dtype): float32 (default, the demo recipe's) or "
         "bfloat16 (the GSM8K recipe's: DDP then trains bf16 weights, FSDP upcasts them to fp32 masters)",
     )
+    parser.add_argument(
+        "--train_flags",
+        default="",
+        help="more `psgrpo train` flags for every launch, after the benchmark's own (default none: the demo "
+        "recipe's shape, 64 completions a process). The tests pass a smaller batch; flags that change the steps or "
+        "the checkpoints break the resume check",
+    )
     args = parser.parse_args()
     if (
         any(name.startswith("deepspeed") for name in args.configs)
@@ -499,7 +526,8 @@ def main() -> int:
 
     environment = {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__,
                    "accelerate": accelerate.__version__, "cpus": str(os.cpu_count()),
-                   "precision": args.precision, "weights": args.weights, "wall_s": f"{time.perf_counter() - started:.0f}"}  # fmt: skip
+                   "precision": args.precision, "weights": args.weights, "train_flags": args.train_flags,
+                   "wall_s": f"{time.perf_counter() - started:.0f}"}  # fmt: skip
     try:
         import deepspeed
 

@@ -4,7 +4,7 @@ A block is a whole program (imports included); nothing is skipped. The fresh wor
 holds only links to the repository's ``docs/`` and ``experiments/`` (:data:`CITED_DATA`), for the
 blocks that read the data a page cites (``experiments/runs/…/curves.csv``). The hub is switched off (``HF_HUB_OFFLINE=1``), so a block that
 needs a download fails here: such text belongs in a ``bash`` or ``text`` block. The README's
-blocks and the quickstart's run a second time as on a CPU with native bf16 and no GPU
+blocks and the quickstart's, one per method, run a second time as on a CPU with native bf16 and no GPU
 (``PSGRPO_NATIVE_BF16=1``, :mod:`psgrpo.config.precision`), where transformers used to refuse the config
 unless it set ``use_cpu``; none of them sets it. The runs take minutes (a few steps of training
 each), hence ``slow``; collecting and compiling every block is not. A ```python block indented inside a list
@@ -75,6 +75,20 @@ INDENTED = [
     for line, code in indented_blocks(page.read_text())
 ]
 FRONT = [p for p in SNIPPETS if p.values[0] in FRONT_PAGES]
+METHOD_ARG = re.compile(r"""\bmethod\s*=\s*["']([\w-]+)["']""")
+
+
+def first_block_per_method(params: list) -> list:
+    """The first block of each ``method=`` (none: ``grpo``, ProcessGRPOConfig's default) among ``params``: the
+    precision path depends on the config alone, and the later blocks of a method repeat its config."""
+    seen: dict[str, object] = {}
+    for param in params:
+        match = METHOD_ARG.search(param.values[1])
+        seen.setdefault(match[1] if match else "grpo", param)
+    return list(seen.values())
+
+
+FRONT_BF16 = first_block_per_method(FRONT)
 
 
 def run_snippet(code: str, workdir: Path, **env: str) -> subprocess.CompletedProcess:
@@ -165,8 +179,19 @@ def test_every_block_runs_as_written(tmp_path, page, code):
     assert result.returncode == 0, f"{page}: the block failed:\n{result.stderr[-4000:]}"
 
 
+def test_one_block_per_method_runs_as_on_a_cpu_with_native_bf16():
+    """README's ps and vps blocks, the quickstart's grpo block (its ps and vps blocks repeat the README's)."""
+    picked = [param.id for param in FRONT_BF16]
+    methods = {m[1] for param in FRONT for m in METHOD_ARG.finditer(param.values[1])}
+    assert methods == {"grpo", "ps", "vps"} and len(picked) == 3, picked
+    assert picked[:2] == [param.id for param in FRONT if param.values[0] == "README.md"][:2]
+    code = 'args = ProcessGRPOConfig(method="ps")\nother = dict(method = "vps")\n'
+    blocks = [pytest.param("a.md", code, id="a"), pytest.param("b.md", "print(1)\n", id="b")]
+    assert [param.id for param in first_block_per_method(blocks)] == ["a", "b"]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(("page", "code"), FRONT)
+@pytest.mark.parametrize(("page", "code"), FRONT_BF16)
 def test_front_page_examples_run_on_a_cpu_with_native_bf16(tmp_path, page, code):
     result = run_snippet(code, tmp_path, PSGRPO_NATIVE_BF16="1")
     assert result.returncode == 0, f"{page}: the block failed with native bf16:\n{result.stderr[-4000:]}"

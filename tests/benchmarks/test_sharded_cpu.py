@@ -18,6 +18,11 @@ def _steps(*losses: float, first: int = 1, grad_norm: float = 0.5) -> list[dict]
     ]
 
 
+SMALL = ["--train_flags", "--per_device_train_batch_size 8 --num_generations 4"]
+"""The tests' runs: 8 completions a process in groups of 4, not the demo's 64 in groups of 8 (a third of the time;
+the checks are the same)."""
+
+
 def _run_script(bench, tmp_path, *flags: str, timeout: float) -> subprocess.CompletedProcess:
     """benchmarks/sharded_cpu.py with ``flags``, its report into ``tmp_path``."""
     command = [sys.executable, str(bench.__file__), *flags, "--output_dir", str(tmp_path)]
@@ -113,7 +118,10 @@ def _made_up_launches(bench, monkeypatch, step_1_loss: dict[str, float]) -> None
     """``launch`` answers each config's made-up 4 steps (step 1's loss from ``step_1_loss``; a resume logs the
     unbroken run's steps 3-4) and leaves the checkpoint a resume copies; the saved model is whole."""
 
-    def launch(config, method, run_dir, log, timeout_s, resume, precision="fp32", weights="float32"):
+    def launch(
+        config, method, run_dir, log, timeout_s, resume, precision="fp32", weights="float32", train_flags=()
+    ):
+        assert list(train_flags) == ["--num_generations", "4"]  # --train_flags, split as a shell would
         steps = _steps(step_1_loss[config.stem], 0.2, 0.3, 0.4)
         (run_dir / f"checkpoint-{bench.RESUME_FROM}").mkdir(parents=True, exist_ok=True)
         return {"rc": 0, "wall_s": 1.0, "steps": steps[bench.RESUME_FROM :] if resume else steps}
@@ -134,7 +142,7 @@ def test_step_1_is_checked_against_ddp_in_fp32_and_zero2_against_fsdp_in_bf16(
     bench = import_benchmark("sharded_cpu")
     args = argparse.Namespace(
         output_dir=tmp_path, configs=["ddp", "deepspeed_zero2", "fsdp"], methods=["grpo"], timeout_s=60.0,
-        precision=precision, weights="float32", start_rtol=1e-4, resume_rtol=1e-6,
+        precision=precision, weights="float32", start_rtol=1e-4, resume_rtol=1e-6, train_flags="--num_generations 4",
     )  # fmt: skip
     _made_up_launches(bench, monkeypatch, {"ddp": 0.100, "deepspeed_zero2": 0.110, "fsdp": 0.110})
     rows = {row["config"]: row for row in bench.run_all(args)}
@@ -202,9 +210,10 @@ def test_deepspeed_configs_without_deepspeed_stop_with_one_line(import_benchmark
 @pytest.mark.slow
 def test_fsdp_through_accelerate_and_the_trainer_trains_resumes_and_starts_as_ddp(import_benchmark, tmp_path):
     """The real thing, without DeepSpeed: vps (whose probe forwards each rank must run as often as the others
-    under sharding) on 2 CPU processes, DDP then FSDP, 4 steps, FSDP resumed from step 2 (about 1 min 30 s)."""
+    under sharding) on 2 CPU processes, DDP then FSDP, 4 steps, FSDP resumed from step 2 (about 1 min)."""
     bench = import_benchmark("sharded_cpu")
-    result = _run_script(bench, tmp_path, "--configs", "ddp", "fsdp", "--methods", "vps", timeout=1200)
+    flags = ["--configs", "ddp", "fsdp", "--methods", "vps", *SMALL]
+    result = _run_script(bench, tmp_path, *flags, timeout=1200)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = json.loads((tmp_path / "sharded_cpu.json").read_text())["rows"]
     assert [(row["config"], row["method"], row["problems"]) for row in rows] == [
@@ -241,12 +250,14 @@ def test_a_launch_past_its_time_is_a_failure_and_leaves_no_process(import_benchm
 def test_fsdp_in_bf16_computes_in_bf16_and_resumes_exactly(import_benchmark, tmp_path):
     """FSDP as shipped (bf16) on the path a GPU takes: FSDP2's bf16 ``MixedPrecisionPolicy`` around the
     policy's forwards, vps probes included; fp32 weights saved; resumed from step 2 to the same bits (about
-    1 min with native bf16, a few minutes where the CPU emulates it)."""
+    1 min where the CPU emulates bf16)."""
     bench = import_benchmark("sharded_cpu")
-    flags = ["--configs", "fsdp", "--methods", "vps", "--precision", "bf16"]
+    flags = ["--configs", "fsdp", "--methods", "vps", "--precision", "bf16", *SMALL]
     result = _run_script(bench, tmp_path, *flags, timeout=1800)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    (row,) = json.loads((tmp_path / "sharded_cpu.json").read_text())["rows"]
+    report = json.loads((tmp_path / "sharded_cpu.json").read_text())
+    (row,) = report["rows"]
+    assert report["environment"]["train_flags"] == SMALL[1]
     assert row["problems"] == [] and row["whole_model"] and row["saved_dtypes"] == ["F32"]
     assert row["resume_gap"] == 0.0 and len(row["losses"]) == 4
     assert yaml.safe_load((tmp_path / "fsdp.yaml").read_text())["mixed_precision"] == "bf16"
