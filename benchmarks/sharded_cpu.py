@@ -3,6 +3,7 @@ Trainer, on 2 CPU processes: every method trains, resumes exactly, and starts wh
 
     make sharded-cpu                                    # builds .venv-deepspeed, then runs this with it
     make sharded-cpu ARGS="--precision bf16"            # bf16, as the shipped configs set it
+    make sharded-cpu ARGS="--train_flags '--per_device_train_batch_size 8 --num_generations 4'"   # the tests' size
     .venv-deepspeed/bin/python benchmarks/sharded_cpu.py --configs deepspeed_zero3 --methods vps
 
 accelerate takes its distributed paths only where it finds an accelerator backend

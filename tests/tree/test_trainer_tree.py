@@ -200,7 +200,7 @@ def test_psgrpo_train_method_tree_on_the_gsm8k_recipe(tmp_path, qwen_tokenizer):
         [
             "train", "--config", str(RECIPES_DIR / "gsm8k_qwen2.5_0.5b.yaml"), "--method", "tree",
             "--model_name_or_path", str(model_dir), "--dataset", str(data_dir), "--use_cpu", "true",
-            "--output_dir", str(out), "--max_steps", "2", "--per_device_train_batch_size", "8",
+            "--output_dir", str(out), "--max_steps", "2", "--per_device_train_batch_size", "4",  # one group of G = 4
             "--max_completion_length", "12", "--eval_before_after", "false", "--report_to", "none",
             "--save_strategy", "no", "--logging_steps", "1",
         ]
