@@ -4,7 +4,7 @@ A block is a whole program (imports included); nothing is skipped. The fresh wor
 holds only links to the repository's ``docs/`` and ``experiments/`` (:data:`CITED_DATA`), for the
 blocks that read the data a page cites (``experiments/runs/…/curves.csv``). The hub is switched off (``HF_HUB_OFFLINE=1``), so a block that
 needs a download fails here: such text belongs in a ``bash`` or ``text`` block. The README's
-blocks and the quickstart's, one per method, run a second time as on a CPU with native bf16 and no GPU
+blocks and the quickstart's, one per distinct config, run a second time as on a CPU with native bf16 and no GPU
 (``PSGRPO_NATIVE_BF16=1``, :mod:`psgrpo.config.precision`), where transformers used to refuse the config
 unless it set ``use_cpu``; none of them sets it. The runs take minutes (a few steps of training
 each), hence ``slow``; collecting and compiling every block is not. A ```python block indented inside a list
@@ -75,20 +75,29 @@ INDENTED = [
     for line, code in indented_blocks(page.read_text())
 ]
 FRONT = [p for p in SNIPPETS if p.values[0] in FRONT_PAGES]
-METHOD_ARG = re.compile(r"""\bmethod\s*=\s*["']([\w-]+)["']""")
 
 
-def first_block_per_method(params: list) -> list:
-    """The first block of each ``method=`` (none: ``grpo``, ProcessGRPOConfig's default) among ``params``: the
-    precision path depends on the config alone, and the later blocks of a method repeat its config."""
-    seen: dict[str, object] = {}
+def config_of(code: str) -> tuple[str, ...]:
+    """The ``ProcessGRPOConfig(...)`` keywords of a block as source text (``output_dir`` left out), sorted: what
+    decides its precision path (``()`` for a block without one)."""
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "ProcessGRPOConfig":
+            return tuple(
+                sorted(f"{k.arg}={ast.unparse(k.value)}" for k in node.keywords if k.arg != "output_dir")
+            )
+    return ()
+
+
+def one_block_per_config(params: list) -> list:
+    """The first block of each distinct :func:`config_of` among ``params``: a block that repeats an earlier
+    block's config takes the same precision path (the quickstart's ``ps`` and ``vps`` repeat README's)."""
+    seen: dict[tuple[str, ...], object] = {}
     for param in params:
-        match = METHOD_ARG.search(param.values[1])
-        seen.setdefault(match[1] if match else "grpo", param)
+        seen.setdefault(config_of(param.values[1]), param)
     return list(seen.values())
 
 
-FRONT_BF16 = first_block_per_method(FRONT)
+FRONT_BF16 = one_block_per_config(FRONT)
 
 
 def run_snippet(code: str, workdir: Path, **env: str) -> subprocess.CompletedProcess:
@@ -179,15 +188,21 @@ def test_every_block_runs_as_written(tmp_path, page, code):
     assert result.returncode == 0, f"{page}: the block failed:\n{result.stderr[-4000:]}"
 
 
-def test_one_block_per_method_runs_as_on_a_cpu_with_native_bf16():
-    """README's ps and vps blocks, the quickstart's grpo block (its ps and vps blocks repeat the README's)."""
+def test_one_block_per_config_runs_as_on_a_cpu_with_native_bf16():
+    """README's ps and vps blocks and the quickstart's grpo block: the quickstart's ps and vps configs are README's."""
     picked = [param.id for param in FRONT_BF16]
-    methods = {m[1] for param in FRONT for m in METHOD_ARG.finditer(param.values[1])}
-    assert methods == {"grpo", "ps", "vps"} and len(picked) == 3, picked
-    assert picked[:2] == [param.id for param in FRONT if param.values[0] == "README.md"][:2]
-    code = 'args = ProcessGRPOConfig(method="ps")\nother = dict(method = "vps")\n'
-    blocks = [pytest.param("a.md", code, id="a"), pytest.param("b.md", "print(1)\n", id="b")]
-    assert [param.id for param in first_block_per_method(blocks)] == ["a", "b"]
+    assert {config_of(param.values[1]) for param in FRONT} == {
+        config_of(param.values[1]) for param in FRONT_BF16
+    }
+    assert len(picked) == 3 and picked[:2] == [p.id for p in FRONT if p.values[0] == "README.md"][:2], picked
+    same = 'ProcessGRPOConfig(output_dir="a", method="ps", max_steps=3)'
+    blocks = [
+        pytest.param("a.md", same, id="a"),
+        pytest.param("b.md", same.replace('"a"', '"b"'), id="b"),  # another output_dir only: the same config
+        pytest.param("c.md", same.replace("3", "4"), id="c"),
+        pytest.param("d.md", "print(1)", id="d"),
+    ]
+    assert [param.id for param in one_block_per_config(blocks)] == ["a", "c", "d"]
 
 
 @pytest.mark.slow
