@@ -354,6 +354,7 @@ def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     ddp_steps: dict[str, list[dict]] = {}
     bf16_peer: dict[str, tuple[str, list[dict]]] = {}  # method -> the first of BF16_SAME_START that ran it
+    train_flags = shlex.split(args.train_flags)
     for name in args.configs:
         config = launch_config(name, out, args.precision)
         for method in args.methods:
@@ -370,7 +371,7 @@ def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
                 False,
                 args.precision,
                 args.weights,
-                shlex.split(args.train_flags),
+                train_flags,
             )
             problems = check_run(unbroken, 1)
             row: dict[str, Any] = {"config": name, "method": method, "wall_s": unbroken["wall_s"]}
@@ -413,7 +414,7 @@ def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
                     True,
                     args.precision,
                     args.weights,
-                    shlex.split(args.train_flags),
+                    train_flags,
                 )
                 problems += [f"resumed: {p}" for p in check_run(resumed, RESUME_FROM + 1)]
                 row["resume_gap"] = largest_gap(
@@ -508,6 +509,10 @@ def main() -> int:
         "the checkpoints break the resume check",
     )
     args = parser.parse_args()
+    try:
+        shlex.split(args.train_flags)
+    except ValueError as err:  # an unclosed quote: one line here, not a traceback from the first launch
+        parser.error(f"--train_flags {args.train_flags!r}: {err}")
     if (
         any(name.startswith("deepspeed") for name in args.configs)
         and importlib.util.find_spec("deepspeed") is None

@@ -207,6 +207,18 @@ def test_deepspeed_configs_without_deepspeed_stop_with_one_line(import_benchmark
     assert not list(tmp_path.iterdir())
 
 
+def test_train_flags_that_do_not_split_stop_with_one_line(import_benchmark, tmp_path):
+    bench = import_benchmark("sharded_cpu")
+    result = _run_script(bench, tmp_path, "--configs", "ddp", "--train_flags", "--seed '1", timeout=120)
+    assert result.returncode == 2  # argparse's usage, then the one line that says what is wrong
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .endswith('error: --train_flags "--seed \'1": No closing quotation')
+    )
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.slow
 def test_fsdp_through_accelerate_and_the_trainer_trains_resumes_and_starts_as_ddp(import_benchmark, tmp_path):
     """The real thing, without DeepSpeed: vps (whose probe forwards each rank must run as often as the others
